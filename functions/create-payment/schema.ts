@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { checkAmounts, flattenedReceiptFields } from '../../lib/receipts/flattened.js';
+import { money, paymentGatewayKind } from '../../lib/receipts/schemas.js';
+
+export const createPaymentPath = z.object({ gateway: paymentGatewayKind });
+
+/** The flattened receipt fields plus the payment's own: amount (gateway_a) and cardNonce (gateway_b). */
+export const createPaymentBody = z
+  .object({
+    ...flattenedReceiptFields,
+    amount: money.min(1).optional(),
+    cardNonce: z.string().min(1).max(192).optional(),
+  })
+  .superRefine(checkAmounts);
+
+export type CreatePaymentRequestBody = z.infer<typeof createPaymentBody>;
+
+/** An optional client-chosen key; without it the receiptId is the idempotency key. */
+export const idempotencyKeyHeader = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII');

@@ -1,0 +1,49 @@
+import { createHash } from 'node:crypto';
+import type { AppDeps } from '../../lib/deps.js';
+import { lambdaHandler } from '../../lib/http/lambda.js';
+import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
+import { digestOf, encryptAndStore } from '../../lib/receipts/encrypt.js';
+import { toDigitalReceipt } from '../../lib/receipts/flattened.js';
+import { findRoute } from '../../lib/routes.js';
+import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
+import { awsEscrowKey } from '../../lib/wiring/aws-escrow.js';
+import { encryptBody, type EncryptBody } from './schema.js';
+
+type EncryptReceiptDeps = Omit<AppDeps, 'gateways'>;
+
+/**
+ * POST /api/v1/receipts/encrypt — either form becomes a DigitalReceipt, encrypted for the registered
+ * recipient or escrowed. A nested-form recipientIdentifier never selects a user; only its hash is kept.
+ */
+export const encryptReceipt = async (deps: EncryptReceiptDeps, request: AuthenticatedRequest<EncryptBody>) => {
+  const { body } = request;
+  const receipt = body.form === 'nested' ? body.receipt : toDigitalReceipt(body, deps.clock.now());
+  const { envelope } = await encryptAndStore(deps, {
+    receipt,
+    ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
+    ...(body.form === 'nested'
+      ? {
+          recipientIdentifierHash: createHash('sha256')
+            .update(`${body.recipientIdentifier.type}:${body.recipientIdentifier.value}`)
+            .digest('hex'),
+        }
+      : {}),
+    caller: request.caller,
+    requestId: request.meta.requestId,
+    requestDigest: digestOf(body),
+  });
+  if (body.form === 'nested') return envelope;
+  // The spec's flattened-form response has no expiresAt and no escrowKeyId.
+  const { expiresAt: _expiresAt, escrowKeyId: _escrowKeyId, ...flattened } = envelope;
+  return flattened;
+};
+
+export const createHandler = (deps: EncryptReceiptDeps) =>
+  httpEndpoint({ route: findRoute('encrypt-receipt'), deps, body: encryptBody }, async (request) => ({
+    data: await encryptReceipt(deps, request),
+  }));
+
+export const handler = lambdaHandler(() => {
+  const core = awsCoreDeps();
+  return createHandler({ ...core, escrow: awsEscrowKey(core.config) });
+});

@@ -1,0 +1,23 @@
+import { ServiceUnavailableError } from '../../lib/errors.js';
+import { checkHealth, type HealthDeps } from '../../lib/health.js';
+import { lambdaHandler } from '../../lib/http/lambda.js';
+import { httpEndpoint, type PlatformDeps } from '../../lib/http/pipeline.js';
+import { findRoute } from '../../lib/routes.js';
+import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
+import { awsEscrowKey } from '../../lib/wiring/aws-escrow.js';
+import { awsGateways } from '../../lib/wiring/aws-gateways.js';
+
+/** GET /api/v1/health — no API key; 503 when any dependency is down. */
+export const health = async (deps: HealthDeps) => {
+  const report = await checkHealth(deps);
+  if (report.status !== 'ok') throw new ServiceUnavailableError('A dependency of the service is unavailable', { ...report });
+  return report;
+};
+
+export const createHandler = (deps: PlatformDeps & HealthDeps) =>
+  httpEndpoint({ route: findRoute('health'), deps }, async () => ({ data: await health(deps) }));
+
+export const handler = lambdaHandler(() => {
+  const core = awsCoreDeps();
+  return createHandler({ ...core, escrow: awsEscrowKey(core.config), gateways: awsGateways(core.config, core.logger) });
+});

@@ -1,0 +1,10 @@
+import { z } from 'zod';
+import { hashedPan, uuid } from '../../lib/receipts/schemas.js';
+
+export const registerBody = z.object({
+  hashedPan,
+  publicKey: z.string().min(1).max(4096),
+  keyId: uuid,
+});
+
+export type RegisterBody = z.infer<typeof registerBody>;

@@ -1,0 +1,15 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App, Validations } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import cdkNag from 'cdk-nag';
+import { routes } from '../lib/routes.js';
+import { ReceiptServiceStack, defaultProjectRoot } from './receipt-service-stack.js';
+const cdkJson = JSON.parse(readFileSync(join(defaultProjectRoot, 'cdk.json'), 'utf8'));
+const app = new App({ context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } });
+const stack = new ReceiptServiceStack(app, 'Dev', { routes: routes.filter((r) => existsSync(join(defaultProjectRoot, r.entry))) });
+const report = new cdkNag.AwsSolutionsChecks().validateScope(stack);
+console.log(JSON.stringify(report.violations.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)]), null, 1));
+const t = Template.fromStack(stack);
+console.log(Object.keys(t.toJSON().Resources).length);
+void Validations;

@@ -1,0 +1,195 @@
+import { Duration } from 'aws-cdk-lib';
+import type { Stage } from 'aws-cdk-lib/aws-apigateway';
+import {
+  Alarm,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  MathExpression,
+  Metric,
+  TextWidget,
+  TreatMissingData,
+  type IMetric,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { FilterPattern, MetricFilter, type ILogGroup } from 'aws-cdk-lib/aws-logs';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Construct } from 'constructs';
+
+export interface MonitoredFunction {
+  name: string;
+  fn: IFunction;
+  timeoutSeconds: number;
+}
+
+export interface MonitoringProps {
+  resourcePrefix: string;
+  stage: Stage;
+  accessLogGroup: ILogGroup;
+  functions: readonly MonitoredFunction[];
+  tables: Readonly<Record<string, ITable>>;
+  alarmEmail?: string;
+  dashboard: boolean;
+}
+
+const FIVE_MINUTES = Duration.minutes(5);
+
+/** Thresholds, with the reasoning each one encodes. */
+export const thresholds = {
+  /** Percent of requests answered 5xx; only judged once there are enough requests to mean anything. */
+  serverErrorRatePercent: 1,
+  serverErrorMinRequests: 20,
+  /** 429s (edge usage plans plus the service's own limiter) in five minutes: clients outgrowing tiers, or abuse. */
+  rateLimitedPerFiveMinutes: 100,
+  /** Any unhandled Lambda error is a crash or a timeout: handlers turn expected failures into responses. */
+  lambdaErrors: 1,
+  /** p99 duration as a share of the timeout: close to it, requests are about to start timing out. */
+  durationShareOfTimeout: 0.8,
+  /** On-demand tables throttle only past their previous peak's double or a hot partition. */
+  dynamoThrottleEvents: 1,
+} as const;
+
+/**
+ * Alarms on what would hurt callers first, an SNS topic when an address is given, and a dashboard.
+ * Without `alarmEmail` the alarms still show in the console and can be wired to anything later.
+ */
+export class Monitoring extends Construct {
+  readonly alarms: Alarm[] = [];
+  readonly topic: Topic | undefined;
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    super(scope, id);
+    const prefix = props.resourcePrefix;
+
+    if (props.alarmEmail) {
+      this.topic = new Topic(this, 'AlarmTopic', { topicName: `${prefix}-alarms`, enforceSSL: true });
+      this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
+    }
+
+    const requests = props.stage.metricCount({ period: FIVE_MINUTES, statistic: 'Sum' });
+    const serverErrors = props.stage.metricServerError({ period: FIVE_MINUTES, statistic: 'Sum' });
+    const serverErrorRate = new MathExpression({
+      expression: `IF(requests >= ${thresholds.serverErrorMinRequests}, 100 * errors / requests, 0)`,
+      usingMetrics: { requests, errors: serverErrors },
+      period: FIVE_MINUTES,
+      label: '5xx rate (%)',
+    });
+    this.alarm('Api5xxRate', {
+      alarmName: `${prefix}-api-5xx-rate`,
+      alarmDescription: `At least ${thresholds.serverErrorRatePercent}% of API requests answered 5xx`,
+      metric: serverErrorRate,
+      threshold: thresholds.serverErrorRatePercent,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 2,
+    });
+
+    // API Gateway publishes no 429 metric of its own; the access log has every status.
+    const rateLimitedFilter = new MetricFilter(this, 'RateLimitedFilter', {
+      logGroup: props.accessLogGroup,
+      filterPattern: FilterPattern.stringValue('$.status', '=', '429'),
+      metricNamespace: 'ReceiptService',
+      metricName: `${prefix}-rate-limited`,
+      metricValue: '1',
+    });
+    const rateLimited = rateLimitedFilter.metric({ period: FIVE_MINUTES, statistic: 'Sum' });
+    this.alarm('ApiRateLimited', {
+      alarmName: `${prefix}-api-429`,
+      alarmDescription: `At least ${thresholds.rateLimitedPerFiveMinutes} requests answered 429 in five minutes`,
+      metric: rateLimited,
+      threshold: thresholds.rateLimitedPerFiveMinutes,
+      evaluationPeriods: 1,
+    });
+
+    for (const { name, fn, timeoutSeconds } of props.functions) {
+      this.alarm(`${name}-Errors`, {
+        alarmName: `${prefix}-${name}-errors`,
+        alarmDescription: `${name}: unhandled errors or timeouts`,
+        metric: fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+        threshold: thresholds.lambdaErrors,
+        evaluationPeriods: 1,
+      });
+      this.alarm(`${name}-Duration`, {
+        alarmName: `${prefix}-${name}-duration-p99`,
+        alarmDescription: `${name}: p99 duration above ${thresholds.durationShareOfTimeout * 100}% of its ${timeoutSeconds} s timeout`,
+        metric: fn.metricDuration({ period: FIVE_MINUTES, statistic: 'p99' }),
+        threshold: Math.round(timeoutSeconds * 1000 * thresholds.durationShareOfTimeout),
+        evaluationPeriods: 3,
+      });
+    }
+
+    const throttleMetrics: IMetric[] = [];
+    for (const [key, table] of Object.entries(props.tables)) {
+      const throttles = new MathExpression({
+        // Ids are unique per table: the dashboard graphs every table's expression together.
+        expression: `${key}Reads + ${key}Writes`,
+        usingMetrics: {
+          [`${key}Reads`]: table.metric('ReadThrottleEvents', { period: FIVE_MINUTES, statistic: 'Sum' }),
+          [`${key}Writes`]: table.metric('WriteThrottleEvents', { period: FIVE_MINUTES, statistic: 'Sum' }),
+        },
+        period: FIVE_MINUTES,
+        label: key,
+      });
+      throttleMetrics.push(throttles);
+      this.alarm(`${key}-Throttles`, {
+        alarmName: `${prefix}-ddb-${key}-throttles`,
+        alarmDescription: `DynamoDB table ${key}: throttled reads or writes`,
+        metric: throttles,
+        threshold: thresholds.dynamoThrottleEvents,
+        evaluationPeriods: 1,
+      });
+    }
+
+    if (props.dashboard) {
+      const dashboard = new Dashboard(this, 'Dashboard', { dashboardName: prefix });
+      dashboard.addWidgets(
+        new TextWidget({ markdown: `# ${prefix}`, width: 24, height: 1 }),
+        new GraphWidget({ title: 'API requests', left: [requests], right: [serverErrorRate], width: 8 }),
+        new GraphWidget({
+          title: 'API latency',
+          left: [props.stage.metricLatency({ statistic: 'p50' }), props.stage.metricLatency({ statistic: 'p99' })],
+          width: 8,
+        }),
+        new GraphWidget({
+          title: 'API 4xx / 429',
+          left: [props.stage.metricClientError({ period: FIVE_MINUTES, statistic: 'Sum' }), rateLimited],
+          width: 8,
+        }),
+        new GraphWidget({
+          title: 'Lambda errors',
+          left: props.functions.map(({ name, fn }) => fn.metricErrors({ label: name, statistic: 'Sum' })),
+          width: 8,
+        }),
+        new GraphWidget({
+          title: 'Lambda p99 duration (ms)',
+          left: props.functions.map(({ name, fn }) => fn.metricDuration({ label: name, statistic: 'p99' })),
+          width: 8,
+        }),
+        new GraphWidget({ title: 'DynamoDB throttle events', left: throttleMetrics, width: 8 }),
+      );
+    }
+  }
+
+  private alarm(
+    id: string,
+    options: {
+      alarmName: string;
+      alarmDescription: string;
+      metric: IMetric | Metric;
+      threshold: number;
+      evaluationPeriods: number;
+      datapointsToAlarm?: number;
+    },
+  ): void {
+    const alarm = new Alarm(this, id, {
+      ...options,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      // No traffic is not an incident.
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    if (this.topic) alarm.addAlarmAction(new SnsAction(this.topic));
+    this.alarms.push(alarm);
+  }
+}

@@ -1,0 +1,223 @@
+import { fileURLToPath } from 'node:url';
+import { Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import { Effect, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
+import { StringParameter } from 'aws-cdk-lib/aws-ssm';
+import type { Construct } from 'constructs';
+import { usagePlanParameterName } from '../lib/admin/api-gateway-keys.js';
+import { routes as serviceRoutes, type RouteDefinition } from '../lib/routes.js';
+import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/tables.js';
+import { tierNames } from '../lib/tiers.js';
+import { DataTables } from './data-tables.js';
+import { Monitoring } from './monitoring.js';
+import { applyNagSuppressions } from './nag-suppressions.js';
+import { escrowActions, tableStatements } from './permissions.js';
+import { ServiceApi } from './service-api.js';
+import { DEFAULT_TIMEOUT_SECONDS, ServiceFunction } from './service-function.js';
+import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
+
+export interface ReceiptServiceStackProps extends StackProps {
+  /** Overrides context and defaults (see infra/settings.ts). */
+  settings?: SettingsInput;
+  /** Defaults to lib/routes.ts. */
+  routes?: readonly RouteDefinition[];
+  /** Defaults to this repository: where package.json and the route entries are. */
+  projectRoot?: string;
+}
+
+export const defaultProjectRoot = fileURLToPath(new URL('..', import.meta.url));
+
+const pascal = (name: string): string =>
+  name
+    .split(/[^a-zA-Z0-9]+/)
+    .filter(Boolean)
+    .map((part) => `${part.charAt(0).toUpperCase()}${part.slice(1)}`)
+    .join('');
+
+/** The whole deployed service for one stage: tables, escrow key, one function per route, the API. */
+export class ReceiptServiceStack extends Stack {
+  readonly settings: ServiceSettings;
+  readonly data: DataTables;
+  readonly escrowKey: Key;
+  readonly functions: ReadonlyMap<string, ServiceFunction>;
+  readonly api: ServiceApi;
+  readonly monitoring: Monitoring;
+
+  constructor(scope: Construct, id: string, props: ReceiptServiceStackProps = {}) {
+    super(scope, id, props);
+    const settings = resolveSettings(this, props.settings);
+    this.settings = settings;
+    const routes = props.routes ?? serviceRoutes;
+    const projectRoot = props.projectRoot ?? defaultProjectRoot;
+
+    Tags.of(this).add('service', 'receipt-service');
+    Tags.of(this).add('stage', settings.stage);
+    if (settings.tiersOverridden) {
+      Annotations.of(this).addWarningV2(
+        'receipt-service:tiers-overridden',
+        'Usage plans differ from lib/tiers.ts; the service limiter and X-RateLimit-* headers still use lib/tiers.ts',
+      );
+    }
+
+    this.data = new DataTables(this, 'Data', { prefix: settings.resourcePrefix });
+
+    // Wraps receipt keys for recipients who are not registered yet. Retained on stack deletion:
+    // escrowed receipts already stored can only ever be opened with this key.
+    this.escrowKey = new Key(this, 'EscrowKey', {
+      description: `receipt-service ${settings.stage}: escrow key for receipts of unregistered recipients`,
+      keySpec: KeySpec.RSA_2048,
+      keyUsage: KeyUsage.ENCRYPT_DECRYPT,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    // The alias goes with the stack so a redeploy of the stage can create it again.
+    new Alias(this, 'EscrowKeyAlias', {
+      aliasName: `alias/${settings.resourcePrefix}-escrow`,
+      targetKey: this.escrowKey,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    const tracingPolicy = new Policy(this, 'TracingPolicy', {
+      statements: [
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
+          resources: ['*'],
+        }),
+      ],
+    });
+
+    const functions = new Map<string, ServiceFunction>();
+    for (const route of routes) {
+      const fn = new ServiceFunction(this, `${pascal(route.name)}Function`, {
+        route,
+        projectRoot,
+        functionName: `${settings.resourcePrefix}-${route.name}`,
+        environment: this.environmentFor(route, settings),
+        logRetention: settings.logRetentionDays,
+        tracingPolicy,
+      });
+      this.grantRoute(fn, route, settings);
+      functions.set(route.name, fn);
+    }
+    this.functions = functions;
+
+    this.api = new ServiceApi(this, 'Http', {
+      stage: settings.stage,
+      resourcePrefix: settings.resourcePrefix,
+      routes,
+      handlers: new Map([...functions].map(([name, fn]) => [name, fn.function])),
+      tiers: settings.tiers,
+      logRetention: settings.logRetentionDays,
+      cloudWatchRole: settings.apiGatewayCloudWatchRole,
+      publicRouteThrottle: { rateLimit: settings.publicRouteRateLimit, burstLimit: settings.publicRouteBurstLimit },
+    });
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      resourcePrefix: settings.resourcePrefix,
+      stage: this.api.api.deploymentStage,
+      accessLogGroup: this.api.accessLogGroup,
+      functions: routes.map((route) => ({
+        name: route.name,
+        fn: (functions.get(route.name) as ServiceFunction).function,
+        timeoutSeconds: route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+      })),
+      tables: this.data.tables,
+      alarmEmail: settings.alarmEmail,
+      dashboard: settings.dashboard,
+    });
+
+    this.addOutputs(settings);
+
+    applyNagSuppressions({
+      api: this.api.api,
+      tracingPolicy,
+      ephemeralTables: Object.entries(this.data.tables)
+        .filter(([key]) => !(tableDefinitions[key as TableKey] as TableDefinition).durable)
+        .map(([, table]) => table),
+    });
+  }
+
+  /** Only what this route's code reads: its own tables, escrow key and gateway settings. */
+  private environmentFor(route: RouteDefinition, settings: ServiceSettings): Record<string, string> {
+    const environment: Record<string, string> = {
+      STAGE: settings.stage,
+      LOG_LEVEL: settings.logLevel,
+      TOKEN_TTL_SECONDS: String(settings.tokenTtlSeconds),
+      API_KEY_CACHE_TTL_SECONDS: String(settings.apiKeyCacheTtlSeconds),
+      ANON_RATE_LIMIT_PER_MINUTE: String(settings.anonymousRequestsPerMinute),
+      RECEIPT_RETENTION_DAYS: String(settings.receiptRetentionDays),
+      ESCROW_RETENTION_DAYS: String(settings.escrowRetentionDays),
+      AUDIT_RETENTION_DAYS: String(settings.auditRetentionDays),
+    };
+    for (const key of Object.keys(route.tables) as TableKey[]) {
+      environment[tableEnvVar(key)] = this.data.tables[key].tableName;
+    }
+    if (route.escrow) environment.ESCROW_KMS_KEY_ID = this.escrowKey.keyArn;
+    if (route.gateways) {
+      environment.STRIPE_SECRET_NAME = settings.stripeSecretName;
+      environment.SQUARE_SECRET_NAME = settings.squareSecretName;
+      environment.SQUARE_ENVIRONMENT = settings.squareEnvironment;
+      // Square cannot take a payment without a location, so it is only switched on with one.
+      environment.PAYMENT_GATEWAYS = settings.squareLocationId ? 'gateway_a,gateway_b' : 'gateway_a';
+      if (settings.squareLocationId) environment.SQUARE_LOCATION_ID = settings.squareLocationId;
+    }
+    return environment;
+  }
+
+  private grantRoute(fn: ServiceFunction, route: RouteDefinition, settings: ServiceSettings): void {
+    for (const [key, access] of Object.entries(route.tables) as [TableKey, NonNullable<RouteDefinition['tables'][TableKey]>][]) {
+      for (const statement of tableStatements(access, this.data.tables[key].tableArn, this.data.indexNames(key))) {
+        fn.role.addToPrincipalPolicy(statement);
+      }
+    }
+    const kmsActions = escrowActions(route.escrow);
+    if (kmsActions.length > 0) {
+      fn.role.addToPrincipalPolicy(
+        new PolicyStatement({ effect: Effect.ALLOW, actions: kmsActions, resources: [this.escrowKey.keyArn] }),
+      );
+    }
+    if (route.gateways) {
+      // Secrets Manager appends six random characters to a secret's ARN; `??????` matches exactly those.
+      const secretArns = [settings.stripeSecretName, settings.squareSecretName].map((name) =>
+        this.formatArn({
+          service: 'secretsmanager',
+          resource: 'secret',
+          resourceName: `${name}-??????`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      );
+      fn.role.addToPrincipalPolicy(
+        new PolicyStatement({ effect: Effect.ALLOW, actions: ['secretsmanager:GetSecretValue'], resources: secretArns }),
+      );
+    }
+  }
+
+  private addOutputs(settings: ServiceSettings): void {
+    new CfnOutput(this, 'ApiUrl', { value: this.api.api.url, description: 'Base URL of the stage' });
+    new CfnOutput(this, 'EscrowKeyArn', { value: this.escrowKey.keyArn });
+    new CfnOutput(this, 'TablePrefix', {
+      value: `${settings.resourcePrefix}-`,
+      description: 'TABLE_PREFIX for the admin CLI',
+    });
+    new CfnOutput(this, 'StripeSecretName', { value: settings.stripeSecretName });
+    new CfnOutput(this, 'SquareSecretName', { value: settings.squareSecretName });
+    new StringParameter(this, 'TablePrefixParameter', {
+      parameterName: `/${settings.stage}/receipt-service/table-prefix`,
+      stringValue: `${settings.resourcePrefix}-`,
+      description: 'TABLE_PREFIX for the admin CLI',
+    });
+    for (const tier of tierNames) {
+      const plan = this.api.usagePlans[tier];
+      new CfnOutput(this, `UsagePlanId${pascal(tier)}`, {
+        value: plan.usagePlanId,
+        description: `Usage plan of the ${tier} tier (USAGE_PLAN_ID_${tier.toUpperCase()})`,
+      });
+      new StringParameter(this, `UsagePlanParameter${pascal(tier)}`, {
+        parameterName: usagePlanParameterName(settings.stage, tier),
+        stringValue: plan.usagePlanId,
+        description: `API Gateway usage plan id of the ${tier} tier; read by the admin CLI`,
+      });
+    }
+    if (this.monitoring.topic) new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
+  }
+}

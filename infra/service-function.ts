@@ -1,0 +1,114 @@
+import { join } from 'node:path';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Role, ServicePrincipal, type Policy } from 'aws-cdk-lib/aws-iam';
+import { Architecture, CfnFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { RouteDefinition } from '../lib/routes.js';
+
+export interface ServiceFunctionProps {
+  route: RouteDefinition;
+  /** The directory holding package.json: route entries are relative to it and esbuild runs there. */
+  projectRoot: string;
+  functionName: string;
+  environment: Record<string, string>;
+  logRetention: RetentionDays;
+  /** Shared X-Ray write policy; see below for why it is not the function's own. */
+  tracingPolicy: Policy;
+}
+
+export const DEFAULT_MEMORY_MB = 512;
+export const DEFAULT_TIMEOUT_SECONDS = 10;
+
+// Bundles are ESM; a CommonJS dependency that calls require() (e.g. for node: built-ins) needs one.
+const REQUIRE_BANNER =
+  "import { createRequire as __receiptServiceCreateRequire } from 'node:module';" +
+  'const require = __receiptServiceCreateRequire(import.meta.url);';
+
+const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * The house Lambda: one per route in lib/routes.ts, Node.js 24 on arm64, bundled by the local
+ * esbuild (no Docker). Everything, the AWS SDK v3 included, is bundled (externalModules: []), so
+ * the SDK that runs is the version package-lock.json pins and the tests ran against, not whatever
+ * the runtime ships that month; minification keeps the cold start cost of that small.
+ */
+export class ServiceFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: Role;
+  readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
+    super(scope, id);
+    const { route } = props;
+
+    this.logGroup = new LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    // An own role instead of the default one: the default attaches AWSLambdaBasicExecutionRole,
+    // which may write to every log group in the account; this one may write to its own only.
+    this.role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `receipt-service ${route.name}`,
+    });
+    this.logGroup.grantWrite(this.role);
+    props.tracingPolicy.attachToRole(this.role);
+
+    this.function = new NodejsFunction(this, 'Function', {
+      functionName: props.functionName,
+      description: `${route.method} ${route.path}`,
+      entry: join(props.projectRoot, route.entry),
+      handler: 'handler',
+      projectRoot: props.projectRoot,
+      depsLockFilePath: join(props.projectRoot, 'package-lock.json'),
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: route.memoryMb ?? DEFAULT_MEMORY_MB,
+      timeout: Duration.seconds(route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS),
+      role: this.role,
+      logGroup: this.logGroup,
+      environment: {
+        ...props.environment,
+        POWERTOOLS_SERVICE_NAME: 'receipt-service',
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node24',
+        mainFields: ['module', 'main'],
+        minify: true,
+        // lib/errors.ts names errors after their classes; minified names would reach the logs.
+        keepNames: true,
+        sourceMap: true,
+        sourceMapMode: SourceMapMode.DEFAULT,
+        // Stack traces need file and line only; embedded sources would double the asset size.
+        sourcesContent: false,
+        externalModules: [],
+        banner: REQUIRE_BANNER,
+        metafile: true,
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          afterBundling: (_inputDir: string, outputDir: string) => [
+            [
+              shellQuote(process.execPath),
+              '--import tsx',
+              shellQuote(join(props.projectRoot, 'infra', 'bundle-guard.ts')),
+              shellQuote(join(outputDir, 'index.meta.json')),
+            ].join(' '),
+          ],
+        },
+      },
+    });
+
+    // Tracing is switched on at the CloudFormation level instead of with `tracing: ACTIVE`, which
+    // would add X-Ray's Resource "*" statement to this role's own policy, where a cdk-nag
+    // suppression for it could also hide a real wildcard later. The shared policy carries it.
+    (this.function.node.defaultChild as CfnFunction).tracingConfig = { mode: Tracing.ACTIVE };
+    // Lambda checks the role may write traces when the function is created.
+    this.function.node.addDependency(props.tracingPolicy);
+  }
+}

@@ -1,0 +1,112 @@
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { z } from 'zod';
+import { serviceEnvSchema } from '../lib/config.js';
+import { tierNames, tiers as serviceTiers, type TierTable } from '../lib/tiers.js';
+
+/**
+ * Deployment settings. Each one comes from stack props, else from CDK context (`cdk.json` or
+ * `cdk deploy -c key=value`), else from the default here, so `cdk deploy` works with no flags.
+ * Service knobs reuse the schema the functions validate their environment with, so a value the
+ * functions would reject fails synth instead of the first request.
+ */
+const fromText = (value: unknown): unknown => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+};
+
+// `-c flag=false` arrives as the string "false", which z.coerce.boolean() would read as true.
+const flag = z.preprocess(fromText, z.boolean());
+
+const tierSchema = z.object({
+  ratePerSecond: z.number().positive(),
+  burst: z.number().int().min(1),
+  dailyQuota: z.number().int().min(1),
+  requestsPerMinute: z.number().int().min(1),
+});
+
+const tierOverrides = z.preprocess(
+  fromText,
+  z.strictObject(Object.fromEntries(tierNames.map((tier) => [tier, tierSchema.partial().optional()]))),
+);
+
+const retentionValues = Object.values(RetentionDays).filter((value): value is number => typeof value === 'number');
+
+const settingsSchema = z.object({
+  stage: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,19}$/, 'lower-case letters, digits and dashes, starting with a letter, at most 20'),
+  tiers: tierOverrides.optional(),
+  logLevel: serviceEnvSchema.shape.LOG_LEVEL,
+  logRetentionDays: z.coerce
+    .number()
+    .refine((days) => retentionValues.includes(days), `one of CloudWatch's retention periods: ${retentionValues.join(', ')}`)
+    .default(RetentionDays.ONE_MONTH),
+  tokenTtlSeconds: serviceEnvSchema.shape.TOKEN_TTL_SECONDS,
+  apiKeyCacheTtlSeconds: serviceEnvSchema.shape.API_KEY_CACHE_TTL_SECONDS,
+  anonymousRequestsPerMinute: serviceEnvSchema.shape.ANON_RATE_LIMIT_PER_MINUTE,
+  receiptRetentionDays: serviceEnvSchema.shape.RECEIPT_RETENTION_DAYS,
+  escrowRetentionDays: serviceEnvSchema.shape.ESCROW_RETENTION_DAYS,
+  auditRetentionDays: serviceEnvSchema.shape.AUDIT_RETENTION_DAYS,
+  stripeSecretName: z.string().min(1).optional(),
+  squareSecretName: z.string().min(1).optional(),
+  squareLocationId: z.preprocess((value) => (value === '' ? undefined : value), z.string().min(1).optional()),
+  squareEnvironment: z.enum(['sandbox', 'production']).default('sandbox'),
+  alarmEmail: z.preprocess((value) => (value === '' ? undefined : value), z.email().optional()),
+  apiGatewayCloudWatchRole: flag.default(true),
+  /** Health and openapi.json have no API key, hence no usage plan: this stage throttle caps them. */
+  publicRouteRateLimit: z.coerce.number().positive().default(20),
+  publicRouteBurstLimit: z.coerce.number().int().min(1).default(40),
+  dashboard: flag.default(true),
+});
+
+export type SettingsInput = Partial<z.input<typeof settingsSchema>>;
+
+type Parsed = z.output<typeof settingsSchema>;
+
+export interface ServiceSettings extends Omit<Parsed, 'tiers' | 'stripeSecretName' | 'squareSecretName' | 'logRetentionDays'> {
+  tiers: TierTable;
+  /** True when the usage plans differ from lib/tiers.ts, which the service's own limiter still reads. */
+  tiersOverridden: boolean;
+  logRetentionDays: RetentionDays;
+  stripeSecretName: string;
+  squareSecretName: string;
+  /** Resource names start with this; DynamoDB tables are `${resourcePrefix}-${table}`. */
+  resourcePrefix: string;
+}
+
+export const settingKeys = Object.keys(settingsSchema.shape) as (keyof SettingsInput)[];
+
+export class SettingsError extends Error {}
+
+/** Props win over context, context over defaults. */
+export function resolveSettings(scope: Construct, overrides: SettingsInput = {}): ServiceSettings {
+  const fromContext: Record<string, unknown> = {};
+  for (const key of settingKeys) {
+    const value: unknown = scope.node.tryGetContext(key);
+    if (value !== undefined) fromContext[key] = value;
+  }
+  const definedOverrides = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined));
+  const parsed = settingsSchema.safeParse({ stage: 'dev', ...fromContext, ...definedOverrides });
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    throw new SettingsError(`Invalid receipt-service settings: ${issues.join('; ')}`);
+  }
+  const { tiers: overriddenTiers, ...values } = parsed.data;
+  const tiers = Object.fromEntries(
+    tierNames.map((tier) => [tier, { ...serviceTiers[tier], ...overriddenTiers?.[tier] }]),
+  ) as TierTable;
+  return {
+    ...values,
+    tiers,
+    tiersOverridden: tierNames.some((tier) => JSON.stringify(tiers[tier]) !== JSON.stringify(serviceTiers[tier])),
+    logRetentionDays: values.logRetentionDays as RetentionDays,
+    stripeSecretName: values.stripeSecretName ?? `/${values.stage}/receipt-service/stripe-secret-key`,
+    squareSecretName: values.squareSecretName ?? `/${values.stage}/receipt-service/square-access-token`,
+    resourcePrefix: `receipt-service-${values.stage}`,
+  };
+}

@@ -1,0 +1,152 @@
+import {
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
+  DeleteUsagePlanKeyCommand,
+  GetUsagePlanKeyCommand,
+  type APIGatewayClient,
+} from '@aws-sdk/client-api-gateway';
+import { GetParametersCommand, type SSMClient } from '@aws-sdk/client-ssm';
+import { tierNames, type TierName } from '../tiers.js';
+
+/**
+ * The edge half of an API key on a deployed stack: API Gateway only lets a request through when its
+ * `X-API-Key` is an enabled API Gateway key in a usage plan attached to the stage, and the plan is
+ * what enforces the tier's rate, burst and daily quota. The service's own table holds the other half.
+ */
+export interface EdgeKeyStore {
+  createKey(input: { name: string; value: string; tier: TierName; clientId: string }): Promise<{ edgeKeyId: string }>;
+  setTier(edgeKeyId: string, from: TierName, to: TierName): Promise<void>;
+  revoke(edgeKeyId: string): Promise<void>;
+}
+
+export type UsagePlanIds = Record<TierName, string>;
+
+export class EdgeKeyError extends Error {}
+
+/** Where the CDK stack publishes each tier's usage plan id (infra/ writes it, the CLI reads it). */
+export const usagePlanParameterName = (stage: string, tier: TierName): string =>
+  `/${stage}/receipt-service/usage-plans/${tier}`;
+
+/** Environment override for a plan id, for operators without ssm:GetParameters. */
+export const usagePlanEnvVar = (tier: TierName): string => `USAGE_PLAN_ID_${tier.toUpperCase()}`;
+
+// SDK errors are matched by name: the class identity differs between SDK copies and test doubles.
+const isNamed = (error: unknown, name: string): boolean => error instanceof Error && error.name === name;
+
+export class ApiGatewayEdgeKeyStore implements EdgeKeyStore {
+  constructor(
+    private readonly client: APIGatewayClient,
+    private readonly usagePlans: UsagePlanIds,
+  ) {}
+
+  async createKey(input: { name: string; value: string; tier: TierName; clientId: string }): Promise<{ edgeKeyId: string }> {
+    const created = await this.client.send(
+      new CreateApiKeyCommand({
+        name: input.name,
+        value: input.value,
+        enabled: true,
+        description: `receipt-service client ${input.clientId}`,
+        tags: { clientId: input.clientId },
+      }),
+    );
+    if (!created.id) throw new EdgeKeyError('API Gateway created the key but returned no id');
+    try {
+      await this.addToPlan(created.id, input.tier);
+    } catch (error) {
+      // A key in no plan is refused at the edge anyway, but it would linger unseen with a live value.
+      await this.client.send(new DeleteApiKeyCommand({ apiKey: created.id })).catch(() => undefined);
+      throw error;
+    }
+    return { edgeKeyId: created.id };
+  }
+
+  async setTier(edgeKeyId: string, from: TierName, to: TierName): Promise<void> {
+    if (from === to) return;
+    // API Gateway allows one plan per key and stage, so the old membership must go first.
+    await this.removeFromPlan(edgeKeyId, from);
+    try {
+      await this.addToPlan(edgeKeyId, to);
+    } catch (error) {
+      // Put the key back on its old tier rather than leave the client locked out.
+      await this.addToPlan(edgeKeyId, from).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async revoke(edgeKeyId: string): Promise<void> {
+    try {
+      // Deleting the key also ends its plan memberships; a revoked value must never work again.
+      await this.client.send(new DeleteApiKeyCommand({ apiKey: edgeKeyId }));
+    } catch (error) {
+      if (!isNamed(error, 'NotFoundException')) throw error;
+    }
+  }
+
+  private planId(tier: TierName): string {
+    const id = this.usagePlans[tier];
+    if (!id) throw new EdgeKeyError(`No usage plan id for tier ${tier}`);
+    return id;
+  }
+
+  private async addToPlan(keyId: string, tier: TierName): Promise<void> {
+    const usagePlanId = this.planId(tier);
+    try {
+      await this.client.send(new CreateUsagePlanKeyCommand({ usagePlanId, keyId, keyType: 'API_KEY' }));
+    } catch (error) {
+      // A retried command finds the key already in the plan; anything else in conflict is a real error.
+      if (!isNamed(error, 'ConflictException') || !(await this.isInPlan(keyId, usagePlanId))) throw error;
+    }
+  }
+
+  private async removeFromPlan(keyId: string, tier: TierName): Promise<void> {
+    try {
+      await this.client.send(new DeleteUsagePlanKeyCommand({ usagePlanId: this.planId(tier), keyId }));
+    } catch (error) {
+      if (!isNamed(error, 'NotFoundException')) throw error;
+    }
+  }
+
+  private async isInPlan(keyId: string, usagePlanId: string): Promise<boolean> {
+    try {
+      await this.client.send(new GetUsagePlanKeyCommand({ usagePlanId, keyId }));
+      return true;
+    } catch (error) {
+      if (isNamed(error, 'NotFoundException')) return false;
+      throw error;
+    }
+  }
+}
+
+/**
+ * The usage plan ids of a deployed stage: all three from `USAGE_PLAN_ID_<TIER>` when set, otherwise
+ * from the SSM parameters the stack wrote.
+ */
+export async function loadUsagePlanIds(options: {
+  stage: string;
+  env?: NodeJS.ProcessEnv;
+  ssm?: Pick<SSMClient, 'send'>;
+}): Promise<UsagePlanIds> {
+  const env = options.env ?? process.env;
+  const fromEnv = tierNames.map((tier) => [tier, env[usagePlanEnvVar(tier)]?.trim()] as const);
+  const given = fromEnv.filter(([, value]) => value);
+  if (given.length === tierNames.length) return Object.fromEntries(fromEnv) as UsagePlanIds;
+  if (given.length > 0) {
+    const missing = fromEnv.filter(([, value]) => !value).map(([tier]) => usagePlanEnvVar(tier));
+    throw new EdgeKeyError(`Set every USAGE_PLAN_ID_* variable or none; missing ${missing.join(', ')}`);
+  }
+  if (!options.ssm) throw new EdgeKeyError('No usage plan ids: set USAGE_PLAN_ID_* or read them from SSM');
+
+  const names = tierNames.map((tier) => usagePlanParameterName(options.stage, tier));
+  const result = await options.ssm.send(new GetParametersCommand({ Names: names }));
+  const byName = new Map((result.Parameters ?? []).map((parameter) => [parameter.Name, parameter.Value]));
+  const missing = names.filter((name) => !byName.get(name));
+  if (missing.length > 0) {
+    throw new EdgeKeyError(
+      `SSM parameters ${missing.join(', ')} not found: is stage "${options.stage}" deployed in this account and region?`,
+    );
+  }
+  return Object.fromEntries(
+    tierNames.map((tier) => [tier, byName.get(usagePlanParameterName(options.stage, tier)) as string]),
+  ) as UsagePlanIds;
+}

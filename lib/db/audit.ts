@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Clock } from '../clock.js';
+
+export type AuditAction =
+  | 'key.generate'
+  | 'user.register'
+  | 'access.grant'
+  | 'receipt.encrypt'
+  | 'receipt.decrypt'
+  | 'escrow.wrap'
+  | 'escrow.claim'
+  | 'transaction.store'
+  | 'payment.create'
+  | 'payment.decrypt';
+
+/**
+ * One audited cryptographic operation. Never a key, a token id, a full PAN hash or receipt content:
+ * only identifiers and outcomes.
+ */
+export interface AuditEvent {
+  action: AuditAction;
+  outcome: 'success' | 'failure';
+  requestId: string;
+  clientId: string;
+  reason?: string;
+  userId?: string;
+  keyId?: string;
+  receiptId?: string;
+  transactionId?: string;
+  sourceIp?: string;
+  escrowKeyId?: string;
+  /** First 8 hex characters only: enough to correlate, not enough to identify a card. */
+  panHashPrefix?: string;
+}
+
+export interface AuditRecord extends AuditEvent {
+  pk: string;
+  sk: string;
+  at: string;
+  ttl: number;
+}
+
+export const panHashPrefix = (hashedPan: string): string => hashedPan.slice(0, 8);
+
+export class AuditLog {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly clock: Clock,
+    private readonly retentionDays: number,
+  ) {}
+
+  async record(event: AuditEvent): Promise<void> {
+    const now = this.clock.now();
+    const item: AuditRecord = {
+      ...event,
+      pk: `CLIENT#${event.clientId}`,
+      sk: `${now.toISOString()}#${event.requestId}#${randomBytes(4).toString('hex')}`,
+      at: now.toISOString(),
+      ttl: Math.floor(now.getTime() / 1000) + this.retentionDays * 86_400,
+    };
+    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: item }));
+  }
+
+  /** A client's audit trail, newest first (used by tests and operators). */
+  async forClient(clientId: string, limit = 100): Promise<AuditRecord[]> {
+    const result = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `CLIENT#${clientId}` },
+        ScanIndexForward: false,
+        Limit: limit,
+      }),
+    );
+    return (result.Items as AuditRecord[] | undefined) ?? [];
+  }
+}

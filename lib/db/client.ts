@@ -1,0 +1,32 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+export interface DynamoClients {
+  client: DynamoDBClient;
+  doc: DynamoDBDocumentClient;
+}
+
+/** One client per cold start, shared by every repository. `endpoint` is set only for DynamoDB Local. */
+export function createDynamoClients(options: { region: string; endpoint?: string | undefined }): DynamoClients {
+  const client = new DynamoDBClient({
+    region: options.region,
+    ...(options.endpoint
+      ? {
+          endpoint: options.endpoint,
+          // DynamoDB Local accepts any credentials; fixed ones keep a developer's real profile out of it.
+          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        }
+      : {}),
+    maxAttempts: 3,
+  });
+  const doc = DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+  });
+  return { client, doc };
+}
+
+export const isConditionFailure = (error: unknown): boolean =>
+  error instanceof Error && error.name === 'ConditionalCheckFailedException';
+
+export const isTransactionCanceled = (error: unknown): boolean =>
+  error instanceof Error && error.name === 'TransactionCanceledException';

@@ -1,0 +1,71 @@
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  UpdateTimeToLiveCommand,
+  type AttributeDefinition,
+  type DynamoDBClient,
+  type KeySchemaElement,
+} from '@aws-sdk/client-dynamodb';
+import { tableDefinitions, tableKeys, type TableDefinition, type TableNames } from '../tables.js';
+
+const keySchema = (partitionKey: string, sortKey?: string): KeySchemaElement[] => [
+  { AttributeName: partitionKey, KeyType: 'HASH' },
+  ...(sortKey ? [{ AttributeName: sortKey, KeyType: 'RANGE' as const }] : []),
+];
+
+async function exists(client: DynamoDBClient, name: string): Promise<boolean> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: name }));
+    return true;
+  } catch (error) {
+    if (error instanceof Error && error.name === 'ResourceNotFoundException') return false;
+    throw error;
+  }
+}
+
+async function createTable(client: DynamoDBClient, name: string, definition: TableDefinition): Promise<void> {
+  const attributes = new Set<string>([definition.partitionKey]);
+  if (definition.sortKey) attributes.add(definition.sortKey);
+  for (const index of definition.indexes ?? []) {
+    attributes.add(index.partitionKey);
+    if (index.sortKey) attributes.add(index.sortKey);
+  }
+  const indexes = definition.indexes ?? [];
+  await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [...attributes].map(
+        (attribute): AttributeDefinition => ({ AttributeName: attribute, AttributeType: 'S' }),
+      ),
+      KeySchema: keySchema(definition.partitionKey, definition.sortKey),
+      ...(indexes.length > 0
+        ? {
+            GlobalSecondaryIndexes: indexes.map((index) => ({
+              IndexName: index.name,
+              KeySchema: keySchema(index.partitionKey, index.sortKey),
+              Projection: { ProjectionType: 'ALL' },
+            })),
+          }
+        : {}),
+    }),
+  );
+  if (definition.ttlAttribute) {
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: name,
+        TimeToLiveSpecification: { AttributeName: definition.ttlAttribute, Enabled: true },
+      }),
+    );
+  }
+}
+
+/** Creates whichever of the service's tables are missing (the local stack's equivalent of the CDK stack). */
+export async function ensureTables(client: DynamoDBClient, names: TableNames): Promise<void> {
+  await Promise.all(
+    tableKeys.map(async (key) => {
+      const definition: TableDefinition = tableDefinitions[key];
+      if (!(await exists(client, names[key]))) await createTable(client, names[key], definition);
+    }),
+  );
+}

@@ -1,0 +1,105 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isConditionFailure } from './client.js';
+
+/** The envelope as returned to merchants and accepted by decrypt (spec: EncryptedReceiptEnvelope). */
+export interface ReceiptEnvelope {
+  version: string;
+  receiptId: string;
+  keyId: string;
+  keyBundle: { encryptedAesKey: string; keyId: string; algorithm: 'RSA-OAEP-256' };
+  ciphertext: string;
+  iv: string;
+  authTag: string;
+  protected: string;
+  merchantId: string;
+  transactionId: string;
+  createdAt: string;
+  expiresAt: string;
+  isEscrowed: boolean;
+  escrowKeyId: string | null;
+}
+
+export interface StoredReceipt {
+  receiptId: string;
+  envelope: ReceiptEnvelope;
+  /** The merchant client that encrypted it. */
+  merchantClientId: string;
+  /** Registered recipient, when there was one at encryption time or after a claim. */
+  recipientUserId?: string;
+  /** Escrowed receipts addressed to a hashed PAN wait here for that PAN's registration. */
+  pendingRecipient?: string;
+  recipientIdentifierHash?: string;
+  /** sha256 of the validated request, so an identical retry returns the first envelope. */
+  requestDigest: string;
+  createdAt: string;
+  ttl: number;
+}
+
+export type PutReceiptOutcome = { stored: true } | { stored: false; existing: StoredReceipt };
+
+export class ReceiptRepository {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async putIfAbsent(receipt: StoredReceipt): Promise<PutReceiptOutcome> {
+    try {
+      await this.doc.send(
+        new PutCommand({ TableName: this.tableName, Item: receipt, ConditionExpression: 'attribute_not_exists(receiptId)' }),
+      );
+      return { stored: true };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      const existing = await this.get(receipt.receiptId);
+      if (!existing) throw error;
+      return { stored: false, existing };
+    }
+  }
+
+  async get(receiptId: string): Promise<StoredReceipt | null> {
+    const result = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { receiptId }, ConsistentRead: true }),
+    );
+    return (result.Item as StoredReceipt | undefined) ?? null;
+  }
+
+  async pendingFor(hashedPan: string): Promise<StoredReceipt[]> {
+    const receipts: StoredReceipt[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: 'by-pending-recipient',
+          KeyConditionExpression: 'pendingRecipient = :pan',
+          ExpressionAttributeValues: { ':pan': hashedPan },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      receipts.push(...((page.Items as StoredReceipt[] | undefined) ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return receipts;
+  }
+
+  /** Replaces an escrowed envelope with one wrapped for its now-registered recipient, once. */
+  async claim(receiptId: string, envelope: ReceiptEnvelope, recipientUserId: string, ttl: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { receiptId },
+          UpdateExpression: 'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient',
+          ConditionExpression: 'attribute_exists(pendingRecipient)',
+          ExpressionAttributeNames: { '#ttl': 'ttl' },
+          ExpressionAttributeValues: { ':envelope': envelope, ':user': recipientUserId, ':ttl': ttl },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+}

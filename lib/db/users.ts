@@ -1,0 +1,83 @@
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { transactWrite } from './transact.js';
+
+export interface UserRecord {
+  userId: string;
+  hashedPan: string;
+  keyId: string;
+  /** base64 DER SPKI of the user's key, copied here so encryption needs one read. */
+  publicKey: string;
+  /** The issuer client whose API key registered the user: the only client that may act for it. */
+  clientId: string;
+  status: 'active';
+  registeredAt: string;
+}
+
+export type RegisterOutcome = 'registered' | 'pan-taken' | 'key-unavailable';
+
+const userPk = (userId: string) => `USER#${userId}`;
+const panPk = (hashedPan: string) => `PAN#${hashedPan}`;
+
+export class UserRepository {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly keyPairsTable: string,
+  ) {}
+
+  /**
+   * The user, its hashedPan guard and the key binding are written in one transaction, so concurrent
+   * registrations of one hashedPan or one key leave exactly one winner.
+   */
+  async register(user: UserRecord): Promise<RegisterOutcome> {
+    const outcome = await transactWrite(this.doc, {
+      TransactItems: [
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: { pk: userPk(user.userId), ...user },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+        {
+          Put: {
+            TableName: this.tableName,
+            // A full copy, so finding a recipient by hashedPan is one read on the encrypt path.
+            Item: { pk: panPk(user.hashedPan), ...user },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+        {
+          Update: {
+            TableName: this.keyPairsTable,
+            Key: { keyId: user.keyId },
+            UpdateExpression: 'SET userId = :userId',
+            ConditionExpression:
+              'attribute_exists(keyId) AND attribute_not_exists(userId) AND clientId = :clientId AND publicKey = :publicKey',
+            ExpressionAttributeValues: { ':userId': user.userId, ':clientId': user.clientId, ':publicKey': user.publicKey },
+          },
+        },
+      ],
+    });
+    if (outcome.ok) return 'registered';
+    if (outcome.reasons[1] === 'ConditionalCheckFailed') return 'pan-taken';
+    if (outcome.reasons[2] === 'ConditionalCheckFailed') return 'key-unavailable';
+    // Conflicts that outlived the retries: another registration of this PAN or key is in flight.
+    return outcome.reasons[1] === 'TransactionConflict' ? 'pan-taken' : 'key-unavailable';
+  }
+
+  getById(userId: string): Promise<UserRecord | null> {
+    return this.read(userPk(userId));
+  }
+
+  getByHashedPan(hashedPan: string): Promise<UserRecord | null> {
+    return this.read(panPk(hashedPan));
+  }
+
+  private async read(pk: string): Promise<UserRecord | null> {
+    const result = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: { pk }, ConsistentRead: true }));
+    if (!result.Item) return null;
+    const { pk: _pk, ...user } = result.Item;
+    return user as UserRecord;
+  }
+}

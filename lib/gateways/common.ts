@@ -1,0 +1,49 @@
+import { createHash } from 'node:crypto';
+import { InvalidRequestError } from '../errors.js';
+import type { ReceiptPointers } from './port.js';
+
+/**
+ * A provider idempotency key derived from the receipt's key. Hashing keeps it within every provider's
+ * length limit (Square payments: 45) whatever the caller sends, and the per-call prefix keeps the order
+ * and the payment of one receipt from sharing a key. Prefixes are at most 4 characters: 4 + 1 + 40 = 45.
+ */
+export function providerIdempotencyKey(prefix: string, idempotencyKey: string): string {
+  if (prefix.length > 4) throw new Error('Idempotency key prefixes are at most 4 characters');
+  if (idempotencyKey.length === 0) throw new InvalidRequestError('idempotencyKey must not be empty');
+  const digest = createHash('sha256').update(idempotencyKey, 'utf8').digest('base64url');
+  return `${prefix}-${digest.slice(0, 40)}`;
+}
+
+export function assertMinorUnits(field: string, value: number, { allowZero }: { allowZero: boolean }): void {
+  if (!Number.isSafeInteger(value) || value < 0 || (!allowZero && value === 0)) {
+    throw new InvalidRequestError(`${field} must be a ${allowZero ? 'non-negative' : 'positive'} integer`, {
+      [field]: value,
+    });
+  }
+}
+
+export function normaliseCurrency(currency: string): string {
+  if (!/^[A-Za-z]{3}$/.test(currency)) {
+    throw new InvalidRequestError('currency must be a three-letter ISO 4217 code', { currency });
+  }
+  return currency.toUpperCase();
+}
+
+export function pointerMetadata(pointers: ReceiptPointers): Record<string, string> {
+  return {
+    receiptId: pointers.receiptId,
+    transactionId: pointers.transactionId,
+    merchantId: pointers.merchantId,
+  };
+}
+
+/** Pointers only when all three are present: a payment missing one cannot be matched to a receipt. */
+export function pointersFromMetadata(
+  metadata: Record<string, string | null | undefined> | null | undefined,
+): ReceiptPointers | null {
+  const receiptId = metadata?.receiptId;
+  const transactionId = metadata?.transactionId;
+  const merchantId = metadata?.merchantId;
+  if (!receiptId || !transactionId || !merchantId) return null;
+  return { receiptId, transactionId, merchantId };
+}

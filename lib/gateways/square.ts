@@ -1,0 +1,263 @@
+// Type-only: the SDK (about 0.5 s to import) is loaded by the registry on first use.
+import type { Square, SquareClient } from 'square';
+import {
+  AppError,
+  ConflictError,
+  GatewayError,
+  InvalidRequestError,
+  PaymentDeclinedError,
+} from '../errors.js';
+import {
+  assertMinorUnits,
+  normaliseCurrency,
+  pointerMetadata,
+  pointersFromMetadata,
+  providerIdempotencyKey,
+} from './common.js';
+import type {
+  CreatedPayment,
+  CreatePaymentRequest,
+  GatewayPayment,
+  PaymentGateway,
+  PaymentLine,
+} from './port.js';
+
+/** Square's sandbox test nonce; production callers always send a real one. */
+export const DEFAULT_CARD_NONCE = 'cnon:card-nonce-ok';
+
+export const squareMetadataLimits = { maxEntries: 10, maxKeyLength: 60, maxValueLength: 255 } as const;
+const REFERENCE_ID_MAX = 40;
+const LINE_NAME_MAX = 512;
+/** Square object ids; anything else cannot exist there and is not sent to the API as a path. */
+const squareId = /^[A-Za-z0-9_-]{1,192}$/;
+
+export function validateSquareMetadata(metadata: Record<string, string>): void {
+  const problems: string[] = [];
+  const keys = Object.keys(metadata);
+  if (keys.length > squareMetadataLimits.maxEntries) {
+    problems.push(`at most ${squareMetadataLimits.maxEntries} entries are allowed, got ${keys.length}`);
+  }
+  for (const key of keys) {
+    if (!/^[A-Za-z0-9_-]{1,60}$/.test(key)) {
+      problems.push(`key "${key.slice(0, 70)}" must be 1-60 characters of [A-Za-z0-9_-]`);
+    }
+    const value = metadata[key] ?? '';
+    if (value.length === 0 || value.length > squareMetadataLimits.maxValueLength) {
+      problems.push(
+        `value of "${key.slice(0, 70)}" must be 1-${squareMetadataLimits.maxValueLength} characters`,
+      );
+    }
+  }
+  if (problems.length > 0) {
+    throw new InvalidRequestError('Payment metadata exceeds the gateway_b limits', { problems });
+  }
+}
+
+const money = (amount: number, currency: Square.Currency): Square.Money => ({
+  amount: BigInt(amount),
+  currency,
+});
+
+/** The SDK hands money back as bigint; the rest of the service works in plain numbers. */
+function minorUnits(value: Square.Money | undefined, what: string): number {
+  const amount = value?.amount;
+  const parsed = typeof amount === 'bigint' || typeof amount === 'number' ? Number(amount) : Number.NaN;
+  if (!Number.isSafeInteger(parsed)) {
+    throw new GatewayError('gateway_b returned an unusable amount', { gateway: 'gateway_b', field: what });
+  }
+  return parsed;
+}
+
+/**
+ * One order line per receipt line. Square multiplies quantity by base price itself, so a line whose
+ * total is not exactly quantity × unit price (discounts, fractional quantities) is sent as one unit at
+ * its total, with the real quantity in the note: the order total must match the charge to the cent.
+ */
+function orderLine(line: PaymentLine, currency: Square.Currency): Square.OrderLineItem {
+  assertMinorUnits('lines.totalPrice', line.totalPrice, { allowZero: true });
+  const name = line.name.trim().slice(0, LINE_NAME_MAX) || 'Item';
+  const exact =
+    Number.isSafeInteger(line.quantity) &&
+    line.quantity > 0 &&
+    Number.isSafeInteger(line.unitPrice) &&
+    line.unitPrice >= 0 &&
+    line.quantity * line.unitPrice === line.totalPrice;
+  if (exact) {
+    return { name, quantity: String(line.quantity), basePriceMoney: money(line.unitPrice, currency) };
+  }
+  return {
+    name,
+    quantity: '1',
+    note: `quantity ${line.quantity} at ${line.unitPrice} (minor units) each`,
+    basePriceMoney: money(line.totalPrice, currency),
+  };
+}
+
+interface SquareBodyError {
+  category?: string;
+  code?: string;
+}
+
+/** The SDK's error classes are not reachable without importing it at runtime, so match their shape. */
+function isSquareError(error: unknown): error is Error & { statusCode?: number; errors: SquareBodyError[] } {
+  return (
+    error instanceof Error &&
+    error.name === 'SquareError' &&
+    Array.isArray((error as { errors?: unknown }).errors)
+  );
+}
+
+/** gateway_b: an Order built from the receipt lines (pointers in its metadata), paid by one Payment. */
+export class SquareGateway implements PaymentGateway {
+  readonly kind = 'gateway_b' as const;
+
+  constructor(
+    private readonly client: SquareClient,
+    private readonly locationId: string,
+  ) {}
+
+  async createPayment(request: CreatePaymentRequest): Promise<CreatedPayment> {
+    const currency = normaliseCurrency(request.currency) as Square.Currency;
+    const order = this.buildOrder(request, currency);
+    const referenceId =
+      request.pointers.receiptId.length <= REFERENCE_ID_MAX ? request.pointers.receiptId : undefined;
+    try {
+      const { order: created } = await this.client.orders.create({
+        order: { ...order, referenceId },
+        idempotencyKey: providerIdempotencyKey('ord', request.idempotencyKey),
+      });
+      const orderId = created?.id;
+      if (!orderId) throw new GatewayError('gateway_b returned no order', { gateway: 'gateway_b' });
+      const total = minorUnits(created.totalMoney, 'order.total_money');
+      // A location with auto-applied taxes or fees would change the total; never charge a different amount.
+      if (total !== request.amount) {
+        throw new GatewayError('gateway_b computed an order total different from the amount', {
+          gateway: 'gateway_b',
+          orderTotal: total,
+          amount: request.amount,
+        });
+      }
+      const { payment } = await this.client.payments.create({
+        sourceId: request.cardNonce ?? DEFAULT_CARD_NONCE,
+        idempotencyKey: providerIdempotencyKey('pay', request.idempotencyKey),
+        amountMoney: money(total, currency),
+        orderId,
+        locationId: this.locationId,
+        referenceId,
+        autocomplete: true,
+      });
+      if (!payment?.id) throw new GatewayError('gateway_b returned no payment', { gateway: 'gateway_b' });
+      return {
+        paymentId: payment.id,
+        clientSecret: null,
+        orderId,
+        status: payment.status ?? 'UNKNOWN',
+        amount: minorUnits(payment.amountMoney, 'payment.amount_money'),
+        currency: payment.amountMoney?.currency ?? currency,
+      };
+    } catch (error) {
+      throw this.toAppError(error, 'createPayment');
+    }
+  }
+
+  /** Square payments carry no metadata, so the pointers are read from the payment's order. */
+  async retrievePayment(paymentId: string): Promise<GatewayPayment | null> {
+    if (!squareId.test(paymentId)) return null;
+    try {
+      const { payment } = await this.client.payments.get({ paymentId });
+      if (!payment?.id) return null;
+      const orderId = payment.orderId ?? null;
+      const order = orderId && squareId.test(orderId) ? await this.findOrder(orderId) : null;
+      return {
+        paymentId: payment.id,
+        orderId,
+        amount: minorUnits(payment.amountMoney, 'payment.amount_money'),
+        currency: payment.amountMoney?.currency ?? 'UNKNOWN',
+        status: payment.status ?? 'UNKNOWN',
+        pointers: pointersFromMetadata(order?.metadata),
+      };
+    } catch (error) {
+      if (isSquareError(error) && error.statusCode === 404) return null;
+      throw this.toAppError(error, 'retrievePayment');
+    }
+  }
+
+  /** Reading the configured location checks reachability, the token and the location id at once. */
+  async checkHealth(): Promise<void> {
+    try {
+      await this.client.locations.get({ locationId: this.locationId }, { maxRetries: 0 });
+    } catch (error) {
+      throw this.toAppError(error, 'checkHealth');
+    }
+  }
+
+  private buildOrder(request: CreatePaymentRequest, currency: Square.Currency): Square.Order {
+    assertMinorUnits('amount', request.amount, { allowZero: false });
+    assertMinorUnits('taxAmount', request.taxAmount, { allowZero: true });
+    if (request.lines.length === 0)
+      throw new InvalidRequestError('gateway_b payments need at least one line item');
+    const linesTotal = request.lines.reduce((sum, line) => sum + line.totalPrice, 0);
+    if (linesTotal + request.taxAmount !== request.amount) {
+      throw new InvalidRequestError('Line totals plus tax must equal the amount charged', {
+        linesTotal,
+        taxAmount: request.taxAmount,
+        amount: request.amount,
+      });
+    }
+    const metadata = pointerMetadata(request.pointers);
+    validateSquareMetadata(metadata);
+    // The SDK has no fixed-amount order tax (its taxes are percentages, which round), so the receipt's
+    // exact tax is a fixed, non-taxable service charge applied after everything else.
+    const tax: Square.OrderServiceCharge[] =
+      request.taxAmount > 0
+        ? [
+            {
+              name: 'Tax',
+              amountMoney: money(request.taxAmount, currency),
+              calculationPhase: 'TOTAL_PHASE',
+              taxable: false,
+            },
+          ]
+        : [];
+    return {
+      locationId: this.locationId,
+      lineItems: request.lines.map((line) => orderLine(line, currency)),
+      serviceCharges: tax,
+      metadata,
+    };
+  }
+
+  private async findOrder(orderId: string): Promise<Square.Order | null> {
+    try {
+      return (await this.client.orders.get({ orderId })).order ?? null;
+    } catch (error) {
+      if (isSquareError(error) && error.statusCode === 404) return null;
+      throw error;
+    }
+  }
+
+  private toAppError(error: unknown, operation: string): Error {
+    if (error instanceof AppError) return error;
+    if (isSquareError(error)) {
+      const declined = error.errors.find((e) => e.category === 'PAYMENT_METHOD_ERROR');
+      if (declined) {
+        return new PaymentDeclinedError('The payment was declined by gateway_b', {
+          declineCode: declined.code ?? null,
+        });
+      }
+      if (error.errors.some((e) => e.code === 'IDEMPOTENCY_KEY_REUSED')) {
+        return new ConflictError('This receipt was already sent to gateway_b with different payment details');
+      }
+      return new GatewayError('gateway_b did not complete the request', {
+        gateway: 'gateway_b',
+        operation,
+        statusCode: error.statusCode ?? null,
+        codes: error.errors.map((e) => e.code ?? 'UNKNOWN'),
+      });
+    }
+    if (error instanceof Error && error.name === 'SquareTimeoutError') {
+      return new GatewayError('gateway_b timed out', { gateway: 'gateway_b', operation });
+    }
+    return error instanceof Error ? error : new Error(String(error));
+  }
+}

@@ -1,0 +1,72 @@
+import { AppError } from '../errors.js';
+import type { Logger } from '../log.js';
+
+/** The one place an error becomes an HTTP response. 5xx details never leave the service. */
+export interface ErrorBody {
+  success: false;
+  error: { code: string; message: string; details?: Record<string, unknown>; timestamp: string; request_id: string };
+}
+
+export interface HttpResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+interface MiddyHttpError {
+  statusCode: number;
+  message: string;
+}
+
+const isMiddyHttpError = (error: unknown): error is MiddyHttpError =>
+  typeof error === 'object' &&
+  error !== null &&
+  typeof (error as { statusCode?: unknown }).statusCode === 'number' &&
+  typeof (error as { message?: unknown }).message === 'string';
+
+/** Middy's own middlewares throw http-errors; translate the ones they raise into our codes. */
+function fromMiddy(error: MiddyHttpError): { status: number; code: string; message: string } {
+  switch (error.statusCode) {
+    case 415:
+      return { status: 415, code: 'unsupported_media_type', message: 'Request body must be sent with Content-Type: application/json' };
+    case 413:
+      return { status: 413, code: 'payload_too_large', message: 'Request body is too large' };
+    case 400:
+    case 422:
+      // Malformed JSON, or JSON with a forbidden key such as __proto__.
+      return { status: 400, code: 'INVALID_REQUEST', message: 'Invalid request body: not well-formed JSON' };
+    default:
+      return error.statusCode < 500
+        ? { status: error.statusCode, code: 'invalid_request', message: error.message }
+        : { status: 500, code: 'internal_server_error', message: 'Internal server error' };
+  }
+}
+
+export function errorResponse(error: unknown, requestId: string, now: Date, logger?: Logger): HttpResponse {
+  let status: number;
+  let code: string;
+  let message: string;
+  let details: Record<string, unknown> | undefined;
+  let headers: Record<string, string> = {};
+  if (error instanceof AppError) {
+    ({ status, code, message, details } = error);
+    headers = error.headers;
+  } else if (isMiddyHttpError(error)) {
+    ({ status, code, message } = fromMiddy(error));
+  } else {
+    status = 500;
+    code = 'internal_server_error';
+    message = 'Internal server error';
+  }
+  if (status >= 500) {
+    logger?.error('request failed', { error: error instanceof Error ? error : String(error), status, code });
+    // A 500 keeps only its code and fixed message; 502/503 details are written by us (which
+    // dependency is down) and never carry the cause.
+    if (status === 500) details = undefined;
+  }
+  const body: ErrorBody = {
+    success: false,
+    error: { code, message, ...(details ? { details } : {}), timestamp: now.toISOString(), request_id: requestId },
+  };
+  return { statusCode: status, headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) };
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import middy, { type MiddlewareObj, type MiddyfiedHandler } from '@middy/core';
+import httpHeaderNormalizer from '@middy/http-header-normalizer';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import httpSecurityHeaders from '@middy/http-security-headers';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { z } from 'zod';
+import type { ApiKeyAuthenticator, Caller } from '../api-key-auth.js';
+import type { Clock } from '../clock.js';
+import type { ServiceConfig } from '../config.js';
+import type { RateLimiter, RateLimitState } from '../db/rate-limits.js';
+import {
+  ForbiddenError,
+  InvalidRequestError,
+  PayloadTooLargeError,
+  RateLimitExceededError,
+  UnauthorizedError,
+} from '../errors.js';
+import type { Logger } from '../log.js';
+import type { RouteDefinition } from '../routes.js';
+import type { TierTable } from '../tiers.js';
+import { errorResponse } from './error-envelope.js';
+
+/** What every endpoint's middleware needs, whatever the endpoint does. */
+export interface PlatformDeps {
+  config: ServiceConfig;
+  clock: Clock;
+  logger: Logger;
+  authenticator: ApiKeyAuthenticator;
+  rateLimiter: RateLimiter;
+  tiers: TierTable;
+}
+
+export interface RequestMeta {
+  requestId: string;
+  sourceIp: string;
+  receivedAt: Date;
+  caller: Caller | null;
+  rateLimit?: RateLimitState;
+}
+
+export interface EndpointRequest<Body> {
+  body: Body;
+  pathParameters: Record<string, string | undefined>;
+  headers: Record<string, string | undefined>;
+  meta: RequestMeta;
+  /** The Lambda context: remaining time bounds idempotency locks. */
+  lambdaContext: Context;
+}
+
+/** A request whose route requires an API key always has a caller. */
+export interface AuthenticatedRequest<Body> extends EndpointRequest<Body> {
+  caller: Caller;
+}
+
+/** `data` is wrapped in the success envelope; `document` is sent as it is (the OpenAPI contract). */
+export type EndpointResult = { data: unknown; headers?: Record<string, string> } | { document: unknown };
+
+export type ServiceContext = Context & { meta?: RequestMeta };
+export type HttpHandler = MiddyfiedHandler<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>;
+type Middleware = MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>;
+
+const metaOf = (context: ServiceContext): RequestMeta => {
+  if (!context.meta) throw new Error('request metadata missing: the pipeline did not run');
+  return context.meta;
+};
+
+const RATE_WINDOW_SECONDS = 60;
+
+/** Request id, rate-limit and caching headers on every response, success or error; one access log line. */
+function responseHeaders(deps: PlatformDeps, route: RouteDefinition): Middleware {
+  const decorate = (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>) => {
+    const response = request.response;
+    const meta = request.context.meta;
+    if (!response || !meta) return;
+    response.headers = {
+      ...response.headers,
+      'X-Request-Id': meta.requestId,
+      // Receipts, tokens and keys must never sit in a shared cache.
+      'Cache-Control': 'no-store',
+      ...(meta.rateLimit
+        ? {
+            'X-RateLimit-Limit': String(meta.rateLimit.limit),
+            'X-RateLimit-Remaining': String(meta.rateLimit.remaining),
+            'X-RateLimit-Reset': String(meta.rateLimit.resetAt),
+          }
+        : {}),
+    };
+    deps.logger.info('request', {
+      requestId: meta.requestId,
+      route: route.name,
+      status: response.statusCode,
+      clientId: meta.caller?.clientId,
+      durationMs: deps.clock.now().getTime() - meta.receivedAt.getTime(),
+    });
+  };
+  return {
+    before: (request) => {
+      const context = request.event.requestContext;
+      request.context.meta = {
+        requestId: context?.requestId || randomUUID(),
+        sourceIp: context?.identity?.sourceIp || 'unknown',
+        receivedAt: deps.clock.now(),
+        caller: null,
+      };
+    },
+    after: decorate,
+    onError: decorate,
+  };
+}
+
+/** API key, role and per-key (or per-source-IP, for keyless calls) rate limit. */
+function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
+  return {
+    before: async (request) => {
+      const meta = metaOf(request.context);
+      const caller = await deps.authenticator.authenticate(request.event.headers?.['x-api-key']);
+      const now = deps.clock.now();
+      meta.rateLimit = caller
+        ? await deps.rateLimiter.hit(`key#${caller.keyId}`, deps.tiers[caller.tier].requestsPerMinute, RATE_WINDOW_SECONDS, now)
+        : await deps.rateLimiter.hit(`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute, RATE_WINDOW_SECONDS, now);
+      if (!meta.rateLimit.allowed) throw new RateLimitExceededError(meta.rateLimit.resetAt - now.getTime() / 1000);
+      if (!route.apiKeyRequired) return;
+      if (!caller) throw new UnauthorizedError();
+      if (!route.roles.some((role) => caller.roles.includes(role))) throw new ForbiddenError();
+      meta.caller = caller;
+    },
+  };
+}
+
+function bodySizeLimit(maxBytes: number): Middleware {
+  return {
+    before: (request) => {
+      const body = request.event.body;
+      if (typeof body === 'string' && Buffer.byteLength(body, request.event.isBase64Encoded ? 'base64' : 'utf8') > maxBytes) {
+        throw new PayloadTooLargeError(maxBytes);
+      }
+    },
+  };
+}
+
+const describePath = (path: PropertyKey[]): string => (path.length === 0 ? '(body)' : path.map(String).join('.'));
+
+/** zod validation; the parsed (and stripped) value replaces the body. */
+function validate(schema: z.ZodType): Middleware {
+  return {
+    before: (request) => {
+      const parsed = schema.safeParse(request.event.body);
+      if (!parsed.success) {
+        throw new InvalidRequestError('Invalid request body', {
+          fields: parsed.error.issues.map((issue) => ({ field: describePath(issue.path), message: issue.message })),
+        });
+      }
+      (request.event as { body: unknown }).body = parsed.data;
+    },
+  };
+}
+
+function errorEnvelope(deps: PlatformDeps): Middleware {
+  return {
+    onError: (request) => {
+      const requestId = request.context.meta?.requestId ?? randomUUID();
+      request.response = errorResponse(request.error, requestId, deps.clock.now(), deps.logger);
+    },
+  };
+}
+
+interface EndpointOptions<Schema extends z.ZodType | undefined> {
+  route: RouteDefinition;
+  deps: PlatformDeps;
+  /** Body schema; routes without one ignore any body sent. */
+  body?: Schema;
+}
+
+type BodyOf<Schema> = Schema extends z.ZodType ? z.infer<Schema> : undefined;
+
+/**
+ * Wraps an endpoint's plain function in the shared Middy chain, in Middy's documented order: header
+ * normaliser, (authorisation), body parser, validation, and the error handler last.
+ */
+export function httpEndpoint<Schema extends z.ZodType | undefined = undefined>(
+  options: EndpointOptions<Schema>,
+  handle: (request: AuthenticatedRequest<BodyOf<Schema>>) => Promise<EndpointResult>,
+): HttpHandler {
+  const { route, deps, body } = options;
+  const base = async (event: APIGatewayProxyEvent, context: ServiceContext): Promise<APIGatewayProxyResult> => {
+    const meta = metaOf(context);
+    const result = await handle({
+      body: (body ? event.body : undefined) as BodyOf<Schema>,
+      pathParameters: event.pathParameters ?? {},
+      headers: event.headers ?? {},
+      meta,
+      lambdaContext: context,
+      // Keyless routes get a null caller; their handlers do not read it.
+      caller: meta.caller as Caller,
+    });
+    if ('document' in result) {
+      return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(result.document) };
+    }
+    return {
+      statusCode: 200,
+      headers: { 'Content-Type': 'application/json', ...result.headers },
+      body: JSON.stringify({ success: true, data: result.data }),
+    };
+  };
+  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>(base)
+    .use(responseHeaders(deps, route))
+    .use(httpSecurityHeaders({ contentSecurityPolicy: { 'default-src': "'none'", 'frame-ancestors': "'none'" } }))
+    .use(httpHeaderNormalizer())
+    .use(authorise(deps, route))
+    .use(bodySizeLimit(deps.config.maxBodyBytes));
+  if (body) handler.use(httpJsonBodyParser()).use(validate(body));
+  return handler.use(errorEnvelope(deps));
+}

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import type { Caller } from '../api-key-auth.js';
+import type { AppDeps } from '../deps.js';
+import { InvalidRequestError } from '../errors.js';
+import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
+import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
+import { toDigitalReceipt, type FlattenedReceipt } from '../receipts/flattened.js';
+import { storeTransaction } from '../receipts/transactions.js';
+
+export type PaymentDeps = Omit<AppDeps, never>;
+
+export interface CreatePaymentBody extends FlattenedReceipt {
+  amount?: number | undefined;
+  cardNonce?: string | undefined;
+}
+
+/** Spec: PaymentResult, plus the gateway kind the flow carries to step 5. */
+export interface PaymentResult {
+  paymentId: string;
+  clientSecret: string | null;
+  orderId: string | null;
+  gateway: GatewayKind;
+  receiptMetadata: { receiptId: string; transactionId: string; merchantId: string; isEscrowed: boolean };
+}
+
+/**
+ * What is charged: for gateway_a the request's `amount`, which must equal totalAmount; for gateway_b
+ * the items plus tax (already checked to equal totalAmount), with `amount` optional but consistent.
+ */
+export function chargedAmount(kind: GatewayKind, body: CreatePaymentBody): number {
+  const fields: { field: string; message: string }[] = [];
+  if (kind === 'gateway_a' && body.amount === undefined) fields.push({ field: 'amount', message: 'is required for gateway_a' });
+  if (body.amount !== undefined && body.amount !== body.totalAmount) {
+    fields.push({ field: 'amount', message: `must equal totalAmount (${body.totalAmount})` });
+  }
+  if (body.totalAmount <= 0) fields.push({ field: 'totalAmount', message: 'must be greater than zero to charge a payment' });
+  if (fields.length > 0) throw new InvalidRequestError('Invalid request body', { fields });
+  return body.totalAmount;
+}
+
+export async function configuredGateway(deps: Pick<AppDeps, 'gateways'>, kind: GatewayKind): Promise<PaymentGateway> {
+  if (!deps.gateways.configured().includes(kind)) {
+    throw new InvalidRequestError(`Gateway ${kind} is not configured on this deployment`, {
+      fields: [{ field: 'gateway', message: `must be one of: ${deps.gateways.configured().join(', ') || '(none)'}` }],
+    });
+  }
+  return deps.gateways.get(kind);
+}
+
+/**
+ * Encrypts and stores the receipt, creates the payment with pointers to it, and maps the transaction.
+ * Every step is safe to repeat: the envelope is stored once per receiptId, the gateway call carries an
+ * idempotency key derived from the merchant and receiptId, and the mapping is written once per
+ * transactionId — so a retry after any failure finds the same payment rather than making another.
+ */
+export async function createPaymentWithReceipt(
+  deps: PaymentDeps,
+  input: { kind: GatewayKind; body: CreatePaymentBody; caller: Caller; requestId: string },
+): Promise<PaymentResult> {
+  const { kind, body, caller } = input;
+  const amount = chargedAmount(kind, body);
+  const gateway = await configuredGateway(deps, kind);
+  const { amount: _amount, cardNonce, ...receiptFields } = body;
+  const receipt = toDigitalReceipt(receiptFields, deps.clock.now());
+  const { envelope } = await encryptAndStore(deps, {
+    receipt,
+    ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
+    caller,
+    requestId: input.requestId,
+    requestDigest: digestOf(receiptFields),
+  });
+  const pointers = { receiptId: receipt.receiptId, transactionId: receipt.transaction.transactionId, merchantId: receipt.merchant.merchantId };
+  const created = await gateway.createPayment({
+    idempotencyKey: createHash('sha256').update(`${caller.clientId}:${receipt.receiptId}`).digest('hex'),
+    amount,
+    currency: body.currency,
+    pointers,
+    lines: receipt.items.map((item) => ({ name: item.name, quantity: item.quantity, unitPrice: item.unitPrice, totalPrice: item.totalPrice })),
+    taxAmount: body.taxAmount,
+    ...(cardNonce ? { cardNonce } : {}),
+  });
+  await storeTransaction(deps, {
+    envelope,
+    paymentGateway: kind,
+    metadata: { paymentId: created.paymentId, orderId: created.orderId, status: created.status, amount: created.amount, currency: created.currency },
+    caller,
+    requestId: input.requestId,
+    paymentId: created.paymentId,
+  });
+  await deps.audit.record({
+    action: 'payment.create',
+    outcome: 'success',
+    requestId: input.requestId,
+    clientId: caller.clientId,
+    receiptId: pointers.receiptId,
+    transactionId: pointers.transactionId,
+  });
+  return {
+    paymentId: created.paymentId,
+    clientSecret: created.clientSecret,
+    orderId: created.orderId,
+    gateway: kind,
+    receiptMetadata: { ...pointers, isEscrowed: envelope.isEscrowed },
+  };
+}

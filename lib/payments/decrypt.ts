@@ -1,0 +1,53 @@
+import type { Caller } from '../api-key-auth.js';
+import type { AppDeps } from '../deps.js';
+import { NotFoundError } from '../errors.js';
+import type { GatewayKind } from '../gateways/port.js';
+import { decryptForCaller } from '../receipts/decrypt.js';
+import type { DigitalReceipt } from '../receipts/schemas.js';
+import { configuredGateway } from './create.js';
+
+/**
+ * Follows a payment's receipt pointers to the stored envelope, checks them against the stored
+ * mapping, then decrypts exactly as receipts/decrypt does. A payment the gateway does not know, or
+ * one that carries no receipt of ours, is a 404; everything about the token, key and envelope is
+ * the uniform 403.
+ */
+export async function decryptPaymentReceipt(
+  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'gateways'>,
+  input: {
+    paymentId: string;
+    gateway: GatewayKind;
+    accessTokenId: string;
+    privateKey: string;
+    caller: Caller;
+    requestId: string;
+    sourceIp: string;
+  },
+): Promise<DigitalReceipt> {
+  const gateway = await configuredGateway(deps, input.gateway);
+  const payment = await gateway.retrievePayment(input.paymentId);
+  if (!payment) throw new NotFoundError('No payment with this paymentId on this gateway', { field: 'paymentId' });
+  const noReceipt = () => new NotFoundError('No receipt is attached to this payment', { field: 'paymentId' });
+  const pointers = payment.pointers;
+  if (!pointers) throw noReceipt();
+  const mapping = await deps.repos.transactions.get(pointers.transactionId);
+  if (
+    !mapping ||
+    mapping.receiptId !== pointers.receiptId ||
+    mapping.paymentGateway !== input.gateway ||
+    (mapping.paymentId !== undefined && mapping.paymentId !== payment.paymentId)
+  ) {
+    throw noReceipt();
+  }
+  const receipt = await deps.repos.receipts.get(pointers.receiptId);
+  if (!receipt || receipt.envelope.merchantId !== pointers.merchantId) throw noReceipt();
+  return decryptForCaller(deps, {
+    envelope: receipt.envelope,
+    accessTokenId: input.accessTokenId,
+    privateKey: input.privateKey,
+    caller: input.caller,
+    requestId: input.requestId,
+    sourceIp: input.sourceIp,
+    action: 'payment.decrypt',
+  });
+}

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import type { Caller } from '../api-key-auth.js';
+import type { AppDeps } from '../deps.js';
+import { GrantForbiddenError, GrantLimitError } from '../errors.js';
+
+export interface AccessToken {
+  tokenId: string;
+  userId: string;
+  keyId: string;
+  purpose: 'decrypt';
+  grantedAt: string;
+  expiresAt: string;
+  sourceIp: string;
+}
+
+type AccessDeps = Pick<AppDeps, 'clock' | 'config' | 'repos' | 'audit'>;
+
+/**
+ * A short-lived decrypt token for one of this client's users and that user's registered key. An
+ * unknown user, another client's user and a mismatched key are refused alike.
+ */
+export async function grantAccess(
+  deps: AccessDeps,
+  input: { userId: string; keyId: string; caller: Caller; sourceIp: string; requestId: string },
+): Promise<AccessToken> {
+  const { caller } = input;
+  const audit = (outcome: 'success' | 'failure', reason?: string) =>
+    deps.audit.record({
+      action: 'access.grant',
+      outcome,
+      ...(reason ? { reason } : {}),
+      requestId: input.requestId,
+      clientId: caller.clientId,
+      userId: input.userId,
+      keyId: input.keyId,
+      sourceIp: input.sourceIp,
+    });
+  const user = await deps.repos.users.getById(input.userId);
+  if (!user || user.clientId !== caller.clientId || user.keyId !== input.keyId) {
+    await audit('failure', !user ? 'unknown user' : user.clientId !== caller.clientId ? 'user of another client' : 'key is not the user key');
+    throw new GrantForbiddenError();
+  }
+  const now = deps.clock.now();
+  const token: AccessToken = {
+    tokenId: randomUUID(),
+    userId: user.userId,
+    keyId: user.keyId,
+    purpose: 'decrypt',
+    grantedAt: now.toISOString(),
+    expiresAt: new Date(now.getTime() + deps.config.tokenTtlSeconds * 1000).toISOString(),
+    sourceIp: input.sourceIp,
+  };
+  const { tokenId, ...record } = token;
+  const outcome = await deps.repos.accessTokens.grant(tokenId, { ...record, clientId: caller.clientId }, now);
+  if (!outcome.granted) {
+    await audit('failure', 'active token limit reached');
+    throw new GrantLimitError(outcome.retryAfterSeconds, deps.config.maxActiveTokens);
+  }
+  await audit('success');
+  return token;
+}

@@ -1,0 +1,79 @@
+import type { Caller } from '../api-key-auth.js';
+import { openEnvelope } from '../crypto/envelope.js';
+import { matchesPublicKey, parsePrivateKey } from '../crypto/keys.js';
+import type { AuditAction } from '../db/audit.js';
+import type { AppDeps } from '../deps.js';
+import { DecryptionError } from '../errors.js';
+import { digitalReceiptSchema, type DigitalReceipt, type EnvelopeInput } from './schemas.js';
+
+export type DecryptDeps = Pick<AppDeps, 'clock' | 'repos' | 'audit'>;
+
+export interface DecryptInput {
+  envelope: EnvelopeInput;
+  accessTokenId: string;
+  privateKey: string;
+  caller: Caller;
+  requestId: string;
+  sourceIp: string;
+  action: Extract<AuditAction, 'receipt.decrypt' | 'payment.decrypt'>;
+}
+
+const refuse = (reason: string): never => {
+  throw new DecryptionError(reason);
+};
+
+/**
+ * Opens an envelope for the caller. The token must be live, issued to this client, for the user's
+ * registered key, and the envelope must be wrapped for that key; the private key must be that key's.
+ * Every refusal is the same DecryptionError; the reason reaches only the audit log.
+ */
+export async function decryptForCaller(deps: DecryptDeps, input: DecryptInput): Promise<DigitalReceipt> {
+  const { caller, envelope } = input;
+  let userId: string | undefined;
+  try {
+    const token = await deps.repos.accessTokens.find(input.accessTokenId);
+    if (!token) return refuse('access token unknown');
+    userId = token.userId;
+    if (Date.parse(token.expiresAt) <= deps.clock.now().getTime()) refuse('access token expired');
+    if (token.purpose !== 'decrypt') refuse('access token purpose is not decrypt');
+    if (token.clientId !== caller.clientId) refuse('access token belongs to another client');
+    const user = await deps.repos.users.getById(token.userId);
+    if (!user || user.clientId !== caller.clientId) refuse('user belongs to another client');
+    if (user!.keyId !== token.keyId) refuse('access token is for another key');
+    if (envelope.keyId !== token.keyId || envelope.keyBundle.keyId !== token.keyId) {
+      refuse(envelope.isEscrowed ? 'envelope is escrowed' : 'envelope is wrapped for another key');
+    }
+    const privateKey = parsePrivateKey(input.privateKey);
+    if (!matchesPublicKey(privateKey, user!.publicKey)) refuse('private key does not match the registered key');
+    const plaintext = openEnvelope(envelope, privateKey);
+    const parsed = digitalReceiptSchema.safeParse(JSON.parse(plaintext.toString('utf8')));
+    plaintext.fill(0);
+    if (!parsed.success) refuse('decrypted content is not a receipt');
+    await deps.audit.record({
+      action: input.action,
+      outcome: 'success',
+      requestId: input.requestId,
+      clientId: caller.clientId,
+      userId,
+      keyId: token.keyId,
+      receiptId: envelope.receiptId,
+      sourceIp: input.sourceIp,
+    });
+    return parsed.data!;
+  } catch (error) {
+    // Storage outages stay 5xx; only refusals (and undecodable plaintext) are the uniform 403.
+    if (!(error instanceof DecryptionError) && !(error instanceof SyntaxError)) throw error;
+    const reason = error instanceof DecryptionError ? error.reason : 'decrypted content is not JSON';
+    await deps.audit.record({
+      action: input.action,
+      outcome: 'failure',
+      reason,
+      requestId: input.requestId,
+      clientId: caller.clientId,
+      receiptId: envelope.receiptId.slice(0, 64),
+      sourceIp: input.sourceIp,
+      ...(userId ? { userId } : {}),
+    });
+    throw error instanceof DecryptionError ? error : new DecryptionError(reason);
+  }
+}

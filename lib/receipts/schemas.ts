@@ -1,0 +1,172 @@
+import { z } from 'zod';
+
+/**
+ * The spec's receipt resources as zod schemas, field for field. Unknown fields are stripped: they are
+ * never encrypted or stored. Money is always an integer in the currency's smallest unit.
+ */
+export const uuid = z.uuid({ message: 'must be a UUID string' });
+export const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' });
+export const money = z.number().int('must be an integer amount in the smallest currency unit');
+const nonNegativeMoney = money.min(0, 'must not be negative');
+const shortText = (max = 256) => z.string().max(max);
+export const currency = z
+  .string()
+  .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+export const hashedPan = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hash: 64 lowercase hexadecimal characters');
+
+export const paymentMethods = ['card', 'cash', 'mobile_wallet', 'bank_transfer', 'other'] as const;
+export const cardBrands = ['visa', 'mastercard', 'amex', 'discover', 'other'] as const;
+/** Bounds that keep one receipt well inside the 128 KiB body limit. */
+export const MAX_ITEMS = 500;
+
+export const addressSchema = z.object({
+  street: shortText().optional(),
+  city: shortText().optional(),
+  state: shortText().optional(),
+  postalCode: shortText(32).optional(),
+  country: shortText(64).optional(),
+});
+
+export const receiptMerchantSchema = z.object({
+  merchantId: uuid,
+  name: shortText().min(1),
+  address: addressSchema.optional(),
+  taxId: shortText(64).optional(),
+  logoUrl: z.url().max(2048).optional(),
+  contactPhone: shortText(32).optional(),
+  contactEmail: z.email().max(320).optional(),
+});
+
+export const cardDetailsSchema = z.object({
+  last4: z.string().regex(/^\d{4}$/, 'must be the last 4 digits').optional(),
+  brand: z.enum(cardBrands).optional(),
+  expiryMonth: z.number().int().min(1).max(12).optional(),
+  expiryYear: z.number().int().min(1900).max(9999).optional(),
+});
+
+export const receiptTransactionSchema = z.object({
+  transactionId: uuid,
+  datetime: dateTime,
+  timezone: shortText(64).optional(),
+  paymentMethod: z.enum(paymentMethods),
+  cardDetails: cardDetailsSchema.optional(),
+  authorizationCode: shortText(64).optional(),
+});
+
+export const lineItemDiscountSchema = z
+  .object({
+    name: shortText().optional(),
+    type: z.enum(['percentage', 'fixed']).optional(),
+    value: z.number().min(0).optional(),
+    amount: money.optional(),
+  })
+  .refine((discount) => discount.type !== 'percentage' || discount.value === undefined || discount.value <= 100, {
+    message: 'a percentage discount value must be between 0 and 100',
+    path: ['value'],
+  });
+
+export const lineItemTaxSchema = z.object({
+  name: shortText().optional(),
+  rate: z.number().min(0).max(1).optional(),
+  amount: money.optional(),
+});
+
+export const receiptLineItemSchema = z.object({
+  lineItemId: uuid,
+  sku: shortText(128).nullable().optional(),
+  name: shortText().min(1),
+  description: shortText(1024).nullable().optional(),
+  quantity: z.number().positive().max(1_000_000),
+  unitPrice: money,
+  totalPrice: money,
+  category: shortText(128).nullable().optional(),
+  discounts: z.array(lineItemDiscountSchema).max(20).optional(),
+  taxes: z.array(lineItemTaxSchema).max(20).optional(),
+});
+
+export const receiptSummarySchema = z.object({
+  subtotal: money,
+  totalTax: nonNegativeMoney,
+  totalDiscount: nonNegativeMoney,
+  tipAmount: nonNegativeMoney.nullable().optional(),
+  total: money,
+  currency,
+  itemCount: z.number().int().min(0),
+});
+
+export const loyaltyInfoSchema = z.object({
+  programName: shortText().optional(),
+  pointsEarned: z.number().int().optional(),
+  pointsBalance: z.number().int().optional(),
+  memberNumber: shortText(64).optional(),
+});
+
+export const digitalReceiptSchema = z
+  .object({
+    version: shortText(32).min(1),
+    receiptId: uuid,
+    merchant: receiptMerchantSchema,
+    transaction: receiptTransactionSchema,
+    items: z.array(receiptLineItemSchema).max(MAX_ITEMS),
+    summary: receiptSummarySchema,
+    notes: shortText(4096).nullable().optional(),
+    returnPolicy: shortText(4096).nullable().optional(),
+    loyaltyInfo: loyaltyInfoSchema.nullable().optional(),
+    metadata: z.record(z.string().max(128), z.unknown()).optional(),
+    createdAt: dateTime,
+  })
+  .superRefine((receipt, ctx) => {
+    const sum = receipt.items.reduce((total, item) => total + item.totalPrice, 0);
+    if (receipt.summary.subtotal !== sum) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['summary', 'subtotal'],
+        message: `must equal the sum of the items' totalPrice (${sum})`,
+      });
+    }
+  });
+
+export type DigitalReceipt = z.infer<typeof digitalReceiptSchema>;
+export type ReceiptLineItem = z.infer<typeof receiptLineItemSchema>;
+
+/**
+ * The envelope as accepted by decrypt and transactions. Its cryptographic fields are only checked for
+ * type and size here: anything wrong inside them is a uniform 403 from the crypto module, not a 400
+ * that would tell a tamperer which field it broke.
+ */
+const opaque = (max: number) => z.string().max(max);
+export const envelopeInputSchema = z.object({
+  version: opaque(64),
+  receiptId: opaque(128),
+  keyId: opaque(256),
+  keyBundle: z.object({ encryptedAesKey: opaque(2048), keyId: opaque(256), algorithm: opaque(64) }),
+  ciphertext: opaque(180_000),
+  iv: opaque(64),
+  authTag: opaque(64),
+  protected: opaque(4096),
+  merchantId: opaque(128),
+  transactionId: opaque(128),
+  createdAt: opaque(64).optional(),
+  expiresAt: opaque(64).optional(),
+  isEscrowed: z.boolean().optional(),
+  escrowKeyId: opaque(256).nullable().optional(),
+});
+
+export type EnvelopeInput = z.infer<typeof envelopeInputSchema>;
+
+const gatewayAliases = { stripe: 'gateway_a', square: 'gateway_b' } as const;
+
+/** `gateway_a` / `gateway_b`, or their aliases `stripe` / `square`; always stored as the neutral name. */
+export const paymentGatewayKind = z
+  .enum(['gateway_a', 'gateway_b', 'stripe', 'square'])
+  .transform((value) => (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as 'gateway_a' | 'gateway_b');
+
+/** transactions also accepts `other`. */
+export const transactionGatewaySchema = z
+  .enum(['gateway_a', 'gateway_b', 'other', 'stripe', 'square'])
+  .transform(
+    (value) =>
+      (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as 'gateway_a' | 'gateway_b' | 'other',
+  );

@@ -1,0 +1,55 @@
+/**
+ * DynamoDB tables, declared once: the CDK stack creates them from this list and the local stack
+ * creates the same tables in DynamoDB Local. All keys are strings.
+ */
+export interface TableIndex {
+  name: string;
+  partitionKey: string;
+  sortKey?: string;
+}
+
+export interface TableDefinition {
+  /** Suffix of the physical name and of the TABLE_* environment variable. */
+  name: string;
+  partitionKey: string;
+  sortKey?: string;
+  /** Attribute holding an epoch-seconds expiry that DynamoDB TTL deletes by. */
+  ttlAttribute?: string;
+  /** Durable business data: point-in-time recovery and RETAIN on stack deletion. */
+  durable: boolean;
+  indexes?: TableIndex[];
+}
+
+export const tableDefinitions = {
+  apiKeys: { name: 'api-keys', partitionKey: 'keyId', durable: true },
+  keyPairs: { name: 'key-pairs', partitionKey: 'keyId', durable: true },
+  // Holds USER#<userId> records and PAN#<hashedPan> uniqueness guards, written in one transaction.
+  users: { name: 'users', partitionKey: 'pk', durable: true },
+  // TOKEN#<sha256(tokenId)> records and SLOT#<userId>#<n> active-token slots.
+  accessTokens: { name: 'access-tokens', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
+  receipts: {
+    name: 'receipts',
+    partitionKey: 'receiptId',
+    ttlAttribute: 'ttl',
+    durable: true,
+    // Sparse: only escrowed receipts addressed to a hashed PAN carry `pendingRecipient`.
+    indexes: [{ name: 'by-pending-recipient', partitionKey: 'pendingRecipient' }],
+  },
+  transactions: { name: 'transactions', partitionKey: 'transactionId', durable: true },
+  rateLimits: { name: 'rate-limits', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
+  audit: { name: 'audit', partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'ttl', durable: true },
+  // Powertools idempotency layout: `id` key and `expiration` TTL.
+  idempotency: { name: 'idempotency', partitionKey: 'id', ttlAttribute: 'expiration', durable: false },
+} as const satisfies Record<string, TableDefinition>;
+
+export type TableKey = keyof typeof tableDefinitions;
+export type TableNames = Record<TableKey, string>;
+
+export const tableKeys = Object.keys(tableDefinitions) as TableKey[];
+
+/** Environment variable that carries a table's physical name into a function. */
+export const tableEnvVar = (key: TableKey): string =>
+  `TABLE_${tableDefinitions[key].name.toUpperCase().replace(/-/g, '_')}`;
+
+export const prefixedTableNames = (prefix: string): TableNames =>
+  Object.fromEntries(tableKeys.map((key) => [key, `${prefix}${tableDefinitions[key].name}`])) as TableNames;

@@ -1,0 +1,13 @@
+import { KMSClient } from '@aws-sdk/client-kms';
+import type { ServiceConfig } from '../config.js';
+import { ConfigError } from '../config.js';
+import { KmsEscrowKey, type EscrowKey } from '../crypto/escrow.js';
+
+let escrow: EscrowKey | undefined;
+
+/** The KMS escrow key, one client per cold start; only functions that touch escrow import this. */
+export function awsEscrowKey(config: ServiceConfig): EscrowKey {
+  if (!config.escrowKmsKeyId) throw new ConfigError('ESCROW_KMS_KEY_ID is not set for a function that uses the escrow key');
+  escrow ??= new KmsEscrowKey(new KMSClient({ region: config.region, maxAttempts: 3 }), config.escrowKmsKeyId);
+  return escrow;
+}

@@ -1,0 +1,38 @@
+import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
+import type { ServiceConfig } from '../config.js';
+import { createGatewayRegistry, gatewayConfigFromEnv, type SecretName } from '../gateways/registry.js';
+import type { GatewayRegistry } from '../gateways/port.js';
+import type { Logger } from '../log.js';
+
+/** Secrets Manager names of the provider credentials, set by the CDK stack. */
+const secretNameVariables: Record<SecretName, string> = {
+  STRIPE_SECRET_KEY: 'STRIPE_SECRET_NAME',
+  SQUARE_ACCESS_TOKEN: 'SQUARE_SECRET_NAME',
+};
+
+let registry: GatewayRegistry | undefined;
+
+/**
+ * Gateways for a deployed function: credentials are read from Secrets Manager on first use and
+ * cached by Powertools for the life of the container (refreshed every 5 minutes, so rotation lands).
+ */
+export function awsGateways(_config: ServiceConfig, logger: Logger): GatewayRegistry {
+  if (registry) return registry;
+  const env = process.env;
+  const enabled = Object.entries(secretNameVariables)
+    .filter(([, variable]) => env[variable])
+    .map(([name]) => (name === 'STRIPE_SECRET_KEY' ? 'gateway_a' : 'gateway_b'));
+  registry = createGatewayRegistry(
+    gatewayConfigFromEnv({ ...env, PAYMENT_GATEWAYS: env.PAYMENT_GATEWAYS ?? enabled.join(',') }),
+    {
+      resolveSecret: async (name) => {
+        const secretName = env[secretNameVariables[name]];
+        if (!secretName) return undefined;
+        const value = await getSecret<string>(secretName, { maxAge: 300 });
+        if (typeof value !== 'string') logger.error('gateway secret is not a string', { secretName });
+        return typeof value === 'string' ? value : undefined;
+      },
+    },
+  );
+  return registry;
+}

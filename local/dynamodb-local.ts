@@ -1,0 +1,93 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+
+export interface DynamoDbLocal {
+  endpoint: string;
+  stop(): Promise<void>;
+}
+
+export interface DynamoDbLocalOptions {
+  /** Folder for the database files; omitted means in-memory. */
+  dbPath?: string;
+  port?: number;
+}
+
+const require = createRequire(import.meta.url);
+
+/** The jar ships inside the amplify-dynamodb-simulator package, so nothing is downloaded at run time. */
+function emulatorDir(): string {
+  return join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
+}
+
+export function assertJava(): void {
+  const probe = spawnSync('java', ['-version'], { stdio: 'ignore' });
+  if (probe.error || probe.status !== 0) {
+    throw new Error(
+      'DynamoDB Local needs Java 17 or newer, and no `java` was found on PATH. ' +
+        'Install it (Debian/Ubuntu: `apt-get update && apt-get install -y openjdk-17-jre-headless`; ' +
+        'macOS: `brew install openjdk@17`) and start again.',
+    );
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilListening(endpoint: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited early with code ${child.exitCode}`);
+    try {
+      // Any HTTP answer (DynamoDB Local replies 400 to a bare GET) means it is up.
+      await fetch(endpoint, { signal: AbortSignal.timeout(500) });
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${timeoutMs} ms`);
+}
+
+export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
+  assertJava();
+  const port = options.port ?? (await freePort());
+  const dir = emulatorDir();
+  const storage = options.dbPath ? ['-dbPath', options.dbPath] : ['-inMemory'];
+  const child = spawn(
+    'java',
+    ['-Xms64m', `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-jar', join(dir, 'DynamoDBLocal.jar'), ...storage, '-port', String(port)],
+    { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const endpoint = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilListening(endpoint, child, 60_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`${(error as Error).message}\n${stderr}`);
+  }
+  return {
+    endpoint,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * TEST DOUBLE — not a payment gateway. A local stand-in for the parts of the Stripe and Square HTTP
+ * APIs that lib/gateways uses, so the real SDKs run end to end with no network, plus fault injection
+ * (errors, hangs before or after a payment is committed, declines) for tests and the local stack.
+ * Point the service at it with GATEWAY_SANDBOX_URL. Never import it from lib/ or functions/.
+ *
+ * Control endpoints, for a sandbox running in another process:
+ *   POST /__sandbox/faults  body: a FaultSpec or an array of them
+ *   GET  /__sandbox/stats   requests per operation, payments and orders created
+ *   POST /__sandbox/reset   clears faults and counters (stored payments stay, so earlier receipts resolve)
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import { systemClock, type Clock } from '../../lib/clock.js';
+import type { ApiResponse, ProviderApi, SandboxContext } from './api.js';
+import { emptyStats, faultSpecSchema, FaultRegistry, resetStats, type SandboxStats } from './faults.js';
+import { squareApi } from './square-api.js';
+import { stripeApi } from './stripe-api.js';
+
+export type { FaultSpec, SandboxOperation, SandboxStats } from './faults.js';
+export { APPROVED_NONCE, DECLINED_NONCE } from './square-api.js';
+
+export interface GatewaySandboxOptions {
+  /** 0 or omitted: any free port. */
+  port?: number;
+  clock?: Clock;
+}
+
+export interface GatewaySandbox {
+  url: string;
+  faults: FaultRegistry;
+  /** Live counters; `reset()` zeroes them in place. */
+  stats: SandboxStats;
+  reset(): void;
+  stop(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+function send(res: ServerResponse, { status, body, headers = {} }: ApiResponse): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+async function readBody(req: IncomingMessage): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > MAX_BODY_BYTES) return null;
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): Promise<GatewaySandbox> {
+  const context: SandboxContext = { clock: options.clock ?? systemClock, stats: emptyStats() };
+  const faults = new FaultRegistry();
+  const providers: ProviderApi[] = [stripeApi(context), squareApi(context)];
+  const held = new Set<NodeJS.Timeout>();
+
+  const reset = () => {
+    faults.clear();
+    resetStats(context.stats);
+  };
+
+  /** Keeps the request open with no answer, then drops the connection, like a response lost in transit. */
+  function hold(res: ServerResponse, ms: number): void {
+    const timer = setTimeout(() => {
+      held.delete(timer);
+      res.destroy();
+    }, ms);
+    held.add(timer);
+    res.on('close', () => {
+      clearTimeout(timer);
+      held.delete(timer);
+    });
+  }
+
+  function control(method: string, path: string, body: string): ApiResponse {
+    if (method === 'GET' && path === '/__sandbox/stats') return { status: 200, body: context.stats };
+    if (method === 'GET' && path === '/__sandbox/faults') {
+      return { status: 200, body: { faults: faults.list() } };
+    }
+    if (method === 'POST' && path === '/__sandbox/reset') {
+      reset();
+      return { status: 200, body: { reset: true } };
+    }
+    if (method === 'POST' && path === '/__sandbox/faults') {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        return { status: 400, body: { error: 'Body must be JSON' } };
+      }
+      const specs = z.array(faultSpecSchema).safeParse(Array.isArray(parsed) ? parsed : [parsed]);
+      if (!specs.success) return { status: 400, body: { error: z.prettifyError(specs.error) } };
+      specs.data.forEach((spec) => faults.add(spec));
+      return { status: 200, body: { faults: faults.list() } };
+    }
+    return { status: 404, body: { error: 'Unknown sandbox control endpoint' } };
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+    const body = await readBody(req);
+    if (body === null) return send(res, { status: 413, body: { error: 'Body too large' } });
+    if (path.startsWith('/__sandbox/')) return send(res, control(method, path, body));
+    const provider = providers.find((candidate) => path.startsWith(candidate.prefix));
+    if (!provider) return send(res, { status: 404, body: { error: 'Not a simulated gateway path' } });
+    let params: string[] = [];
+    const route = provider.routes.find((candidate) => {
+      const match = candidate.method === method ? candidate.pattern.exec(path) : null;
+      params = match ? match.slice(1).map((part) => decodeURIComponent(part)) : [];
+      return match !== null;
+    });
+    if (!route) return send(res, provider.notFound());
+    context.stats.requests[route.operation] += 1;
+    const unauthorised = provider.unauthorised(req.headers);
+    if (unauthorised) return send(res, unauthorised);
+    const fault = faults.take(route.operation);
+    if (fault?.kind === 'status') return send(res, provider.failure(fault.status));
+    if (fault?.kind === 'hang' && fault.when === 'before-commit') return hold(res, fault.ms);
+    const response = route.handle({ headers: req.headers, body, params, decline: fault?.kind === 'decline' });
+    if (fault?.kind === 'hang') return hold(res, fault.ms);
+    send(res, response);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      console.error('gateway sandbox: request failed', error);
+      if (!res.headersSent) send(res, { status: 500, body: { error: 'Sandbox error' } });
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    faults,
+    stats: context.stats,
+    reset,
+    async stop() {
+      held.forEach((timer) => clearTimeout(timer));
+      held.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) =>
+        server.close((error) => (error ? reject(error) : resolve())),
+      );
+    },
+  };
+}

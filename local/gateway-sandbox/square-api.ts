@@ -1,0 +1,325 @@
+import { bearerToken, canonicalJson, IdempotencyStore, randomId } from './api.js';
+import type { ApiRequest, ApiResponse, ProviderApi, SandboxContext } from './api.js';
+
+/**
+ * The slice of Square's v2 wire API that lib/gateways/square.ts uses: ad hoc orders with fixed-amount
+ * service charges, card payments against them, and location reads. Totals are computed as Square does
+ * for these inputs; anything whose arithmetic is not implemented here (taxes, discounts, percentage
+ * charges, catalog items) is refused rather than mis-totalled.
+ */
+
+export const APPROVED_NONCE = 'cnon:card-nonce-ok';
+export const DECLINED_NONCE = 'cnon:card-nonce-declined';
+
+interface Money {
+  amount: number;
+  currency: string;
+}
+type Json = Record<string, unknown>;
+
+const squareError = (status: number, category: string, code: string, detail: string, field?: string) => ({
+  status,
+  body: { errors: [{ category, code, detail, ...(field ? { field } : {}) }] },
+});
+const invalid = (code: string, detail: string, field?: string): ApiResponse =>
+  squareError(400, 'INVALID_REQUEST_ERROR', code, detail, field);
+
+const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function readMoney(value: unknown): Money | null {
+  if (!isObject(value) || !Number.isSafeInteger(value.amount) || typeof value.currency !== 'string') {
+    return null;
+  }
+  return (value.amount as number) >= 0 ? { amount: value.amount as number, currency: value.currency } : null;
+}
+
+function checkMetadata(metadata: unknown): ApiResponse | null {
+  if (metadata === undefined || metadata === null) return null;
+  if (!isObject(metadata)) return invalid('EXPECTED_MAP', 'metadata must be a map', 'order.metadata');
+  const entries = Object.entries(metadata);
+  if (entries.length > 10) return invalid('INVALID_VALUE', 'At most 10 metadata entries', 'order.metadata');
+  for (const [key, value] of entries) {
+    if (key.length > 60) {
+      return invalid('MAP_KEY_LENGTH_TOO_LONG', `Key ${key} is too long`, 'order.metadata');
+    }
+    if (!/^[A-Za-z0-9_-]+$/.test(key)) {
+      return invalid('INVALID_VALUE', `Key ${key} is invalid`, 'order.metadata');
+    }
+    if (typeof value !== 'string' || value.length > 255) {
+      return invalid('VALUE_TOO_LONG', `Value of ${key} must be a string of at most 255`, 'order.metadata');
+    }
+  }
+  return null;
+}
+
+export function squareApi(context: SandboxContext): ProviderApi {
+  const orders = new Map<string, Json>();
+  const payments = new Map<string, Json>();
+  const idempotency = new IdempotencyStore();
+  const now = () => context.clock.now().toISOString();
+
+  /** Orders may omit the key; payments must send one (at most 45 characters). */
+  function idempotent(
+    request: ApiRequest,
+    key: { max: number; required: boolean },
+    execute: (body: Json) => ApiResponse,
+  ): ApiResponse {
+    let body: unknown;
+    try {
+      body = JSON.parse(request.body);
+    } catch {
+      body = undefined;
+    }
+    if (!isObject(body)) return invalid('INVALID_CONTENT_TYPE', 'Body must be a JSON object');
+    const value = body.idempotency_key;
+    if (value === undefined && !key.required) return execute(body);
+    if (typeof value !== 'string' || value.length === 0) {
+      return invalid('MISSING_REQUIRED_PARAMETER', 'idempotency_key is required', 'idempotency_key');
+    }
+    if (value.length > key.max) {
+      return invalid('VALUE_TOO_LONG', `At most ${key.max} characters`, 'idempotency_key');
+    }
+    const mismatch = () =>
+      invalid('IDEMPOTENCY_KEY_REUSED', 'The idempotency key was used with another request');
+    return idempotency.run(value, canonicalJson(body), mismatch, () => execute(body));
+  }
+
+  function createOrder(body: Json): ApiResponse {
+    const order = body.order;
+    if (!isObject(order)) return invalid('MISSING_REQUIRED_PARAMETER', 'order is required', 'order');
+    if (typeof order.location_id !== 'string') {
+      return invalid('MISSING_REQUIRED_PARAMETER', 'location', 'order.location_id');
+    }
+    for (const unsupported of ['taxes', 'discounts', 'fulfillments']) {
+      if (list(order[unsupported]).length > 0) {
+        return invalid(
+          'BAD_REQUEST',
+          `The gateway sandbox does not compute order ${unsupported}`,
+          `order.${unsupported}`,
+        );
+      }
+    }
+    const metadataProblem = checkMetadata(order.metadata);
+    if (metadataProblem) return metadataProblem;
+    const currencies = new Set<string>();
+    const lineItems: Json[] = [];
+    for (const [index, line] of list(order.line_items).entries()) {
+      const field = `order.line_items[${index}]`;
+      const base = isObject(line) ? readMoney(line.base_price_money) : null;
+      if (!isObject(line) || typeof line.name !== 'string' || line.name.length === 0 || !base) {
+        return invalid('INVALID_VALUE', 'Ad hoc line items need name and base_price_money', field);
+      }
+      if (line.catalog_object_id) return invalid('BAD_REQUEST', 'Catalog items are not simulated', field);
+      const quantity = typeof line.quantity === 'string' ? line.quantity : '';
+      if (!/^\d{1,6}(\.\d{1,5})?$/.test(quantity) || Number(quantity) <= 0) {
+        return invalid('INVALID_VALUE', 'quantity must be a positive decimal string', `${field}.quantity`);
+      }
+      currencies.add(base.currency);
+      // Square rounds the extended price half up to the minor unit.
+      const gross = { amount: Math.round(Number(quantity) * base.amount), currency: base.currency };
+      const zero = { amount: 0, currency: base.currency };
+      lineItems.push({
+        ...line,
+        uid: randomId(22),
+        item_type: 'ITEM',
+        variation_total_price_money: gross,
+        gross_sales_money: gross,
+        total_tax_money: zero,
+        total_discount_money: zero,
+        total_service_charge_money: zero,
+        total_money: gross,
+      });
+    }
+    if (lineItems.length === 0) {
+      return invalid('MISSING_REQUIRED_PARAMETER', 'line items', 'order.line_items');
+    }
+    const serviceCharges: Json[] = [];
+    for (const [index, charge] of list(order.service_charges).entries()) {
+      const field = `order.service_charges[${index}]`;
+      const amount = isObject(charge) ? readMoney(charge.amount_money) : null;
+      if (!isObject(charge) || typeof charge.name !== 'string' || !amount || charge.percentage) {
+        return invalid(
+          'BAD_REQUEST',
+          'The gateway sandbox supports fixed amount_money service charges',
+          field,
+        );
+      }
+      if (charge.taxable === true) {
+        return invalid('BAD_REQUEST', 'Taxable service charges are not simulated', field);
+      }
+      currencies.add(amount.currency);
+      serviceCharges.push({
+        ...charge,
+        uid: randomId(22),
+        type: 'CUSTOM',
+        calculation_phase: charge.calculation_phase ?? 'SUBTOTAL_PHASE',
+        applied_money: amount,
+        total_money: amount,
+        total_tax_money: { amount: 0, currency: amount.currency },
+      });
+    }
+    const [currency = 'USD', ...others] = currencies;
+    if (others.length > 0) {
+      return invalid('CURRENCY_MISMATCH', 'All money in an order must share one currency');
+    }
+    const sum = (items: Json[]) =>
+      items.reduce((total, item) => total + (item.total_money as Money).amount, 0);
+    const serviceChargeTotal = sum(serviceCharges);
+    const total = sum(lineItems) + serviceChargeTotal;
+    const zero = { amount: 0, currency };
+    const timestamp = now();
+    const created: Json = {
+      ...order,
+      id: randomId(29),
+      line_items: lineItems,
+      service_charges: serviceCharges,
+      state: 'OPEN',
+      version: 1,
+      created_at: timestamp,
+      updated_at: timestamp,
+      total_money: { amount: total, currency },
+      total_tax_money: zero,
+      total_discount_money: zero,
+      total_tip_money: zero,
+      total_service_charge_money: { amount: serviceChargeTotal, currency },
+      net_amount_due_money: { amount: total, currency },
+    };
+    orders.set(created.id as string, created);
+    context.stats.ordersCreated += 1;
+    return { status: 200, body: { order: created } };
+  }
+
+  function createPayment(body: Json, decline: boolean): ApiResponse {
+    const amount = readMoney(body.amount_money);
+    if (typeof body.source_id !== 'string') {
+      return invalid('MISSING_REQUIRED_PARAMETER', 'source_id', 'source_id');
+    }
+    if (!amount || amount.amount === 0) {
+      return invalid('INVALID_VALUE', 'amount_money is required', 'amount_money');
+    }
+    if (typeof body.reference_id === 'string' && body.reference_id.length > 40) {
+      return invalid('VALUE_TOO_LONG', 'Must be at most 40 characters', 'reference_id');
+    }
+    const order = typeof body.order_id === 'string' ? orders.get(body.order_id) : undefined;
+    if (body.order_id !== undefined && !order) return invalid('NOT_FOUND', 'Order not found', 'order_id');
+    const locationId =
+      typeof body.location_id === 'string' ? body.location_id : (order?.location_id ?? 'LSANDBOX');
+    if (order) {
+      const due = order.net_amount_due_money as Money;
+      if (order.state !== 'OPEN') return invalid('BAD_REQUEST', 'The order is already paid', 'order_id');
+      if (order.location_id !== locationId) {
+        return invalid('LOCATION_MISMATCH', 'Location differs from order');
+      }
+      if (due.currency !== amount.currency) {
+        return invalid('CURRENCY_MISMATCH', 'Currency differs from order');
+      }
+      if (due.amount !== amount.amount) {
+        return invalid(
+          'PAYMENT_AMOUNT_MISMATCH',
+          'The payment amount must equal the order total',
+          'amount_money',
+        );
+      }
+    }
+    if (decline || body.source_id === DECLINED_NONCE) {
+      return squareError(400, 'PAYMENT_METHOD_ERROR', 'CARD_DECLINED', 'Card declined.');
+    }
+    if (body.source_id !== APPROVED_NONCE) return invalid('NOT_FOUND', 'Card nonce not found', 'source_id');
+    const completed = body.autocomplete !== false;
+    const timestamp = now();
+    const payment: Json = {
+      id: randomId(29),
+      created_at: timestamp,
+      updated_at: timestamp,
+      amount_money: amount,
+      total_money: amount,
+      approved_money: amount,
+      status: completed ? 'COMPLETED' : 'APPROVED',
+      source_type: 'CARD',
+      card_details: {
+        status: completed ? 'CAPTURED' : 'AUTHORIZED',
+        card: { card_brand: 'VISA', last_4: '1111' },
+      },
+      location_id: locationId,
+      ...(order ? { order_id: order.id } : {}),
+      ...(typeof body.reference_id === 'string' ? { reference_id: body.reference_id } : {}),
+    };
+    payments.set(payment.id as string, payment);
+    context.stats.paymentsCreated.gateway_b += 1;
+    if (order && completed) {
+      const tender = { id: randomId(29), type: 'CARD', amount_money: amount, payment_id: payment.id };
+      orders.set(order.id as string, {
+        ...order,
+        state: 'COMPLETED',
+        version: (order.version as number) + 1,
+        updated_at: timestamp,
+        closed_at: timestamp,
+        tenders: [tender],
+        net_amount_due_money: { amount: 0, currency: amount.currency },
+      });
+    }
+    return { status: 200, body: { payment } };
+  }
+
+  const read =
+    (store: Map<string, Json>, name: string) =>
+    ({ params: [id = ''] }: ApiRequest) => {
+      const found = store.get(id);
+      return found
+        ? { status: 200, body: { [name]: found } }
+        : squareError(404, 'INVALID_REQUEST_ERROR', 'NOT_FOUND', `Could not find ${name} with id ${id}`);
+    };
+
+  return {
+    prefix: '/v2/',
+    routes: [
+      {
+        method: 'POST',
+        pattern: /^\/v2\/orders$/,
+        operation: 'square.orders.create',
+        handle: (request) => idempotent(request, { max: 192, required: false }, createOrder),
+      },
+      {
+        method: 'GET',
+        pattern: /^\/v2\/orders\/([^/]+)$/,
+        operation: 'square.orders.get',
+        handle: read(orders, 'order'),
+      },
+      {
+        method: 'POST',
+        pattern: /^\/v2\/payments$/,
+        operation: 'square.payments.create',
+        handle: (request) =>
+          idempotent(request, { max: 45, required: true }, (body) => createPayment(body, request.decline)),
+      },
+      {
+        method: 'GET',
+        pattern: /^\/v2\/payments\/([^/]+)$/,
+        operation: 'square.payments.get',
+        handle: read(payments, 'payment'),
+      },
+      {
+        method: 'GET',
+        pattern: /^\/v2\/locations\/([^/]+)$/,
+        operation: 'square.locations.get',
+        handle: ({ params: [id = ''] }) => ({
+          status: 200,
+          body: {
+            location: { id, name: 'Gateway sandbox', status: 'ACTIVE', country: 'US', currency: 'USD' },
+          },
+        }),
+      },
+    ],
+    unauthorised: (headers) =>
+      bearerToken(headers)
+        ? null
+        : squareError(401, 'AUTHENTICATION_ERROR', 'UNAUTHORIZED', 'The Authorization header is missing'),
+    failure: (status) =>
+      status === 429
+        ? squareError(429, 'RATE_LIMIT_ERROR', 'RATE_LIMITED', 'Sandbox fault: simulated 429')
+        : squareError(status, 'API_ERROR', 'INTERNAL_SERVER_ERROR', `Sandbox fault: simulated ${status}`),
+    notFound: () => squareError(404, 'INVALID_REQUEST_ERROR', 'NOT_FOUND', 'Unknown endpoint'),
+  };
+}

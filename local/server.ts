@@ -1,0 +1,238 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { AppDeps } from '../lib/deps.js';
+import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError } from '../lib/errors.js';
+import { errorResponse } from '../lib/http/error-envelope.js';
+import { httpEndpoint, type HttpHandler, type ServiceContext } from '../lib/http/pipeline.js';
+import { routes, type RouteDefinition } from '../lib/routes.js';
+
+/**
+ * A stand-in for API Gateway's REST proxy integration: it turns HTTP requests into the events API
+ * Gateway sends, runs the same handler modules the Lambdas run, and writes their results back.
+ */
+interface HandlerModule {
+  createHandler(deps: AppDeps): HttpHandler;
+}
+
+interface LoadedRoute {
+  route: RouteDefinition;
+  handler: HttpHandler;
+  pattern: RegExp;
+  paramNames: string[];
+}
+
+/** API Gateway's own payload limit; the functions enforce the service's smaller one. */
+const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
+const projectRoot = fileURLToPath(new URL('..', import.meta.url));
+
+const compilePath = (path: string): { pattern: RegExp; paramNames: string[] } => {
+  const paramNames: string[] = [];
+  const source = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    paramNames.push(name);
+    return '([^/]+)';
+  });
+  return { pattern: new RegExp(`^${source}$`), paramNames };
+};
+
+export async function loadRoutes(deps: AppDeps): Promise<LoadedRoute[]> {
+  return Promise.all(
+    routes.map(async (route) => {
+      const module = (await import(pathToFileURL(resolve(projectRoot, route.entry)).href)) as HandlerModule;
+      return { route, handler: module.createHandler(deps), ...compilePath(route.path) };
+    }),
+  );
+}
+
+/** Unknown paths and methods still go through the pipeline, so they get the same headers and budget. */
+const fallbackRoute: RouteDefinition = {
+  name: 'fallback',
+  method: 'GET',
+  path: '/{proxy+}',
+  entry: 'local/server.ts',
+  apiKeyRequired: false,
+  roles: [],
+  tables: {},
+};
+
+function fallbackHandler(deps: AppDeps, error: () => Error): HttpHandler {
+  return httpEndpoint({ route: fallbackRoute, deps }, async () => {
+    throw error();
+  });
+}
+
+async function readBody(request: IncomingMessage): Promise<string | null | 'too-large'> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > GATEWAY_MAX_BODY_BYTES) return 'too-large';
+    chunks.push(chunk);
+  }
+  return size === 0 ? null : Buffer.concat(chunks).toString('utf8');
+}
+
+function toEvent(
+  request: IncomingMessage,
+  url: URL,
+  body: string | null,
+  resourcePath: string,
+  pathParameters: Record<string, string> | null,
+): APIGatewayProxyEvent {
+  const headers: Record<string, string> = {};
+  const multiValueHeaders: Record<string, string[]> = {};
+  for (let index = 0; index < request.rawHeaders.length; index += 2) {
+    const name = request.rawHeaders[index] as string;
+    const value = request.rawHeaders[index + 1] as string;
+    headers[name] = value;
+    (multiValueHeaders[name] ??= []).push(value);
+  }
+  const query: Record<string, string> = {};
+  const multiQuery: Record<string, string[]> = {};
+  for (const [name, value] of url.searchParams) {
+    query[name] = value;
+    (multiQuery[name] ??= []).push(value);
+  }
+  const method = request.method ?? 'GET';
+  const sourceIp = (request.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
+  return {
+    resource: resourcePath,
+    path: url.pathname,
+    httpMethod: method,
+    headers,
+    multiValueHeaders,
+    queryStringParameters: url.searchParams.size ? query : null,
+    multiValueQueryStringParameters: url.searchParams.size ? multiQuery : null,
+    pathParameters,
+    stageVariables: null,
+    body,
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      authorizer: null,
+      protocol: `HTTP/${request.httpVersion}`,
+      httpMethod: method,
+      path: url.pathname,
+      stage: 'local',
+      requestId: randomUUID(),
+      requestTimeEpoch: Date.now(),
+      resourceId: 'local',
+      resourcePath,
+      identity: {
+        sourceIp,
+        userAgent: request.headers['user-agent'] ?? null,
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        user: null,
+        userArn: null,
+      },
+    },
+  };
+}
+
+function lambdaContext(functionName: string, timeoutSeconds: number): ServiceContext {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '512',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+function send(response: ServerResponse, result: APIGatewayProxyResult): void {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
+  for (const [name, values] of Object.entries(result.multiValueHeaders ?? {})) headers[name] = values.map(String);
+  response.writeHead(result.statusCode, headers);
+  response.end(result.body);
+}
+
+export interface HttpServerHandle {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export async function startHttpServer(deps: AppDeps, options: { host: string; port: number }): Promise<HttpServerHandle> {
+  const loaded = await loadRoutes(deps);
+  const notFound = fallbackHandler(deps, () => new NotFoundError('No such resource'));
+  const byPath = new Map<string, LoadedRoute[]>();
+  for (const entry of loaded) byPath.set(entry.route.path, [...(byPath.get(entry.route.path) ?? []), entry]);
+  const wrongMethod = new Map(
+    [...byPath].map(([path, entries]) => [
+      path,
+      fallbackHandler(deps, () => new MethodNotAllowedError(entries.map((entry) => entry.route.method))),
+    ]),
+  );
+
+  const server = createServer((request, response) => {
+    void (async () => {
+      const url = new URL(request.url ?? '/', 'http://localhost');
+      const body = await readBody(request);
+      if (body === 'too-large') {
+        // API Gateway answers oversized payloads itself, before any function runs.
+        send(response, errorResponse(new PayloadTooLargeError(GATEWAY_MAX_BODY_BYTES), randomUUID(), new Date()));
+        return;
+      }
+      const candidates = loaded.filter((entry) => entry.pattern.test(url.pathname));
+      const match = candidates.find((entry) => entry.route.method === request.method);
+      let handler: HttpHandler = notFound;
+      let pathParameters: Record<string, string> | null = null;
+      let resourcePath = '/{proxy+}';
+      if (match) {
+        const values = match.pattern.exec(url.pathname)?.slice(1) ?? [];
+        pathParameters = match.paramNames.length
+          ? Object.fromEntries(match.paramNames.map((name, index) => [name, decodeURIComponent(values[index] ?? '')]))
+          : null;
+        handler = match.handler;
+        resourcePath = match.route.path;
+      } else if (candidates[0]) {
+        handler = wrongMethod.get(candidates[0].route.path) ?? notFound;
+        resourcePath = candidates[0].route.path;
+      }
+      const event = toEvent(request, url, body, resourcePath, pathParameters);
+      const result = await handler(event, lambdaContext(match?.route.name ?? 'fallback', match?.route.timeoutSeconds ?? 10));
+      send(response, result);
+    })().catch((error: unknown) => {
+      deps.logger.error('local adapter failed', { error: error instanceof Error ? error : String(error) });
+      if (!response.headersSent) send(response, errorResponse(error, randomUUID(), new Date()));
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolveListen());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  return {
+    url: `http://${options.host}:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolveClose) => {
+        server.closeAllConnections();
+        server.close(() => resolveClose());
+      }),
+  };
+}

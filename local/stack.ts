@@ -1,0 +1,104 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { systemClock, type Clock } from '../lib/clock.js';
+import { loadConfig, type ServiceConfig } from '../lib/config.js';
+import { LocalEscrowKey } from '../lib/crypto/escrow.js';
+import { createDynamoClients } from '../lib/db/client.js';
+import { ensureTables } from '../lib/db/create-tables.js';
+import { createCoreDeps, type AppDeps } from '../lib/deps.js';
+import { createGatewayRegistry, gatewayConfigFromEnv } from '../lib/gateways/registry.js';
+import { createLogger, type LogLevel } from '../lib/log.js';
+import { tiers as defaultTiers, type TierTable } from '../lib/tiers.js';
+import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
+import { startHttpServer } from './server.js';
+
+export interface LocalStackOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Use this DynamoDB (tests share one); otherwise DynamoDB Local is started. */
+  dynamoDbEndpoint?: string;
+  /** Where DynamoDB Local's files and the local escrow key live; ignored with inMemory. */
+  dataDir?: string;
+  inMemory?: boolean;
+  tablePrefix?: string;
+  clock?: Clock;
+  tiers?: TierTable;
+  /** Environment overrides (TOKEN_TTL_SECONDS, ANON_RATE_LIMIT_PER_MINUTE, ...). */
+  env?: Record<string, string>;
+  logLevel?: LogLevel;
+}
+
+export interface LocalStack {
+  url: string;
+  config: ServiceConfig;
+  deps: AppDeps;
+  dynamoDbEndpoint: string;
+  /** The gateway test double, unless real provider credentials were given. */
+  sandbox: GatewaySandbox | undefined;
+  close(): Promise<void>;
+}
+
+const usesRealGateways = (env: NodeJS.ProcessEnv): boolean =>
+  Boolean(env.STRIPE_SECRET_KEY || env.SQUARE_ACCESS_TOKEN);
+
+/** The whole service on one machine: DynamoDB Local, the local escrow key, the gateway sandbox, HTTP. */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const dataDir = options.dataDir ?? join(process.cwd(), '.local-data');
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    let endpoint = options.dynamoDbEndpoint;
+    if (!endpoint) {
+      const dbPath = options.inMemory ? undefined : join(dataDir, 'dynamodb');
+      if (dbPath) await mkdir(dbPath, { recursive: true });
+      const ddb: DynamoDbLocal = await startDynamoDbLocal(dbPath ? { dbPath } : {});
+      stops.push(() => ddb.stop());
+      endpoint = ddb.endpoint;
+    }
+
+    const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+    let sandbox: GatewaySandbox | undefined;
+    if (!usesRealGateways(env)) {
+      sandbox = await startGatewaySandbox({ port: 0 });
+      stops.push(() => sandbox!.stop());
+      env.GATEWAY_SANDBOX_URL = sandbox.url;
+    }
+
+    const config = loadConfig({
+      ...env,
+      STAGE: env.STAGE ?? 'local',
+      DYNAMODB_ENDPOINT: endpoint,
+      TABLE_PREFIX: options.tablePrefix ?? env.TABLE_PREFIX ?? 'local-',
+      LOCAL_ESCROW_DIR: dataDir,
+    });
+    const clock = options.clock ?? systemClock;
+    const logger = createLogger({ level: options.logLevel ?? config.logLevel });
+    const dynamo = createDynamoClients({ region: config.region, endpoint });
+    await ensureTables(dynamo.client, config.tables);
+
+    const escrow = options.inMemory ? await LocalEscrowKey.inMemory() : await LocalEscrowKey.loadOrCreate(dataDir);
+    const gateways = createGatewayRegistry(gatewayConfigFromEnv(env));
+    const deps: AppDeps = {
+      ...createCoreDeps({ config, dynamo, clock, logger, tiers: options.tiers ?? defaultTiers }),
+      escrow,
+      gateways,
+    };
+    const http = await startHttpServer(deps, { host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+    stops.push(() => http.close());
+    stops.push(async () => dynamo.client.destroy());
+    return {
+      url: http.url,
+      config,
+      deps,
+      dynamoDbEndpoint: endpoint,
+      sandbox,
+      close: async () => {
+        for (const stop of stops.reverse()) await stop();
+      },
+    };
+  } catch (error) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,128 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createApiKey, listApiKeys, revokeApiKey, setApiKeyTier, UnknownKeyError, type ApiKeyAdminDeps } from '../lib/admin/api-keys.js';
+import { createDynamoClients } from '../lib/db/client.js';
+import { ApiKeyRepository } from '../lib/db/api-keys.js';
+import type { Role } from '../lib/routes.js';
+import { isTierName, tierNames, type TierName } from '../lib/tiers.js';
+import { awsEdgeKeyStore } from './admin-aws.js';
+
+const usage = `Usage: npm run admin -- api-keys <command> [options]
+
+Commands:
+  create  --name NAME --roles merchant,issuer --tier ${tierNames.join('|')} [--json]
+  list    [--json]
+  revoke  --key-id KEY_ID [--json]
+  set-tier --key-id KEY_ID --tier ${tierNames.join('|')} [--json]
+
+Target: the local stack started by \`npm start\` (found through .local-data/stack.json), or a
+deployed stack with --aws (needs AWS credentials, AWS_REGION, STAGE and TABLE_API_KEYS; see docs/DEPLOY.md).`;
+
+class UsageError extends Error {}
+
+const roles: readonly Role[] = ['merchant', 'issuer'];
+
+function parseRoles(value: string | undefined): Role[] {
+  const parsed = (value ?? '').split(',').map((role) => role.trim()).filter(Boolean);
+  if (parsed.length === 0 || parsed.some((role) => !roles.includes(role as Role))) {
+    throw new UsageError(`--roles must list one or more of ${roles.join(', ')}`);
+  }
+  return [...new Set(parsed)] as Role[];
+}
+
+function parseTier(value: string | undefined): TierName {
+  if (!value || !isTierName(value)) throw new UsageError(`--tier must be one of ${tierNames.join(', ')}`);
+  return value;
+}
+
+async function localDeps(): Promise<ApiKeyAdminDeps> {
+  let endpoint = process.env.DYNAMODB_ENDPOINT;
+  let prefix = process.env.TABLE_PREFIX ?? 'local-';
+  if (!endpoint) {
+    const stateFile = join(process.cwd(), '.local-data', 'stack.json');
+    const state = await readFile(stateFile, 'utf8').then(
+      (text) => JSON.parse(text) as { dynamoDbEndpoint: string; tablePrefix: string },
+      () => {
+        throw new UsageError('No local stack found: start it with `npm start` first (or pass --aws for a deployed stack).');
+      },
+    );
+    endpoint = state.dynamoDbEndpoint;
+    prefix = state.tablePrefix;
+  }
+  const { doc } = createDynamoClients({ region: process.env.AWS_REGION ?? 'us-east-1', endpoint });
+  return { repository: new ApiKeyRepository(doc, `${prefix}api-keys`), now: () => new Date() };
+}
+
+async function awsDeps(): Promise<ApiKeyAdminDeps> {
+  const table = process.env.TABLE_API_KEYS;
+  const region = process.env.AWS_REGION;
+  const stage = process.env.STAGE;
+  if (!table || !region || !stage) throw new UsageError('--aws needs TABLE_API_KEYS, AWS_REGION and STAGE in the environment');
+  const { doc } = createDynamoClients({ region });
+  return { repository: new ApiKeyRepository(doc, table), edge: await awsEdgeKeyStore(region, stage), now: () => new Date() };
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      roles: { type: 'string' },
+      tier: { type: 'string' },
+      'key-id': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      aws: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  const [group, command] = positionals;
+  if (values.help || group !== 'api-keys' || !command) throw new UsageError(usage);
+  const deps = values.aws ? await awsDeps() : await localDeps();
+  const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
+  switch (command) {
+    case 'create': {
+      if (!values.name?.trim()) throw new UsageError('--name is required');
+      const created = await createApiKey(deps, { name: values.name.trim(), roles: parseRoles(values.roles), tier: parseTier(values.tier) });
+      print(
+        `API key for "${created.record.name}" (client ${created.record.clientId}, roles ${created.record.roles.join(',')}, tier ${created.record.tier}):\n\n  ${created.apiKey}\n\nIt is shown only now; store it safely. Key id: ${created.record.keyId}`,
+        { apiKey: created.apiKey, ...created.record },
+      );
+      return;
+    }
+    case 'list': {
+      const keys = await listApiKeys(deps);
+      print(
+        keys.length === 0
+          ? 'No API keys yet.'
+          : keys.map((key) => `${key.keyId}  ${key.status.padEnd(7)}  ${key.tier.padEnd(10)}  ${key.roles.join(',').padEnd(15)}  ${key.name}`).join('\n'),
+        keys,
+      );
+      return;
+    }
+    case 'revoke': {
+      if (!values['key-id']) throw new UsageError('--key-id is required');
+      const revoked = await revokeApiKey(deps, values['key-id']);
+      print(`Revoked ${revoked.keyId} (${revoked.name}).`, revoked);
+      return;
+    }
+    case 'set-tier': {
+      if (!values['key-id']) throw new UsageError('--key-id is required');
+      const updated = await setApiKeyTier(deps, values['key-id'], parseTier(values.tier));
+      print(`${updated.keyId} (${updated.name}) is now on tier ${updated.tier}.`, updated);
+      return;
+    }
+    default:
+      throw new UsageError(usage);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (error: unknown) => {
+    if (error instanceof UsageError || error instanceof UnknownKeyError) console.error(error.message);
+    else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(error instanceof UsageError ? 2 : 1);
+  },
+);

@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import {
+  ConflictError,
+  GatewayError,
+  InvalidRequestError,
+  PaymentDeclinedError,
+} from '../../../lib/errors.js';
+import type { PaymentGateway } from '../../../lib/gateways/port.js';
+import { validateStripeMetadata } from '../../../lib/gateways/stripe.js';
+import { startGatewaySandbox, type GatewaySandbox } from '../../../local/gateway-sandbox/index.js';
+import { paymentRequest, pointers, sandboxGateways } from './support.js';
+
+const CREATE = 'stripe.paymentIntents.create';
+const RETRIEVE = 'stripe.paymentIntents.retrieve';
+
+describe('StripeGateway (gateway_a) with the real stripe SDK against the sandbox', () => {
+  let sandbox: GatewaySandbox;
+  let gateway: PaymentGateway;
+
+  beforeAll(async () => {
+    sandbox = await startGatewaySandbox();
+    gateway = (await sandboxGateways(sandbox.url)).stripe;
+  });
+  afterAll(() => sandbox.stop());
+  beforeEach(() => sandbox.reset());
+
+  it('creates a PaymentIntent carrying the pointers and reads them back', async () => {
+    const request = paymentRequest({ amount: 4_250, currency: 'eur' });
+    const created = await gateway.createPayment(request);
+
+    expect(created).toEqual({
+      paymentId: expect.stringMatching(/^pi_/),
+      clientSecret: expect.stringMatching(new RegExp(`^${created.paymentId}_secret_`)),
+      orderId: null,
+      status: 'requires_payment_method',
+      amount: 4_250,
+      currency: 'EUR',
+    });
+    await expect(gateway.retrievePayment(created.paymentId)).resolves.toEqual({
+      paymentId: created.paymentId,
+      orderId: null,
+      amount: 4_250,
+      currency: 'EUR',
+      status: 'requires_payment_method',
+      pointers: request.pointers,
+    });
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);
+  });
+
+  it('returns the first payment when the same receipt is sent again', async () => {
+    const request = paymentRequest();
+    const first = await gateway.createPayment(request);
+    const second = await gateway.createPayment({ ...request });
+
+    expect(second.paymentId).toBe(first.paymentId);
+    expect(sandbox.stats.requests[CREATE]).toBe(2);
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);
+  });
+
+  it('refuses to reuse a receipt key for a different amount', async () => {
+    const request = paymentRequest();
+    await gateway.createPayment(request);
+
+    await expect(gateway.createPayment({ ...request, amount: request.amount + 1 })).rejects.toBeInstanceOf(
+      ConflictError,
+    );
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);
+  });
+
+  it('lets the SDK retry a 500 into success', async () => {
+    sandbox.faults.add({ kind: 'status', operation: CREATE, status: 500, times: 1 });
+
+    const created = await gateway.createPayment(paymentRequest());
+
+    expect(created.paymentId).toMatch(/^pi_/);
+    expect(sandbox.stats.requests[CREATE]).toBe(2);
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);
+  });
+
+  it('gives up with GatewayError after three attempts when the API keeps failing', async () => {
+    sandbox.faults.add({ kind: 'status', operation: CREATE, status: 503, times: 'always' });
+
+    await expect(gateway.createPayment(paymentRequest())).rejects.toBeInstanceOf(GatewayError);
+    expect(sandbox.stats.requests[CREATE]).toBe(3);
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(0);
+  });
+
+  it('recovers a payment whose response was lost after it was committed, without charging twice', async () => {
+    sandbox.faults.add({ kind: 'hang', operation: CREATE, when: 'after-commit', ms: 10_000, times: 1 });
+    const request = paymentRequest();
+
+    const created = await gateway.createPayment(request);
+
+    // The SDK timed out, retried with the same Idempotency-Key and got the stored result.
+    expect(sandbox.stats.requests[CREATE]).toBe(2);
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);
+    await expect(gateway.createPayment(request)).resolves.toEqual(created);
+    expect((await gateway.retrievePayment(created.paymentId))?.pointers).toEqual(request.pointers);
+  });
+
+  it('surfaces a lost response as GatewayError when retries are off, and a later retry finds the payment', async () => {
+    const { stripe: noRetries } = await sandboxGateways(sandbox.url, { maxAttempts: 1 });
+    sandbox.faults.add({ kind: 'hang', operation: CREATE, when: 'after-commit', ms: 10_000, times: 1 });
+    const request = paymentRequest();
+
+    await expect(noRetries.createPayment(request)).rejects.toBeInstanceOf(GatewayError);
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);
+
+    const retried = await noRetries.createPayment(request);
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);
+    expect((await gateway.retrievePayment(retried.paymentId))?.pointers).toEqual(request.pointers);
+  });
+
+  it('maps a card decline to PaymentDeclinedError', async () => {
+    sandbox.faults.add({ kind: 'decline', operation: CREATE, times: 1 });
+
+    const failure = gateway.createPayment(paymentRequest());
+
+    await expect(failure).rejects.toBeInstanceOf(PaymentDeclinedError);
+    await expect(failure).rejects.toMatchObject({ status: 402, details: { declineCode: 'generic_decline' } });
+    expect(sandbox.stats.paymentsCreated.gateway_a).toBe(0);
+  });
+
+  it('returns null for a payment the provider does not have', async () => {
+    await expect(gateway.retrievePayment('pi_0000000000000000000000')).resolves.toBeNull();
+    expect(sandbox.stats.requests[RETRIEVE]).toBe(1);
+    // Not an intent id at all: answered without a request, so it can never reach the API as a path.
+    await expect(gateway.retrievePayment('../v1/charges')).resolves.toBeNull();
+    expect(sandbox.stats.requests[RETRIEVE]).toBe(1);
+  });
+
+  it('rejects pointers beyond the metadata limits before calling the provider', async () => {
+    const tooLong = { ...pointers(), merchantId: 'm'.repeat(501) };
+
+    await expect(gateway.createPayment(paymentRequest({ pointers: tooLong }))).rejects.toBeInstanceOf(
+      InvalidRequestError,
+    );
+    await expect(
+      gateway.createPayment(paymentRequest({ pointers: { ...pointers(), receiptId: '' } })),
+    ).rejects.toThrow('limits');
+    expect(sandbox.stats.requests[CREATE]).toBe(0);
+  });
+
+  it('checks every Stripe metadata limit', () => {
+    const many = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v']));
+    expect(() => validateStripeMetadata(many)).toThrow(InvalidRequestError);
+    expect(() => validateStripeMetadata({ ['k'.repeat(41)]: 'v' })).toThrow(InvalidRequestError);
+    expect(() => validateStripeMetadata({ 'a[b]': 'v' })).toThrow(InvalidRequestError);
+    expect(() => validateStripeMetadata({ key: 'v'.repeat(501) })).toThrow(InvalidRequestError);
+    expect(() =>
+      validateStripeMetadata({ ...Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v'])) }),
+    ).not.toThrow();
+    expect(() => validateStripeMetadata({ ['k'.repeat(40)]: 'v'.repeat(500) })).not.toThrow();
+  });
+
+  it('reports health, and GatewayError when the API is unreachable', async () => {
+    await expect(gateway.checkHealth()).resolves.toBeUndefined();
+
+    const gone = await startGatewaySandbox();
+    const { stripe: orphan } = await sandboxGateways(gone.url);
+    await gone.stop();
+    await expect(orphan.checkHealth()).rejects.toBeInstanceOf(GatewayError);
+  });
+});

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { captureLogs, type LogCapture } from '../support/logs.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+interface ErrorEnvelope {
+  success: false;
+  error: { code: string; message: string; details?: Record<string, unknown>; timestamp: string; request_id: string };
+}
+
+const expectEnvelope = (json: unknown, code: string) => {
+  const body = json as ErrorEnvelope;
+  expect(body.success).toBe(false);
+  expect(body.error.code).toBe(code);
+  expect(typeof body.error.message).toBe('string');
+  expect(Number.isNaN(Date.parse(body.error.timestamp))).toBe(false);
+  expect(body.error.request_id).toMatch(/^[0-9a-f-]{36}$/);
+  expect(JSON.stringify(body)).not.toMatch(/at .*\.(ts|js):\d+/);
+};
+
+describe('platform: authentication, limits and the request pipeline over HTTP', () => {
+  let stack: TestStack;
+  let logs: LogCapture;
+  let merchant: { apiKey: string; keyId: string };
+  let issuer: { apiKey: string; keyId: string };
+
+  beforeAll(async () => {
+    logs = captureLogs();
+    stack = await startTestStack({
+      tiers: {
+        free: { ratePerSecond: 1, burst: 1, dailyQuota: 10, requestsPerMinute: 3 },
+        standard: { ratePerSecond: 10, burst: 10, dailyQuota: 1000, requestsPerMinute: 1000 },
+        enterprise: { ratePerSecond: 10, burst: 10, dailyQuota: 1000, requestsPerMinute: 1000 },
+      },
+    });
+    merchant = await stack.apiKey(['merchant'], 'standard');
+    issuer = await stack.apiKey(['issuer'], 'standard');
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+    logs.restore();
+  });
+
+  it('answers health without a key, with every dependency up', async () => {
+    const reply = await stack.request<{ success: boolean; data: { status: string; dependencies: Record<string, { status: string }> } }>(
+      'GET',
+      '/api/v1/health',
+    );
+    expect(reply.status).toBe(200);
+    expect(reply.json.data.status).toBe('ok');
+    expect(Object.keys(reply.json.data.dependencies)).toEqual(expect.arrayContaining(['dynamodb', 'escrowKey', 'gateway_a', 'gateway_b']));
+    expect(reply.headers.get('x-request-id')).toBeTruthy();
+    expect(reply.headers.get('x-ratelimit-limit')).toBe('10000');
+  });
+
+  it('refuses a missing, malformed or wrong API key with 401 unauthorized', async () => {
+    const wrongSecret = `${issuer.apiKey.slice(0, -4)}AAAA`;
+    for (const apiKey of [undefined, 'not-a-key', wrongSecret, `rk_${'0'.repeat(32)}_${'A'.repeat(43)}`]) {
+      const reply = await stack.request('POST', '/api/v1/keys/grant-access', { ...(apiKey ? { apiKey } : {}), body: {} });
+      expect(reply.status).toBe(401);
+      expectEnvelope(reply.json, 'unauthorized');
+      expect(reply.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/);
+    }
+  });
+
+  it('refuses a merchant key on an issuer route with 403 forbidden', async () => {
+    const reply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: merchant.apiKey, body: {} });
+    expect(reply.status).toBe(403);
+    expectEnvelope(reply.json, 'forbidden');
+  });
+
+  it('stops honouring a revoked key once the cache lifetime has passed', async () => {
+    const revocable = await stack.apiKey(['issuer'], 'standard');
+    const call = () => stack.request('POST', '/api/v1/onboarding/generate-keys', { apiKey: revocable.apiKey });
+    expect((await call()).status).toBe(200);
+    await stack.deps.repos.apiKeys.update(revocable.keyId, { status: 'revoked', revokedAt: stack.clock.now().toISOString() });
+    stack.clock.advance((stack.config.apiKeyCacheTtlSeconds + 1) * 1000);
+    const refused = await call();
+    expect(refused.status).toBe(401);
+    expectEnvelope(refused.json, 'unauthorized');
+  });
+
+  it('counts down the tier limit and answers 429 with the rate-limit headers past it', async () => {
+    const limited = await stack.apiKey(['issuer'], 'free');
+    stack.clock.set(Math.ceil(stack.clock.now().getTime() / 60_000) * 60_000 + 1_000);
+    const remaining: string[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const reply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: limited.apiKey, body: {} });
+      expect(reply.status).toBe(400);
+      remaining.push(reply.headers.get('x-ratelimit-remaining') ?? '');
+    }
+    expect(remaining).toEqual(['2', '1', '0']);
+    const limitedReply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: limited.apiKey, body: {} });
+    expect(limitedReply.status).toBe(429);
+    expectEnvelope(limitedReply.json, 'rate_limit_exceeded');
+    expect(limitedReply.headers.get('x-ratelimit-limit')).toBe('3');
+    expect(limitedReply.headers.get('x-ratelimit-remaining')).toBe('0');
+    const reset = Number(limitedReply.headers.get('x-ratelimit-reset'));
+    expect(reset).toBeGreaterThan(stack.clock.now().getTime() / 1000);
+    expect(Number(limitedReply.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    stack.clock.advance(60_000);
+    const nextWindow = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: limited.apiKey, body: {} });
+    expect(nextWindow.status).toBe(400);
+  });
+
+  it.each([
+    ['malformed JSON', { rawBody: '{"userId": ', headers: { 'Content-Type': 'application/json' } }, 400, 'INVALID_REQUEST'],
+    ['a non-JSON content type', { rawBody: 'userId=1', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }, 415, 'unsupported_media_type'],
+    ['an oversize body', { body: { userId: 'x'.repeat(130 * 1024) } }, 413, 'payload_too_large'],
+    ['a JSON array', { body: [1, 2] }, 400, 'INVALID_REQUEST'],
+    ['a __proto__ key', { rawBody: '{"__proto__": {"admin": true}}', headers: { 'Content-Type': 'application/json' } }, 400, 'INVALID_REQUEST'],
+  ])('answers %s with its documented status and the envelope', async (_name, options, status, code) => {
+    const reply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: issuer.apiKey, ...options });
+    expect(reply.status).toBe(status);
+    expectEnvelope(reply.json, code);
+  });
+
+  it('names every bad field in a validation error', async () => {
+    const reply = await stack.request<ErrorEnvelope>('POST', '/api/v1/keys/grant-access', {
+      apiKey: issuer.apiKey,
+      body: { userId: 'nope', keyId: 42 },
+    });
+    expect(reply.status).toBe(400);
+    const fields = (reply.json.error.details?.fields as { field: string }[]).map((entry) => entry.field);
+    expect(fields).toEqual(expect.arrayContaining(['userId', 'keyId']));
+  });
+
+  it('answers an unknown route 404 and a wrong method 405, in the envelope', async () => {
+    const unknown = await stack.request('GET', '/api/v1/nothing-here', { apiKey: issuer.apiKey });
+    expect(unknown.status).toBe(404);
+    expectEnvelope(unknown.json, 'not_found');
+    const wrongMethod = await stack.request('GET', '/api/v1/keys/grant-access', { apiKey: issuer.apiKey });
+    expect(wrongMethod.status).toBe(405);
+    expectEnvelope(wrongMethod.json, 'method_not_allowed');
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+  });
+
+  it('sends security headers and no-store on every response', async () => {
+    const reply = await stack.request('GET', '/api/v1/health');
+    expect(reply.headers.get('cache-control')).toBe('no-store');
+    expect(reply.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(reply.headers.get('strict-transport-security')).toContain('max-age=');
+  });
+
+  it('never writes an API key to the logs', () => {
+    const text = logs.text();
+    expect(text.length).toBeGreaterThan(0);
+    for (const key of [merchant.apiKey, issuer.apiKey]) {
+      expect(text).not.toContain(key);
+      expect(text).not.toContain(key.split('_')[2]);
+    }
+  });
+});

@@ -1,0 +1,189 @@
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import {
+  APIGatewayClient,
+  ConflictException,
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
+  DeleteUsagePlanKeyCommand,
+  GetUsagePlanKeyCommand,
+  NotFoundException,
+  TooManyRequestsException,
+} from '@aws-sdk/client-api-gateway';
+import { GetParametersCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { mockClient } from 'aws-sdk-client-mock';
+import {
+  ApiGatewayEdgeKeyStore,
+  EdgeKeyError,
+  loadUsagePlanIds,
+  usagePlanParameterName,
+  type UsagePlanIds,
+} from '../../lib/admin/api-gateway-keys.js';
+
+const plans: UsagePlanIds = { free: 'plan-free', standard: 'plan-standard', enterprise: 'plan-enterprise' };
+const metadata = { $metadata: {} };
+const notFound = () => new NotFoundException({ message: 'Invalid API Key identifier specified', ...metadata });
+const conflict = () => new ConflictException({ message: 'Usage Plan Key already exists', ...metadata });
+
+const apiGateway = mockClient(APIGatewayClient);
+const store = () => new ApiGatewayEdgeKeyStore(new APIGatewayClient({ region: 'eu-west-1' }), plans);
+
+beforeEach(() => {
+  apiGateway.reset();
+});
+
+describe('ApiGatewayEdgeKeyStore.createKey', () => {
+  const input = { name: 'acme-pos', value: 'rsk_live_0123456789abcdefghij', tier: 'standard' as const, clientId: 'client-1' };
+
+  it('creates an enabled key with the service key value and puts it in the tier plan', async () => {
+    apiGateway.on(CreateApiKeyCommand).resolves({ id: 'edge-1' });
+    apiGateway.on(CreateUsagePlanKeyCommand).resolves({ id: 'edge-1' });
+
+    await expect(store().createKey(input)).resolves.toEqual({ edgeKeyId: 'edge-1' });
+
+    const created = apiGateway.commandCalls(CreateApiKeyCommand);
+    expect(created).toHaveLength(1);
+    expect(created[0]?.args[0].input).toMatchObject({
+      name: 'acme-pos',
+      value: input.value,
+      enabled: true,
+      tags: { clientId: 'client-1' },
+    });
+    const memberships = apiGateway.commandCalls(CreateUsagePlanKeyCommand);
+    expect(memberships.map((call) => call.args[0].input)).toEqual([
+      { usagePlanId: 'plan-standard', keyId: 'edge-1', keyType: 'API_KEY' },
+    ]);
+  });
+
+  it('deletes the new key again when it cannot join the plan', async () => {
+    apiGateway.on(CreateApiKeyCommand).resolves({ id: 'edge-2' });
+    apiGateway.on(CreateUsagePlanKeyCommand).rejects(new TooManyRequestsException({ message: 'slow down', ...metadata }));
+    apiGateway.on(DeleteApiKeyCommand).resolves({});
+
+    await expect(store().createKey(input)).rejects.toThrow('slow down');
+    expect(apiGateway.commandCalls(DeleteApiKeyCommand).map((call) => call.args[0].input)).toEqual([{ apiKey: 'edge-2' }]);
+  });
+
+  it('fails when API Gateway returns no key id', async () => {
+    apiGateway.on(CreateApiKeyCommand).resolves({});
+    await expect(store().createKey(input)).rejects.toBeInstanceOf(EdgeKeyError);
+    expect(apiGateway.commandCalls(CreateUsagePlanKeyCommand)).toHaveLength(0);
+  });
+});
+
+describe('ApiGatewayEdgeKeyStore.setTier', () => {
+  it('moves the key from the old plan to the new one, in that order', async () => {
+    apiGateway.on(DeleteUsagePlanKeyCommand).resolves({});
+    apiGateway.on(CreateUsagePlanKeyCommand).resolves({ id: 'edge-1' });
+
+    await store().setTier('edge-1', 'free', 'enterprise');
+
+    const removed = apiGateway.commandCalls(DeleteUsagePlanKeyCommand);
+    const added = apiGateway.commandCalls(CreateUsagePlanKeyCommand);
+    expect(removed.map((call) => call.args[0].input)).toEqual([{ usagePlanId: 'plan-free', keyId: 'edge-1' }]);
+    expect(added.map((call) => call.args[0].input)).toEqual([
+      { usagePlanId: 'plan-enterprise', keyId: 'edge-1', keyType: 'API_KEY' },
+    ]);
+    expect(apiGateway.calls().map((call) => call.args[0].constructor.name)).toEqual([
+      'DeleteUsagePlanKeyCommand',
+      'CreateUsagePlanKeyCommand',
+    ]);
+  });
+
+  it('does nothing when the tier does not change', async () => {
+    await store().setTier('edge-1', 'standard', 'standard');
+    expect(apiGateway.calls()).toHaveLength(0);
+  });
+
+  it('completes a retried move: the key is already out of the old plan and in the new one', async () => {
+    apiGateway.on(DeleteUsagePlanKeyCommand).rejects(notFound());
+    apiGateway.on(CreateUsagePlanKeyCommand).rejects(conflict());
+    apiGateway.on(GetUsagePlanKeyCommand).resolves({ id: 'edge-1' });
+
+    await expect(store().setTier('edge-1', 'free', 'standard')).resolves.toBeUndefined();
+    expect(apiGateway.commandCalls(GetUsagePlanKeyCommand)[0]?.args[0].input).toEqual({
+      usagePlanId: 'plan-standard',
+      keyId: 'edge-1',
+    });
+  });
+
+  it('puts the key back on its old plan when the new plan refuses it', async () => {
+    apiGateway.on(DeleteUsagePlanKeyCommand).resolves({});
+    apiGateway.on(CreateUsagePlanKeyCommand, { usagePlanId: 'plan-enterprise' }).rejects(conflict());
+    apiGateway.on(CreateUsagePlanKeyCommand, { usagePlanId: 'plan-free' }).resolves({ id: 'edge-1' });
+    apiGateway.on(GetUsagePlanKeyCommand).rejects(notFound());
+
+    await expect(store().setTier('edge-1', 'free', 'enterprise')).rejects.toBeInstanceOf(ConflictException);
+    expect(apiGateway.commandCalls(CreateUsagePlanKeyCommand).map((call) => call.args[0].input.usagePlanId)).toEqual([
+      'plan-enterprise',
+      'plan-free',
+    ]);
+  });
+});
+
+describe('ApiGatewayEdgeKeyStore.revoke', () => {
+  it('deletes the API Gateway key', async () => {
+    apiGateway.on(DeleteApiKeyCommand).resolves({});
+    await store().revoke('edge-1');
+    expect(apiGateway.commandCalls(DeleteApiKeyCommand).map((call) => call.args[0].input)).toEqual([{ apiKey: 'edge-1' }]);
+  });
+
+  it('treats a key that is already gone as revoked', async () => {
+    apiGateway.on(DeleteApiKeyCommand).rejects(notFound());
+    await expect(store().revoke('edge-1')).resolves.toBeUndefined();
+  });
+
+  it('reports other failures', async () => {
+    apiGateway.on(DeleteApiKeyCommand).rejects(new TooManyRequestsException({ message: 'slow down', ...metadata }));
+    await expect(store().revoke('edge-1')).rejects.toThrow('slow down');
+  });
+});
+
+describe('loadUsagePlanIds', () => {
+  const ssm = mockClient(SSMClient);
+  beforeEach(() => {
+    ssm.reset();
+  });
+
+  it('prefers USAGE_PLAN_ID_* from the environment', async () => {
+    const env = { USAGE_PLAN_ID_FREE: 'a', USAGE_PLAN_ID_STANDARD: 'b', USAGE_PLAN_ID_ENTERPRISE: 'c' };
+    await expect(loadUsagePlanIds({ stage: 'prod', env })).resolves.toEqual({ free: 'a', standard: 'b', enterprise: 'c' });
+  });
+
+  it('refuses a partial set of environment variables', async () => {
+    await expect(loadUsagePlanIds({ stage: 'prod', env: { USAGE_PLAN_ID_FREE: 'a' } })).rejects.toThrow(
+      /USAGE_PLAN_ID_STANDARD, USAGE_PLAN_ID_ENTERPRISE/,
+    );
+  });
+
+  it('reads the parameters the stack publishes for the stage', async () => {
+    ssm.on(GetParametersCommand).resolves({
+      Parameters: [
+        { Name: '/prod/receipt-service/usage-plans/free', Value: 'p1' },
+        { Name: '/prod/receipt-service/usage-plans/standard', Value: 'p2' },
+        { Name: '/prod/receipt-service/usage-plans/enterprise', Value: 'p3' },
+      ],
+    });
+    const ids = await loadUsagePlanIds({ stage: 'prod', env: {}, ssm: new SSMClient({ region: 'eu-west-1' }) });
+    expect(ids).toEqual({ free: 'p1', standard: 'p2', enterprise: 'p3' });
+    expect(ssm.commandCalls(GetParametersCommand)[0]?.args[0].input.Names).toEqual([
+      usagePlanParameterName('prod', 'free'),
+      usagePlanParameterName('prod', 'standard'),
+      usagePlanParameterName('prod', 'enterprise'),
+    ]);
+  });
+
+  it('names the parameters that are missing', async () => {
+    ssm.on(GetParametersCommand).resolves({
+      Parameters: [{ Name: '/dev/receipt-service/usage-plans/free', Value: 'p1' }],
+      InvalidParameters: ['/dev/receipt-service/usage-plans/standard', '/dev/receipt-service/usage-plans/enterprise'],
+    });
+    await expect(
+      loadUsagePlanIds({ stage: 'dev', env: {}, ssm: new SSMClient({ region: 'eu-west-1' }) }),
+    ).rejects.toThrow(/usage-plans\/standard, \/dev\/receipt-service\/usage-plans\/enterprise not found/);
+  });
+
+  it('needs either the environment or an SSM client', async () => {
+    await expect(loadUsagePlanIds({ stage: 'dev', env: {} })).rejects.toBeInstanceOf(EdgeKeyError);
+  });
+});
