@@ -193,6 +193,8 @@ export class ReceiptServiceStack extends Stack {
   }
 
   private addOutputs(settings: ServiceSettings): void {
+    // Replaces RestApi's own output, whose logical id carries a hash.
+    this.api.api.node.tryRemoveChild('Endpoint');
     new CfnOutput(this, 'ApiUrl', { value: this.api.api.url, description: 'Base URL of the stage' });
     new CfnOutput(this, 'EscrowKeyArn', { value: this.escrowKey.keyArn });
     new CfnOutput(this, 'TablePrefix', {

@@ -60,8 +60,9 @@ export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gate
   if (values.PAYMENT_GATEWAYS !== undefined) {
     for (const name of values.PAYMENT_GATEWAYS.split(',').map((part) => part.trim())) {
       const kind = parseGatewayKind(name);
-      if (!kind)
+      if (!kind) {
         throw new ConfigError(`Invalid gateway configuration: PAYMENT_GATEWAYS names unknown "${name}"`);
+      }
       enabled.add(kind);
     }
   } else {

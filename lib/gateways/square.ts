@@ -194,8 +194,9 @@ export class SquareGateway implements PaymentGateway {
   private buildOrder(request: CreatePaymentRequest, currency: Square.Currency): Square.Order {
     assertMinorUnits('amount', request.amount, { allowZero: false });
     assertMinorUnits('taxAmount', request.taxAmount, { allowZero: true });
-    if (request.lines.length === 0)
+    if (request.lines.length === 0) {
       throw new InvalidRequestError('gateway_b payments need at least one line item');
+    }
     const linesTotal = request.lines.reduce((sum, line) => sum + line.totalPrice, 0);
     if (linesTotal + request.taxAmount !== request.amount) {
       throw new InvalidRequestError('Line totals plus tax must equal the amount charged', {

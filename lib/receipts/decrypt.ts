@@ -40,9 +40,8 @@ export async function decryptForCaller(deps: DecryptDeps, input: DecryptInput): 
     const user = await deps.repos.users.getById(token.userId);
     if (!user || user.clientId !== caller.clientId) refuse('user belongs to another client');
     if (user!.keyId !== token.keyId) refuse('access token is for another key');
-    if (envelope.keyId !== token.keyId || envelope.keyBundle.keyId !== token.keyId) {
-      refuse(envelope.isEscrowed ? 'envelope is escrowed' : 'envelope is wrapped for another key');
-    }
+    if (envelope.isEscrowed === true) refuse('envelope is escrowed');
+    if (envelope.keyId !== token.keyId || envelope.keyBundle.keyId !== token.keyId) refuse('envelope is wrapped for another key');
     const privateKey = parsePrivateKey(input.privateKey);
     if (!matchesPublicKey(privateKey, user!.publicKey)) refuse('private key does not match the registered key');
     const plaintext = openEnvelope(envelope, privateKey);

@@ -1,0 +1,96 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
+
+export const hashPan = (pan: string): string => createHash('sha256').update(pan).digest('hex');
+
+/** A random, valid-looking card number's hash, unique per call. */
+export const newHashedPan = (): string => hashPan(`4111${Math.floor(Math.random() * 1e12)}${randomUUID()}`);
+
+/** A full DigitalReceipt with every field of the spec's tables filled in. */
+export function sampleReceipt(overrides: Partial<DigitalReceipt> = {}): DigitalReceipt {
+  return {
+    version: '1.0',
+    receiptId: randomUUID(),
+    merchant: {
+      merchantId: randomUUID(),
+      name: 'Corner Coffee Roasters',
+      address: { street: '12 Market St', city: 'San Francisco', state: 'CA', postalCode: '94105', country: 'US' },
+      taxId: 'US-94-1234567',
+      logoUrl: 'https://example.com/logo.png',
+      contactPhone: '+1-415-555-0100',
+      contactEmail: 'receipts@example.com',
+    },
+    transaction: {
+      transactionId: randomUUID(),
+      datetime: '2026-11-21T09:15:00Z',
+      timezone: 'America/Los_Angeles',
+      paymentMethod: 'card',
+      cardDetails: { last4: '4242', brand: 'visa', expiryMonth: 12, expiryYear: 2029 },
+      authorizationCode: 'A1B2C3',
+    },
+    items: [
+      {
+        lineItemId: randomUUID(),
+        sku: 'FW-12',
+        name: 'Flat white',
+        description: '12 oz, oat milk',
+        quantity: 2,
+        unitPrice: 450,
+        totalPrice: 900,
+        category: 'Beverages',
+        discounts: [{ name: 'Loyalty', type: 'percentage', value: 0, amount: 0 }],
+        taxes: [{ name: 'Sales tax', rate: 0.08625, amount: 78 }],
+      },
+      {
+        lineItemId: randomUUID(),
+        sku: null,
+        name: 'Almond croissant',
+        description: null,
+        quantity: 1,
+        unitPrice: 525,
+        totalPrice: 525,
+        category: 'Bakery',
+        taxes: [{ name: 'Sales tax', rate: 0.08625, amount: 45 }],
+      },
+    ],
+    summary: { subtotal: 1425, totalTax: 123, totalDiscount: 0, tipAmount: 200, total: 1748, currency: 'USD', itemCount: 3 },
+    notes: 'Thank you!',
+    returnPolicy: 'Returns within 30 days with receipt.',
+    loyaltyInfo: { programName: 'Bean Club', pointsEarned: 17, pointsBalance: 342, memberNumber: 'BC-0042' },
+    metadata: { register: 'POS-2', cashier: 'Sam' },
+    createdAt: '2026-11-21T09:15:05Z',
+    ...overrides,
+  };
+}
+
+/** The flattened-form fields for endpoint 3 and the flattened encrypt form. */
+export function flattenedReceipt(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    version: '1.0',
+    receiptId: randomUUID(),
+    merchantId: randomUUID(),
+    merchantName: 'Corner Coffee Roasters',
+    merchantStreet: '12 Market St',
+    merchantCity: 'San Francisco',
+    merchantState: 'CA',
+    merchantPostalCode: '94105',
+    merchantCountry: 'US',
+    merchantTaxId: 'US-94-1234567',
+    merchantContactEmail: 'receipts@example.com',
+    transactionId: randomUUID(),
+    transactionDate: '2026-11-21T09:15:00Z',
+    transactionTimezone: 'America/Los_Angeles',
+    paymentMethod: 'card',
+    cardLast4: '4242',
+    cardBrand: 'visa',
+    currency: 'USD',
+    subtotal: 1425,
+    taxAmount: 123,
+    totalAmount: 1548,
+    items: [
+      { lineItemId: randomUUID(), name: 'Flat white', quantity: 2, unitPrice: 450, totalPrice: 900, category: 'Beverages', taxes: [{ name: 'Sales tax', rate: 0.08625, amount: 78 }] },
+      { lineItemId: randomUUID(), name: 'Almond croissant', quantity: 1, unitPrice: 525, totalPrice: 525, category: 'Bakery' },
+    ],
+    ...overrides,
+  };
+}
