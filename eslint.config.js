@@ -15,6 +15,10 @@ export default tseslint.config(
     },
   },
   {
+    files: ['**/*.js'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
     files: ['local/**', 'scripts/**', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
   },

@@ -91,7 +91,7 @@ export class ServiceApi extends Construct {
       apiKeySourceType: ApiKeySourceType.HEADER,
       cloudWatchRole: props.cloudWatchRole,
       // The role is account-wide: other APIs may log through it after this stack is gone.
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      cloudWatchRoleRemovalPolicy: props.cloudWatchRole ? RemovalPolicy.RETAIN : undefined,
       deployOptions: {
         stageName: props.stage,
         tracingEnabled: true,

@@ -67,7 +67,13 @@ export class ApiKeyAuthenticator {
     const expected = Buffer.from(record.secretHash, 'hex');
     const actual = sha256(secret);
     if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return null;
-    return { clientId: record.clientId, keyId: record.keyId, name: record.name, roles: record.roles, tier: record.tier };
+    return {
+      clientId: record.clientId,
+      keyId: record.keyId,
+      name: record.name,
+      roles: record.roles,
+      tier: record.tier,
+    };
   }
 
   private async lookup(keyId: string): Promise<ApiKeyRecord | null> {

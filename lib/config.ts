@@ -5,7 +5,8 @@ import { tableDefinitions, tableEnvVar, tableKeys, type TableNames } from './tab
  * Service configuration, read from the environment once per cold start. A bad value stops the
  * function (or `npm start`) with a message naming the variable, rather than failing mid-request.
  */
-const seconds = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+const seconds = (min: number, max: number, fallback: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
 
 export const serviceEnvSchema = z.object({
   STAGE: z.string().min(1).default('local'),
@@ -72,7 +73,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
   if (!parsed.success) throw new ConfigError(`Invalid configuration: ${describeIssues(parsed.error)}`);
   const values = parsed.data;
   if (!values.ESCROW_KMS_KEY_ID && !values.LOCAL_ESCROW_DIR) {
-    throw new ConfigError('Invalid configuration: set ESCROW_KMS_KEY_ID (AWS) or LOCAL_ESCROW_DIR (local stack)');
+    throw new ConfigError(
+      'Invalid configuration: set ESCROW_KMS_KEY_ID (AWS) or LOCAL_ESCROW_DIR (local stack)',
+    );
   }
   return {
     stage: values.STAGE,

@@ -30,7 +30,12 @@ async function probe(clock: Clock, check: () => Promise<unknown>): Promise<Depen
     return { status: 'up', latencyMs: clock.now().getTime() - started };
   } catch (error) {
     // The error's name only: messages from SDKs can carry endpoints or account details.
-    const detail = error instanceof Error && error.message === 'timed out' ? 'timed out' : error instanceof Error ? error.name : 'error';
+    const detail =
+      error instanceof Error && error.message === 'timed out'
+        ? 'timed out'
+        : error instanceof Error
+          ? error.name
+          : 'error';
     return { status: 'down', latencyMs: clock.now().getTime() - started, detail };
   } finally {
     clearTimeout(timer);
@@ -44,15 +49,21 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
   const { clock } = deps;
   const checks: Record<string, () => Promise<unknown>> = {
     dynamodb: () =>
-      deps.dynamo.doc.send(new GetCommand({ TableName: deps.config.tables.apiKeys, Key: { keyId: 'health-check' } })),
+      deps.dynamo.doc.send(
+        new GetCommand({ TableName: deps.config.tables.apiKeys, Key: { keyId: 'health-check' } }),
+      ),
     escrowKey: () => deps.escrow.check(),
   };
   // Loading a provider's SDK (Square's takes a while) is not the provider being slow: load first, then time.
   const gateways = await Promise.all(deps.gateways.configured().map((kind) => deps.gateways.get(kind)));
   for (const gateway of gateways) checks[gateway.kind] = () => gateway.checkHealth();
   const names = Object.keys(checks);
-  const results = await Promise.all(names.map((name) => probe(clock, checks[name] as () => Promise<unknown>)));
-  const dependencies = Object.fromEntries(names.map((name, index) => [name, results[index] as DependencyStatus]));
+  const results = await Promise.all(
+    names.map((name) => probe(clock, checks[name] as () => Promise<unknown>)),
+  );
+  const dependencies = Object.fromEntries(
+    names.map((name, index) => [name, results[index] as DependencyStatus]),
+  );
   return {
     status: results.every((result) => result.status === 'up') ? 'ok' : 'degraded',
     stage: deps.config.stage,

@@ -24,4 +24,5 @@ export const tiers: TierTable = {
   enterprise: { ratePerSecond: 500, burst: 1_000, dailyQuota: 10_000_000, requestsPerMinute: 30_000 },
 };
 
-export const isTierName = (value: string): value is TierName => (tierNames as readonly string[]).includes(value);
+export const isTierName = (value: string): value is TierName =>
+  (tierNames as readonly string[]).includes(value);

@@ -67,7 +67,15 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   const storage = options.dbPath ? ['-dbPath', options.dbPath] : ['-inMemory'];
   const child = spawn(
     'java',
-    ['-Xms64m', `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-jar', join(dir, 'DynamoDBLocal.jar'), ...storage, '-port', String(port)],
+    [
+      '-Xms64m',
+      `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
+      '-jar',
+      join(dir, 'DynamoDBLocal.jar'),
+      ...storage,
+      '-port',
+      String(port),
+    ],
     { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';

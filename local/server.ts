@@ -163,7 +163,8 @@ function lambdaContext(functionName: string, timeoutSeconds: number): ServiceCon
 function send(response: ServerResponse, result: APIGatewayProxyResult): void {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
-  for (const [name, values] of Object.entries(result.multiValueHeaders ?? {})) headers[name] = values.map(String);
+  for (const [name, values] of Object.entries(result.multiValueHeaders ?? {}))
+    headers[name] = values.map(String);
   response.writeHead(result.statusCode, headers);
   response.end(result.body);
 }
@@ -174,7 +175,10 @@ export interface HttpServerHandle {
   close(): Promise<void>;
 }
 
-export async function startHttpServer(deps: AppDeps, options: { host: string; port: number }): Promise<HttpServerHandle> {
+export async function startHttpServer(
+  deps: AppDeps,
+  options: { host: string; port: number },
+): Promise<HttpServerHandle> {
   const loaded = await loadRoutes(deps);
   const notFound = fallbackHandler(deps, () => new NotFoundError('No such resource'));
   const byPath = new Map<string, LoadedRoute[]>();
@@ -192,7 +196,10 @@ export async function startHttpServer(deps: AppDeps, options: { host: string; po
       const body = await readBody(request);
       if (body === 'too-large') {
         // API Gateway answers oversized payloads itself, before any function runs.
-        send(response, errorResponse(new PayloadTooLargeError(GATEWAY_MAX_BODY_BYTES), randomUUID(), new Date()));
+        send(
+          response,
+          errorResponse(new PayloadTooLargeError(GATEWAY_MAX_BODY_BYTES), randomUUID(), new Date()),
+        );
         return;
       }
       const candidates = loaded.filter((entry) => entry.pattern.test(url.pathname));
@@ -203,7 +210,9 @@ export async function startHttpServer(deps: AppDeps, options: { host: string; po
       if (match) {
         const values = match.pattern.exec(url.pathname)?.slice(1) ?? [];
         pathParameters = match.paramNames.length
-          ? Object.fromEntries(match.paramNames.map((name, index) => [name, decodeURIComponent(values[index] ?? '')]))
+          ? Object.fromEntries(
+              match.paramNames.map((name, index) => [name, decodeURIComponent(values[index] ?? '')]),
+            )
           : null;
         handler = match.handler;
         resourcePath = match.route.path;
@@ -212,7 +221,10 @@ export async function startHttpServer(deps: AppDeps, options: { host: string; po
         resourcePath = candidates[0].route.path;
       }
       const event = toEvent(request, url, body, resourcePath, pathParameters);
-      const result = await handler(event, lambdaContext(match?.route.name ?? 'fallback', match?.route.timeoutSeconds ?? 10));
+      const result = await handler(
+        event,
+        lambdaContext(match?.route.name ?? 'fallback', match?.route.timeoutSeconds ?? 10),
+      );
       send(response, result);
     })().catch((error: unknown) => {
       deps.logger.error('local adapter failed', { error: error instanceof Error ? error : String(error) });

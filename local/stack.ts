@@ -77,7 +77,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const dynamo = createDynamoClients({ region: config.region, endpoint });
     await ensureTables(dynamo.client, config.tables);
 
-    const escrow = options.inMemory ? await LocalEscrowKey.inMemory() : await LocalEscrowKey.loadOrCreate(dataDir);
+    const escrow = options.inMemory
+      ? await LocalEscrowKey.inMemory()
+      : await LocalEscrowKey.loadOrCreate(dataDir);
     const gateways = createGatewayRegistry(gatewayConfigFromEnv(env));
     const deps: AppDeps = {
       ...createCoreDeps({ config, dynamo, clock, logger, tiers: options.tiers ?? defaultTiers }),

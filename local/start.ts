@@ -5,7 +5,10 @@ import { startLocalStack } from './stack.js';
 
 /** `npm start`: the whole service on http://127.0.0.1:3000 with no cloud account. */
 const { values } = parseArgs({
-  options: { 'in-memory': { type: 'boolean', default: false }, host: { type: 'string', default: '127.0.0.1' } },
+  options: {
+    'in-memory': { type: 'boolean', default: false },
+    host: { type: 'string', default: '127.0.0.1' },
+  },
   allowPositionals: false,
 });
 
@@ -42,8 +45,12 @@ await writeFile(
 
 console.log(`Receipt service listening on ${stack.url}`);
 console.log(`  health:     curl ${stack.url}/api/v1/health`);
-console.log(`  DynamoDB:   ${stack.dynamoDbEndpoint} (${values['in-memory'] ? 'in memory' : `data in ${dataDir}`})`);
-console.log(`  gateways:   ${stack.sandbox ? `local sandbox at ${stack.sandbox.url} (test double)` : 'real provider test modes'}`);
+console.log(
+  `  DynamoDB:   ${stack.dynamoDbEndpoint} (${values['in-memory'] ? 'in memory' : `data in ${dataDir}`})`,
+);
+console.log(
+  `  gateways:   ${stack.sandbox ? `local sandbox at ${stack.sandbox.url} (test double)` : 'real provider test modes'}`,
+);
 console.log(`  escrow key: ${stack.deps.escrow.keyId}`);
 if (firstStart || values['in-memory']) {
   console.log('\nCreate API keys in another terminal (each key is printed once):');

@@ -1,7 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApiKey, listApiKeys, revokeApiKey, setApiKeyTier, UnknownKeyError, type ApiKeyAdminDeps } from '../lib/admin/api-keys.js';
+import {
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+  setApiKeyTier,
+  UnknownKeyError,
+  type ApiKeyAdminDeps,
+} from '../lib/admin/api-keys.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { ApiKeyRepository } from '../lib/db/api-keys.js';
 import type { Role } from '../lib/routes.js';
@@ -24,7 +31,10 @@ class UsageError extends Error {}
 const roles: readonly Role[] = ['merchant', 'issuer'];
 
 function parseRoles(value: string | undefined): Role[] {
-  const parsed = (value ?? '').split(',').map((role) => role.trim()).filter(Boolean);
+  const parsed = (value ?? '')
+    .split(',')
+    .map((role) => role.trim())
+    .filter(Boolean);
   if (parsed.length === 0 || parsed.some((role) => !roles.includes(role as Role))) {
     throw new UsageError(`--roles must list one or more of ${roles.join(', ')}`);
   }
@@ -44,7 +54,9 @@ async function localDeps(): Promise<ApiKeyAdminDeps> {
     const state = await readFile(stateFile, 'utf8').then(
       (text) => JSON.parse(text) as { dynamoDbEndpoint: string; tablePrefix: string },
       () => {
-        throw new UsageError('No local stack found: start it with `npm start` first (or pass --aws for a deployed stack).');
+        throw new UsageError(
+          'No local stack found: start it with `npm start` first (or pass --aws for a deployed stack).',
+        );
       },
     );
     endpoint = state.dynamoDbEndpoint;
@@ -58,9 +70,14 @@ async function awsDeps(): Promise<ApiKeyAdminDeps> {
   const table = process.env.TABLE_API_KEYS;
   const region = process.env.AWS_REGION;
   const stage = process.env.STAGE;
-  if (!table || !region || !stage) throw new UsageError('--aws needs TABLE_API_KEYS, AWS_REGION and STAGE in the environment');
+  if (!table || !region || !stage)
+    throw new UsageError('--aws needs TABLE_API_KEYS, AWS_REGION and STAGE in the environment');
   const { doc } = createDynamoClients({ region });
-  return { repository: new ApiKeyRepository(doc, table), edge: await awsEdgeKeyStore(region, stage), now: () => new Date() };
+  return {
+    repository: new ApiKeyRepository(doc, table),
+    edge: await awsEdgeKeyStore(region, stage),
+    now: () => new Date(),
+  };
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -84,7 +101,11 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'create': {
       if (!values.name?.trim()) throw new UsageError('--name is required');
-      const created = await createApiKey(deps, { name: values.name.trim(), roles: parseRoles(values.roles), tier: parseTier(values.tier) });
+      const created = await createApiKey(deps, {
+        name: values.name.trim(),
+        roles: parseRoles(values.roles),
+        tier: parseTier(values.tier),
+      });
       print(
         `API key for "${created.record.name}" (client ${created.record.clientId}, roles ${created.record.roles.join(',')}, tier ${created.record.tier}):\n\n  ${created.apiKey}\n\nIt is shown only now; store it safely. Key id: ${created.record.keyId}`,
         { apiKey: created.apiKey, ...created.record },
@@ -96,7 +117,12 @@ async function main(argv: string[]): Promise<void> {
       print(
         keys.length === 0
           ? 'No API keys yet.'
-          : keys.map((key) => `${key.keyId}  ${key.status.padEnd(7)}  ${key.tier.padEnd(10)}  ${key.roles.join(',').padEnd(15)}  ${key.name}`).join('\n'),
+          : keys
+              .map(
+                (key) =>
+                  `${key.keyId}  ${key.status.padEnd(7)}  ${key.tier.padEnd(10)}  ${key.roles.join(',').padEnd(15)}  ${key.name}`,
+              )
+              .join('\n'),
         keys,
       );
       return;

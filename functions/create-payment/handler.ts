@@ -8,7 +8,12 @@ import { findRoute } from '../../lib/routes.js';
 import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
 import { awsEscrowKey } from '../../lib/wiring/aws-escrow.js';
 import { awsGateways } from '../../lib/wiring/aws-gateways.js';
-import { createPaymentBody, createPaymentPath, idempotencyKeyHeader, type CreatePaymentRequestBody } from './schema.js';
+import {
+  createPaymentBody,
+  createPaymentPath,
+  idempotencyKeyHeader,
+  type CreatePaymentRequestBody,
+} from './schema.js';
 
 type CreatePaymentInput = Parameters<typeof createPaymentWithReceipt>[1];
 
@@ -17,8 +22,12 @@ function parseRequest(request: AuthenticatedRequest<CreatePaymentRequestBody>) {
   const header = request.headers['idempotency-key'];
   const key = header === undefined ? undefined : idempotencyKeyHeader.safeParse(header);
   const fields = [
-    ...(path.success ? [] : [{ field: 'gateway', message: 'must be one of gateway_a, gateway_b (or stripe, square)' }]),
-    ...(key && !key.success ? [{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }] : []),
+    ...(path.success
+      ? []
+      : [{ field: 'gateway', message: 'must be one of gateway_a, gateway_b (or stripe, square)' }]),
+    ...(key && !key.success
+      ? [{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }]
+      : []),
   ];
   if (!path.success || (key && !key.success)) throw new InvalidRequestError('Invalid request', { fields });
   return { kind: path.data.gateway, idempotencyKey: key?.data };
@@ -29,18 +38,29 @@ function parseRequest(request: AuthenticatedRequest<CreatePaymentRequestBody>) {
  * The same receiptId (or Idempotency-Key) returns the first result and never charges again.
  */
 export const createHandler = (deps: AppDeps) => {
-  const once = idempotent<CreatePaymentInput, PaymentResult>(deps.dynamo, deps.config.tables.idempotency, (input) =>
-    createPaymentWithReceipt(deps, input),
+  const once = idempotent<CreatePaymentInput, PaymentResult>(
+    deps.dynamo,
+    deps.config.tables.idempotency,
+    (input) => createPaymentWithReceipt(deps, input),
   );
-  return httpEndpoint({ route: findRoute('create-payment'), deps, body: createPaymentBody }, async (request) => {
-    const { kind, idempotencyKey } = parseRequest(request);
-    const input = { kind, body: request.body, caller: request.caller, requestId: request.meta.requestId };
-    const key = `${request.caller.clientId}:${idempotencyKey ?? `receipt:${request.body.receiptId}`}`;
-    return { data: await once.run({ key, body: { kind, ...request.body }, payload: input }, request.lambdaContext) };
-  });
+  return httpEndpoint(
+    { route: findRoute('create-payment'), deps, body: createPaymentBody },
+    async (request) => {
+      const { kind, idempotencyKey } = parseRequest(request);
+      const input = { kind, body: request.body, caller: request.caller, requestId: request.meta.requestId };
+      const key = `${request.caller.clientId}:${idempotencyKey ?? `receipt:${request.body.receiptId}`}`;
+      return {
+        data: await once.run({ key, body: { kind, ...request.body }, payload: input }, request.lambdaContext),
+      };
+    },
+  );
 };
 
 export const handler = lambdaHandler(() => {
   const core = awsCoreDeps();
-  return createHandler({ ...core, escrow: awsEscrowKey(core.config), gateways: awsGateways(core.config, core.logger) });
+  return createHandler({
+    ...core,
+    escrow: awsEscrowKey(core.config),
+    gateways: awsGateways(core.config, core.logger),
+  });
 });

@@ -16,4 +16,8 @@ export const createPaymentBody = z
 export type CreatePaymentRequestBody = z.infer<typeof createPaymentBody>;
 
 /** An optional client-chosen key; without it the receiptId is the idempotency key. */
-export const idempotencyKeyHeader = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII');
+export const idempotencyKeyHeader = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII');

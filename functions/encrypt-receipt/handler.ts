@@ -15,7 +15,10 @@ type EncryptReceiptDeps = Omit<AppDeps, 'gateways'>;
  * POST /api/v1/receipts/encrypt — either form becomes a DigitalReceipt, encrypted for the registered
  * recipient or escrowed. A nested-form recipientIdentifier never selects a user; only its hash is kept.
  */
-export const encryptReceipt = async (deps: EncryptReceiptDeps, request: AuthenticatedRequest<EncryptBody>) => {
+export const encryptReceipt = async (
+  deps: EncryptReceiptDeps,
+  request: AuthenticatedRequest<EncryptBody>,
+) => {
   const { body } = request;
   const receipt = body.form === 'nested' ? body.receipt : toDigitalReceipt(body, deps.clock.now());
   const { envelope } = await encryptAndStore(deps, {

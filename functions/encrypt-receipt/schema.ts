@@ -19,9 +19,11 @@ export const flattenedEncryptBody = flattenedReceiptSchema.superRefine(checkAmou
 
 export type NestedEncryptBody = z.infer<typeof nestedEncryptBody>;
 export type FlattenedEncryptBody = z.infer<typeof flattenedEncryptBody>;
-export type EncryptBody = ({ form: 'nested' } & NestedEncryptBody) | ({ form: 'flattened' } & FlattenedEncryptBody);
+export type EncryptBody =
+  ({ form: 'nested' } & NestedEncryptBody) | ({ form: 'flattened' } & FlattenedEncryptBody);
 
-const isNestedForm = (value: unknown): boolean => typeof value === 'object' && value !== null && 'receipt' in value;
+const isNestedForm = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && 'receipt' in value;
 
 /**
  * The two forms are told apart by shape: a body with a `receipt` member is the nested form, anything
@@ -32,7 +34,8 @@ export const encryptBody = z.unknown().transform((value, ctx): EncryptBody => {
     ? { form: 'nested' as const, parsed: nestedEncryptBody.safeParse(value) }
     : { form: 'flattened' as const, parsed: flattenedEncryptBody.safeParse(value) };
   if (!result.parsed.success) {
-    for (const issue of result.parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    for (const issue of result.parsed.error.issues)
+      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
     return z.NEVER;
   }
   return { form: result.form, ...result.parsed.data } as EncryptBody;

@@ -10,6 +10,8 @@ export const generateKeys = (deps: CoreDeps, request: AuthenticatedRequest<undef
   generateKeyPairFor(deps, request.caller, request.meta.requestId);
 
 export const createHandler = (deps: CoreDeps) =>
-  httpEndpoint({ route: findRoute('generate-keys'), deps }, async (request) => ({ data: await generateKeys(deps, request) }));
+  httpEndpoint({ route: findRoute('generate-keys'), deps }, async (request) => ({
+    data: await generateKeys(deps, request),
+  }));
 
 export const handler = lambdaHandler(() => createHandler(awsCoreDeps()));

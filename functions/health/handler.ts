@@ -10,7 +10,8 @@ import { awsGateways } from '../../lib/wiring/aws-gateways.js';
 /** GET /api/v1/health — no API key; 503 when any dependency is down. */
 export const health = async (deps: HealthDeps) => {
   const report = await checkHealth(deps);
-  if (report.status !== 'ok') throw new ServiceUnavailableError('A dependency of the service is unavailable', { ...report });
+  if (report.status !== 'ok')
+    throw new ServiceUnavailableError('A dependency of the service is unavailable', { ...report });
   return report;
 };
 
@@ -19,5 +20,9 @@ export const createHandler = (deps: PlatformDeps & HealthDeps) =>
 
 export const handler = lambdaHandler(() => {
   const core = awsCoreDeps();
-  return createHandler({ ...core, escrow: awsEscrowKey(core.config), gateways: awsGateways(core.config, core.logger) });
+  return createHandler({
+    ...core,
+    escrow: awsEscrowKey(core.config),
+    gateways: awsGateways(core.config, core.logger),
+  });
 });

@@ -7,7 +7,10 @@ import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
 import { storeTransactionBody, type StoreTransactionBody } from './schema.js';
 
 /** POST /api/v1/transactions — maps a transaction to a receipt; storing it again returns the first mapping. */
-export const storeTransactionMapping = (deps: CoreDeps, request: AuthenticatedRequest<StoreTransactionBody>) =>
+export const storeTransactionMapping = (
+  deps: CoreDeps,
+  request: AuthenticatedRequest<StoreTransactionBody>,
+) =>
   storeTransaction(deps, {
     envelope: request.body.envelope,
     paymentGateway: request.body.paymentGateway,
@@ -17,8 +20,11 @@ export const storeTransactionMapping = (deps: CoreDeps, request: AuthenticatedRe
   });
 
 export const createHandler = (deps: CoreDeps) =>
-  httpEndpoint({ route: findRoute('store-transaction'), deps, body: storeTransactionBody }, async (request) => ({
-    data: await storeTransactionMapping(deps, request),
-  }));
+  httpEndpoint(
+    { route: findRoute('store-transaction'), deps, body: storeTransactionBody },
+    async (request) => ({
+      data: await storeTransactionMapping(deps, request),
+    }),
+  );
 
 export const handler = lambdaHandler(() => createHandler(awsCoreDeps()));

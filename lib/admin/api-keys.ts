@@ -27,7 +27,12 @@ export async function createApiKey(
 ): Promise<{ apiKey: string; record: PublicApiKeyRecord }> {
   const { apiKey, record } = newApiKeyRecord(input, deps.now());
   if (deps.edge) {
-    const { edgeKeyId } = await deps.edge.createKey({ name: input.name, value: apiKey, tier: input.tier, clientId: record.clientId });
+    const { edgeKeyId } = await deps.edge.createKey({
+      name: input.name,
+      value: apiKey,
+      tier: input.tier,
+      clientId: record.clientId,
+    });
     record.edgeKeyId = edgeKeyId;
   }
   await deps.repository.create(record);
@@ -52,9 +57,14 @@ export async function revokeApiKey(deps: ApiKeyAdminDeps, keyId: string): Promis
   return publicView({ ...record, status: 'revoked', revokedAt });
 }
 
-export async function setApiKeyTier(deps: ApiKeyAdminDeps, keyId: string, tier: TierName): Promise<PublicApiKeyRecord> {
+export async function setApiKeyTier(
+  deps: ApiKeyAdminDeps,
+  keyId: string,
+  tier: TierName,
+): Promise<PublicApiKeyRecord> {
   const record = await existing(deps, keyId);
-  if (deps.edge && record.edgeKeyId && record.tier !== tier) await deps.edge.setTier(record.edgeKeyId, record.tier, tier);
+  if (deps.edge && record.edgeKeyId && record.tier !== tier)
+    await deps.edge.setTier(record.edgeKeyId, record.tier, tier);
   await deps.repository.update(keyId, { tier });
   return publicView({ ...record, tier });
 }

@@ -67,7 +67,11 @@ export class AccessTokenRepository {
   /** The stored token, or null. Expiry is the caller's to check: TTL deletion is lazy. */
   async find(tokenId: string): Promise<AccessTokenRecord | null> {
     const result = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: { pk: tokenPk(hashTokenId(tokenId)) }, ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: tokenPk(hashTokenId(tokenId)) },
+        ConsistentRead: true,
+      }),
     );
     if (!result.Item) return null;
     const { pk: _pk, slot: _slot, ttl: _ttl, ...token } = result.Item;

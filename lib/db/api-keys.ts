@@ -1,4 +1,10 @@
-import { GetCommand, PutCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import type { Role } from '../routes.js';
 import type { TierName } from '../tiers.js';
 import { isConditionFailure } from './client.js';
@@ -26,7 +32,11 @@ export class ApiKeyRepository {
 
   async create(record: ApiKeyRecord): Promise<void> {
     await this.doc.send(
-      new PutCommand({ TableName: this.tableName, Item: record, ConditionExpression: 'attribute_not_exists(keyId)' }),
+      new PutCommand({
+        TableName: this.tableName,
+        Item: record,
+        ConditionExpression: 'attribute_not_exists(keyId)',
+      }),
     );
   }
 
@@ -39,7 +49,9 @@ export class ApiKeyRepository {
     const records: ApiKeyRecord[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
-      const page = await this.doc.send(new ScanCommand({ TableName: this.tableName, ExclusiveStartKey: startKey }));
+      const page = await this.doc.send(
+        new ScanCommand({ TableName: this.tableName, ExclusiveStartKey: startKey }),
+      );
       records.push(...((page.Items as ApiKeyRecord[] | undefined) ?? []));
       startKey = page.LastEvaluatedKey;
     } while (startKey);
@@ -47,7 +59,10 @@ export class ApiKeyRepository {
   }
 
   /** Returns false when no such key exists. */
-  async update(keyId: string, changes: Partial<Pick<ApiKeyRecord, 'status' | 'revokedAt' | 'tier' | 'edgeKeyId'>>): Promise<boolean> {
+  async update(
+    keyId: string,
+    changes: Partial<Pick<ApiKeyRecord, 'status' | 'revokedAt' | 'tier' | 'edgeKeyId'>>,
+  ): Promise<boolean> {
     const entries = Object.entries(changes).filter(([, value]) => value !== undefined);
     if (entries.length === 0) return true;
     try {
@@ -57,8 +72,12 @@ export class ApiKeyRepository {
           Key: { keyId },
           ConditionExpression: 'attribute_exists(keyId)',
           UpdateExpression: `SET ${entries.map((_, index) => `#f${index} = :v${index}`).join(', ')}`,
-          ExpressionAttributeNames: Object.fromEntries(entries.map(([field], index) => [`#f${index}`, field])),
-          ExpressionAttributeValues: Object.fromEntries(entries.map(([, value], index) => [`:v${index}`, value])),
+          ExpressionAttributeNames: Object.fromEntries(
+            entries.map(([field], index) => [`#f${index}`, field]),
+          ),
+          ExpressionAttributeValues: Object.fromEntries(
+            entries.map(([, value], index) => [`:v${index}`, value]),
+          ),
         }),
       );
       return true;

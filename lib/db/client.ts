@@ -7,7 +7,10 @@ export interface DynamoClients {
 }
 
 /** One client per cold start, shared by every repository. `endpoint` is set only for DynamoDB Local. */
-export function createDynamoClients(options: { region: string; endpoint?: string | undefined }): DynamoClients {
+export function createDynamoClients(options: {
+  region: string;
+  endpoint?: string | undefined;
+}): DynamoClients {
   const client = new DynamoDBClient({
     region: options.region,
     ...(options.endpoint

@@ -35,9 +35,10 @@ async function createTable(client: DynamoDBClient, name: string, definition: Tab
     new CreateTableCommand({
       TableName: name,
       BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [...attributes].map(
-        (attribute): AttributeDefinition => ({ AttributeName: attribute, AttributeType: 'S' }),
-      ),
+      AttributeDefinitions: [...attributes].map((attribute): AttributeDefinition => ({
+        AttributeName: attribute,
+        AttributeType: 'S',
+      })),
       KeySchema: keySchema(definition.partitionKey, definition.sortKey),
       ...(indexes.length > 0
         ? {

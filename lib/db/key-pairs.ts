@@ -19,7 +19,11 @@ export class KeyPairRepository {
 
   async create(record: KeyPairRecord): Promise<void> {
     await this.doc.send(
-      new PutCommand({ TableName: this.tableName, Item: record, ConditionExpression: 'attribute_not_exists(keyId)' }),
+      new PutCommand({
+        TableName: this.tableName,
+        Item: record,
+        ConditionExpression: 'attribute_not_exists(keyId)',
+      }),
     );
   }
 

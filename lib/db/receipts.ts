@@ -1,4 +1,10 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { isConditionFailure } from './client.js';
 
 /** The envelope as returned to merchants and accepted by decrypt (spec: EncryptedReceiptEnvelope). */
@@ -46,7 +52,11 @@ export class ReceiptRepository {
   async putIfAbsent(receipt: StoredReceipt): Promise<PutReceiptOutcome> {
     try {
       await this.doc.send(
-        new PutCommand({ TableName: this.tableName, Item: receipt, ConditionExpression: 'attribute_not_exists(receiptId)' }),
+        new PutCommand({
+          TableName: this.tableName,
+          Item: receipt,
+          ConditionExpression: 'attribute_not_exists(receiptId)',
+        }),
       );
       return { stored: true };
     } catch (error) {
@@ -84,13 +94,19 @@ export class ReceiptRepository {
   }
 
   /** Replaces an escrowed envelope with one wrapped for its now-registered recipient, once. */
-  async claim(receiptId: string, envelope: ReceiptEnvelope, recipientUserId: string, ttl: number): Promise<boolean> {
+  async claim(
+    receiptId: string,
+    envelope: ReceiptEnvelope,
+    recipientUserId: string,
+    ttl: number,
+  ): Promise<boolean> {
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { receiptId },
-          UpdateExpression: 'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient',
+          UpdateExpression:
+            'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient',
           ConditionExpression: 'attribute_exists(pendingRecipient)',
           ExpressionAttributeNames: { '#ttl': 'ttl' },
           ExpressionAttributeValues: { ':envelope': envelope, ':user': recipientUserId, ':ttl': ttl },

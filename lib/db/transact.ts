@@ -1,4 +1,8 @@
-import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { isTransactionCanceled } from './client.js';
 
 export type CancellationCode = 'ConditionalCheckFailed' | 'TransactionConflict' | 'None' | string;

@@ -54,7 +54,11 @@ export class UserRepository {
             UpdateExpression: 'SET userId = :userId',
             ConditionExpression:
               'attribute_exists(keyId) AND attribute_not_exists(userId) AND clientId = :clientId AND publicKey = :publicKey',
-            ExpressionAttributeValues: { ':userId': user.userId, ':clientId': user.clientId, ':publicKey': user.publicKey },
+            ExpressionAttributeValues: {
+              ':userId': user.userId,
+              ':clientId': user.clientId,
+              ':publicKey': user.publicKey,
+            },
           },
         },
       ],
@@ -75,7 +79,9 @@ export class UserRepository {
   }
 
   private async read(pk: string): Promise<UserRecord | null> {
-    const result = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: { pk }, ConsistentRead: true }));
+    const result = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { pk }, ConsistentRead: true }),
+    );
     if (!result.Item) return null;
     const { pk: _pk, ...user } = result.Item;
     return user as UserRecord;

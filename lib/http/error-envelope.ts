@@ -4,7 +4,13 @@ import type { Logger } from '../log.js';
 /** The one place an error becomes an HTTP response. 5xx details never leave the service. */
 export interface ErrorBody {
   success: false;
-  error: { code: string; message: string; details?: Record<string, unknown>; timestamp: string; request_id: string };
+  error: {
+    code: string;
+    message: string;
+    details?: Record<string, unknown>;
+    timestamp: string;
+    request_id: string;
+  };
 }
 
 export interface HttpResponse {
@@ -28,7 +34,11 @@ const isMiddyHttpError = (error: unknown): error is MiddyHttpError =>
 function fromMiddy(error: MiddyHttpError): { status: number; code: string; message: string } {
   switch (error.statusCode) {
     case 415:
-      return { status: 415, code: 'unsupported_media_type', message: 'Request body must be sent with Content-Type: application/json' };
+      return {
+        status: 415,
+        code: 'unsupported_media_type',
+        message: 'Request body must be sent with Content-Type: application/json',
+      };
     case 413:
       return { status: 413, code: 'payload_too_large', message: 'Request body is too large' };
     case 400:
@@ -66,7 +76,17 @@ export function errorResponse(error: unknown, requestId: string, now: Date, logg
   }
   const body: ErrorBody = {
     success: false,
-    error: { code, message, ...(details ? { details } : {}), timestamp: now.toISOString(), request_id: requestId },
+    error: {
+      code,
+      message,
+      ...(details ? { details } : {}),
+      timestamp: now.toISOString(),
+      request_id: requestId,
+    },
   };
-  return { statusCode: status, headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) };
+  return {
+    statusCode: status,
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  };
 }

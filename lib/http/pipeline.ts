@@ -57,7 +57,12 @@ export interface AuthenticatedRequest<Body> extends EndpointRequest<Body> {
 export type EndpointResult = { data: unknown; headers?: Record<string, string> } | { document: unknown };
 
 export type ServiceContext = Context & { meta?: RequestMeta };
-export type HttpHandler = MiddyfiedHandler<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>;
+export type HttpHandler = MiddyfiedHandler<
+  APIGatewayProxyEvent,
+  APIGatewayProxyResult,
+  Error,
+  ServiceContext
+>;
 type Middleware = MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>;
 
 const metaOf = (context: ServiceContext): RequestMeta => {
@@ -69,7 +74,9 @@ const RATE_WINDOW_SECONDS = 60;
 
 /** Request id, rate-limit and caching headers on every response, success or error; one access log line. */
 function responseHeaders(deps: PlatformDeps, route: RouteDefinition): Middleware {
-  const decorate = (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>) => {
+  const decorate = (
+    request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>,
+  ) => {
     const response = request.response;
     const meta = request.context.meta;
     if (!response || !meta) return;
@@ -117,9 +124,20 @@ function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
       const caller = await deps.authenticator.authenticate(request.event.headers?.['x-api-key']);
       const now = deps.clock.now();
       meta.rateLimit = caller
-        ? await deps.rateLimiter.hit(`key#${caller.keyId}`, deps.tiers[caller.tier].requestsPerMinute, RATE_WINDOW_SECONDS, now)
-        : await deps.rateLimiter.hit(`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute, RATE_WINDOW_SECONDS, now);
-      if (!meta.rateLimit.allowed) throw new RateLimitExceededError(meta.rateLimit.resetAt - now.getTime() / 1000);
+        ? await deps.rateLimiter.hit(
+            `key#${caller.keyId}`,
+            deps.tiers[caller.tier].requestsPerMinute,
+            RATE_WINDOW_SECONDS,
+            now,
+          )
+        : await deps.rateLimiter.hit(
+            `ip#${meta.sourceIp}`,
+            deps.config.anonymousRequestsPerMinute,
+            RATE_WINDOW_SECONDS,
+            now,
+          );
+      if (!meta.rateLimit.allowed)
+        throw new RateLimitExceededError(meta.rateLimit.resetAt - now.getTime() / 1000);
       if (!route.apiKeyRequired) return;
       if (!caller) throw new UnauthorizedError();
       if (!route.roles.some((role) => caller.roles.includes(role))) throw new ForbiddenError();
@@ -132,14 +150,18 @@ function bodySizeLimit(maxBytes: number): Middleware {
   return {
     before: (request) => {
       const body = request.event.body;
-      if (typeof body === 'string' && Buffer.byteLength(body, request.event.isBase64Encoded ? 'base64' : 'utf8') > maxBytes) {
+      if (
+        typeof body === 'string' &&
+        Buffer.byteLength(body, request.event.isBase64Encoded ? 'base64' : 'utf8') > maxBytes
+      ) {
         throw new PayloadTooLargeError(maxBytes);
       }
     },
   };
 }
 
-const describePath = (path: PropertyKey[]): string => (path.length === 0 ? '(body)' : path.map(String).join('.'));
+const describePath = (path: PropertyKey[]): string =>
+  path.length === 0 ? '(body)' : path.map(String).join('.');
 
 /** zod validation; the parsed (and stripped) value replaces the body. */
 function validate(schema: z.ZodType): Middleware {
@@ -148,7 +170,10 @@ function validate(schema: z.ZodType): Middleware {
       const parsed = schema.safeParse(request.event.body);
       if (!parsed.success) {
         throw new InvalidRequestError('Invalid request body', {
-          fields: parsed.error.issues.map((issue) => ({ field: describePath(issue.path), message: issue.message })),
+          fields: parsed.error.issues.map((issue) => ({
+            field: describePath(issue.path),
+            message: issue.message,
+          })),
         });
       }
       (request.event as { body: unknown }).body = parsed.data;
@@ -183,7 +208,10 @@ export function httpEndpoint<Schema extends z.ZodType | undefined = undefined>(
   handle: (request: AuthenticatedRequest<BodyOf<Schema>>) => Promise<EndpointResult>,
 ): HttpHandler {
   const { route, deps, body } = options;
-  const base = async (event: APIGatewayProxyEvent, context: ServiceContext): Promise<APIGatewayProxyResult> => {
+  const base = async (
+    event: APIGatewayProxyEvent,
+    context: ServiceContext,
+  ): Promise<APIGatewayProxyResult> => {
     const meta = metaOf(context);
     const result = await handle({
       body: (body ? event.body : undefined) as BodyOf<Schema>,
@@ -195,7 +223,11 @@ export function httpEndpoint<Schema extends z.ZodType | undefined = undefined>(
       caller: meta.caller as Caller,
     });
     if ('document' in result) {
-      return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(result.document) };
+      return {
+        statusCode: 200,
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(result.document),
+      };
     }
     return {
       statusCode: 200,
@@ -205,7 +237,11 @@ export function httpEndpoint<Schema extends z.ZodType | undefined = undefined>(
   };
   const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>(base)
     .use(responseHeaders(deps, route))
-    .use(httpSecurityHeaders({ contentSecurityPolicy: { 'default-src': "'none'", 'frame-ancestors': "'none'" } }))
+    .use(
+      httpSecurityHeaders({
+        contentSecurityPolicy: { 'default-src': "'none'", 'frame-ancestors': "'none'" },
+      }),
+    )
     .use(httpHeaderNormalizer())
     .use(authorise(deps, route))
     .use(bodySizeLimit(deps.config.maxBodyBytes));

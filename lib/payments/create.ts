@@ -29,19 +29,26 @@ export interface PaymentResult {
  */
 export function chargedAmount(kind: GatewayKind, body: CreatePaymentBody): number {
   const fields: { field: string; message: string }[] = [];
-  if (kind === 'gateway_a' && body.amount === undefined) fields.push({ field: 'amount', message: 'is required for gateway_a' });
+  if (kind === 'gateway_a' && body.amount === undefined)
+    fields.push({ field: 'amount', message: 'is required for gateway_a' });
   if (body.amount !== undefined && body.amount !== body.totalAmount) {
     fields.push({ field: 'amount', message: `must equal totalAmount (${body.totalAmount})` });
   }
-  if (body.totalAmount <= 0) fields.push({ field: 'totalAmount', message: 'must be greater than zero to charge a payment' });
+  if (body.totalAmount <= 0)
+    fields.push({ field: 'totalAmount', message: 'must be greater than zero to charge a payment' });
   if (fields.length > 0) throw new InvalidRequestError('Invalid request body', { fields });
   return body.totalAmount;
 }
 
-export async function configuredGateway(deps: Pick<AppDeps, 'gateways'>, kind: GatewayKind): Promise<PaymentGateway> {
+export async function configuredGateway(
+  deps: Pick<AppDeps, 'gateways'>,
+  kind: GatewayKind,
+): Promise<PaymentGateway> {
   if (!deps.gateways.configured().includes(kind)) {
     throw new InvalidRequestError(`Gateway ${kind} is not configured on this deployment`, {
-      fields: [{ field: 'gateway', message: `must be one of: ${deps.gateways.configured().join(', ') || '(none)'}` }],
+      fields: [
+        { field: 'gateway', message: `must be one of: ${deps.gateways.configured().join(', ') || '(none)'}` },
+      ],
     });
   }
   return deps.gateways.get(kind);
@@ -69,20 +76,35 @@ export async function createPaymentWithReceipt(
     requestId: input.requestId,
     requestDigest: digestOf(receiptFields),
   });
-  const pointers = { receiptId: receipt.receiptId, transactionId: receipt.transaction.transactionId, merchantId: receipt.merchant.merchantId };
+  const pointers = {
+    receiptId: receipt.receiptId,
+    transactionId: receipt.transaction.transactionId,
+    merchantId: receipt.merchant.merchantId,
+  };
   const created = await gateway.createPayment({
     idempotencyKey: createHash('sha256').update(`${caller.clientId}:${receipt.receiptId}`).digest('hex'),
     amount,
     currency: body.currency,
     pointers,
-    lines: receipt.items.map((item) => ({ name: item.name, quantity: item.quantity, unitPrice: item.unitPrice, totalPrice: item.totalPrice })),
+    lines: receipt.items.map((item) => ({
+      name: item.name,
+      quantity: item.quantity,
+      unitPrice: item.unitPrice,
+      totalPrice: item.totalPrice,
+    })),
     taxAmount: body.taxAmount,
     ...(cardNonce ? { cardNonce } : {}),
   });
   await storeTransaction(deps, {
     envelope,
     paymentGateway: kind,
-    metadata: { paymentId: created.paymentId, orderId: created.orderId, status: created.status, amount: created.amount, currency: created.currency },
+    metadata: {
+      paymentId: created.paymentId,
+      orderId: created.orderId,
+      status: created.status,
+      amount: created.amount,
+      currency: created.currency,
+    },
     caller,
     requestId: input.requestId,
     paymentId: created.paymentId,

@@ -26,7 +26,8 @@ export async function decryptPaymentReceipt(
 ): Promise<DigitalReceipt> {
   const gateway = await configuredGateway(deps, input.gateway);
   const payment = await gateway.retrievePayment(input.paymentId);
-  if (!payment) throw new NotFoundError('No payment with this paymentId on this gateway', { field: 'paymentId' });
+  if (!payment)
+    throw new NotFoundError('No payment with this paymentId on this gateway', { field: 'paymentId' });
   const noReceipt = () => new NotFoundError('No receipt is attached to this payment', { field: 'paymentId' });
   const pointers = payment.pointers;
   if (!pointers) throw noReceipt();

@@ -31,10 +31,13 @@ export function idempotent<Input, Output>(
     expiresAfterSeconds: options.expiresAfterSeconds ?? 86_400,
     throwOnNoIdempotencyKey: true,
   });
-  const wrapped = makeIdempotent(async (input: { key: string; body: unknown; payload: Input }) => fn(input.payload), {
-    persistenceStore: new DynamoDBPersistenceLayer({ tableName, awsSdkV3Client: dynamo.client }),
-    config,
-  });
+  const wrapped = makeIdempotent(
+    async (input: { key: string; body: unknown; payload: Input }) => fn(input.payload),
+    {
+      persistenceStore: new DynamoDBPersistenceLayer({ tableName, awsSdkV3Client: dynamo.client }),
+      config,
+    },
+  );
   return {
     async run(input, context) {
       // The remaining time bounds how long an in-progress record can block a retry after a crash.
@@ -43,10 +46,14 @@ export function idempotent<Input, Output>(
         return (await wrapped(input as never)) as Output;
       } catch (error) {
         if (error instanceof IdempotencyAlreadyInProgressError) {
-          throw new ConflictError('The same request is still being processed; retry shortly', { retryable: true });
+          throw new ConflictError('The same request is still being processed; retry shortly', {
+            retryable: true,
+          });
         }
         if (error instanceof IdempotencyValidationError) {
-          throw new ConflictError('This idempotency key was already used with a different request body', { field: 'Idempotency-Key' });
+          throw new ConflictError('This idempotency key was already used with a different request body', {
+            field: 'Idempotency-Key',
+          });
         }
         throw error;
       }

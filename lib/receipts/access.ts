@@ -37,7 +37,14 @@ export async function grantAccess(
     });
   const user = await deps.repos.users.getById(input.userId);
   if (!user || user.clientId !== caller.clientId || user.keyId !== input.keyId) {
-    await audit('failure', !user ? 'unknown user' : user.clientId !== caller.clientId ? 'user of another client' : 'key is not the user key');
+    await audit(
+      'failure',
+      !user
+        ? 'unknown user'
+        : user.clientId !== caller.clientId
+          ? 'user of another client'
+          : 'key is not the user key',
+    );
     throw new GrantForbiddenError();
   }
   const now = deps.clock.now();

@@ -41,9 +41,11 @@ export async function decryptForCaller(deps: DecryptDeps, input: DecryptInput): 
     if (!user || user.clientId !== caller.clientId) refuse('user belongs to another client');
     if (user!.keyId !== token.keyId) refuse('access token is for another key');
     if (envelope.isEscrowed === true) refuse('envelope is escrowed');
-    if (envelope.keyId !== token.keyId || envelope.keyBundle.keyId !== token.keyId) refuse('envelope is wrapped for another key');
+    if (envelope.keyId !== token.keyId || envelope.keyBundle.keyId !== token.keyId)
+      refuse('envelope is wrapped for another key');
     const privateKey = parsePrivateKey(input.privateKey);
-    if (!matchesPublicKey(privateKey, user!.publicKey)) refuse('private key does not match the registered key');
+    if (!matchesPublicKey(privateKey, user!.publicKey))
+      refuse('private key does not match the registered key');
     const plaintext = openEnvelope(envelope, privateKey);
     const parsed = digitalReceiptSchema.safeParse(JSON.parse(plaintext.toString('utf8')));
     plaintext.fill(0);

@@ -30,14 +30,19 @@ export interface EncryptOutcome {
 const DAY_MS = 86_400_000;
 
 /** sha256 of a canonical rendering of the request, for idempotent retries; never stored with content. */
-export const digestOf = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+export const digestOf = (value: unknown): string =>
+  createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
 async function recipientFor(
   deps: EncryptDeps,
   hashedPan: string | undefined,
 ): Promise<{ recipient: Recipient; userId: string | null }> {
   const user = hashedPan ? await deps.repos.users.getByHashedPan(hashedPan) : null;
-  if (user) return { recipient: { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) }, userId: user.userId };
+  if (user)
+    return {
+      recipient: { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) },
+      userId: user.userId,
+    };
   return { recipient: { keyId: deps.escrow.keyId, publicKey: await deps.escrow.publicKey() }, userId: null };
 }
 
@@ -63,7 +68,10 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
       recipient,
     );
   } catch (error) {
-    deps.logger.error('sealing failed', { error: error instanceof Error ? error.name : 'unknown', requestId: input.requestId });
+    deps.logger.error('sealing failed', {
+      error: error instanceof Error ? error.name : 'unknown',
+      requestId: input.requestId,
+    });
     throw new EncryptionError();
   }
   const retentionDays = isEscrowed ? deps.config.escrowRetentionDays : deps.config.receiptRetentionDays;

@@ -29,7 +29,13 @@ export const flattenedItemSchema = z.object({
   totalPrice: money,
   category: text(128).optional(),
   taxes: z
-    .array(z.object({ name: text().optional(), rate: z.number().min(0).max(1).optional(), amount: money.optional() }))
+    .array(
+      z.object({
+        name: text().optional(),
+        rate: z.number().min(0).max(1).optional(),
+        amount: money.optional(),
+      }),
+    )
     .max(20)
     .optional(),
 });
@@ -50,7 +56,10 @@ export const flattenedReceiptFields = {
   transactionDate: dateTime.optional(),
   transactionTimezone: text(64).optional(),
   paymentMethod: z.enum(paymentMethods).default('card'),
-  cardLast4: z.string().regex(/^\d{4}$/, 'must be the last 4 digits').optional(),
+  cardLast4: z
+    .string()
+    .regex(/^\d{4}$/, 'must be the last 4 digits')
+    .optional(),
   cardBrand: z.enum(cardBrands).optional(),
   currency: currency.default('USD'),
   subtotal: money.min(0),
@@ -65,14 +74,25 @@ export const flattenedReceiptSchema = z.object(flattenedReceiptFields);
 export type FlattenedReceipt = z.infer<typeof flattenedReceiptSchema>;
 
 /** Adds the DECISIONS.md amount rules to any object schema built from the flattened fields. */
-export function checkAmounts(receipt: Pick<FlattenedReceipt, 'items' | 'mockItems' | 'subtotal' | 'taxAmount' | 'totalAmount'>, ctx: z.RefinementCtx): void {
+export function checkAmounts(
+  receipt: Pick<FlattenedReceipt, 'items' | 'mockItems' | 'subtotal' | 'taxAmount' | 'totalAmount'>,
+  ctx: z.RefinementCtx,
+): void {
   if (receipt.items.length === 0 && !receipt.mockItems) {
-    ctx.addIssue({ code: 'custom', path: ['items'], message: 'must list at least one item (or set mockItems: true)' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['items'],
+      message: 'must list at least one item (or set mockItems: true)',
+    });
   }
   if (receipt.items.length > 0) {
     const sum = receipt.items.reduce((total, item) => total + item.totalPrice, 0);
     if (sum !== receipt.subtotal) {
-      ctx.addIssue({ code: 'custom', path: ['subtotal'], message: `must equal the sum of the items' totalPrice (${sum})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['subtotal'],
+        message: `must equal the sum of the items' totalPrice (${sum})`,
+      });
     }
   }
   if (receipt.subtotal + receipt.taxAmount !== receipt.totalAmount) {
@@ -106,7 +126,13 @@ export function mockItems(receiptId: string, subtotal: number): ReceiptLineItem[
     const totalPrice = index === count - 1 ? remaining : Math.floor((subtotal * share) / weight);
     remaining -= totalPrice;
     const entry = MOCK_CATALOGUE[((seed[index + 8] ?? 0) + index) % MOCK_CATALOGUE.length]!;
-    const lineItemId = [seed.subarray(index * 4, index * 4 + 4).toString('hex'), '0000', '4000', '8000', '000000000000'];
+    const lineItemId = [
+      seed.subarray(index * 4, index * 4 + 4).toString('hex'),
+      '0000',
+      '4000',
+      '8000',
+      '000000000000',
+    ];
     return {
       lineItemId: `${lineItemId[0]}-${lineItemId[1]}-${lineItemId[2]}-${lineItemId[3]}-${lineItemId[4]}`,
       name: entry.name,
@@ -170,4 +196,3 @@ export function toDigitalReceipt(input: FlattenedReceipt, now: Date): DigitalRec
     createdAt: now.toISOString(),
   };
 }
-

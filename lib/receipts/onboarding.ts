@@ -6,7 +6,12 @@ import { panHashPrefix } from '../db/audit.js';
 import type { ReceiptEnvelope } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../deps.js';
-import { AlreadyRegisteredError, InvalidRequestError, KeyGenerationError, KeyNotFoundError } from '../errors.js';
+import {
+  AlreadyRegisteredError,
+  InvalidRequestError,
+  KeyGenerationError,
+  KeyNotFoundError,
+} from '../errors.js';
 
 export interface GeneratedKeyPair {
   keyId: string;
@@ -18,17 +23,35 @@ export interface GeneratedKeyPair {
 type OnboardingDeps = Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'logger'>;
 
 /** RSA-2048 off the event loop; only the public half is stored, the private half is returned once. */
-export async function generateKeyPairFor(deps: OnboardingDeps, caller: Caller, requestId: string): Promise<GeneratedKeyPair> {
+export async function generateKeyPairFor(
+  deps: OnboardingDeps,
+  caller: Caller,
+  requestId: string,
+): Promise<GeneratedKeyPair> {
   let pair: { publicKey: string; privateKey: string };
   try {
     pair = await generateRsaKeyPair();
   } catch (error) {
-    deps.logger.error('key generation failed', { requestId, error: error instanceof Error ? error.name : 'unknown' });
+    deps.logger.error('key generation failed', {
+      requestId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
     throw new KeyGenerationError();
   }
   const keyId = randomUUID();
-  await deps.repos.keyPairs.create({ keyId, publicKey: pair.publicKey, clientId: caller.clientId, createdAt: deps.clock.now().toISOString() });
-  await deps.audit.record({ action: 'key.generate', outcome: 'success', requestId, clientId: caller.clientId, keyId });
+  await deps.repos.keyPairs.create({
+    keyId,
+    publicKey: pair.publicKey,
+    clientId: caller.clientId,
+    createdAt: deps.clock.now().toISOString(),
+  });
+  await deps.audit.record({
+    action: 'key.generate',
+    outcome: 'success',
+    requestId,
+    clientId: caller.clientId,
+    keyId,
+  });
   return { keyId, publicKey: pair.publicKey, privateKey: pair.privateKey, algorithm: 'RSA-OAEP-256' };
 }
 
@@ -53,7 +76,8 @@ export async function registerUser(
   const keyPair = await deps.repos.keyPairs.get(input.keyId);
   // Another client's key is reported exactly like a missing one.
   if (!keyPair || keyPair.clientId !== caller.clientId) throw new KeyNotFoundError();
-  if (keyPair.userId) throw new AlreadyRegisteredError('This keyId is already bound to a user', { field: 'keyId' });
+  if (keyPair.userId)
+    throw new AlreadyRegisteredError('This keyId is already bound to a user', { field: 'keyId' });
   const presented = publicKeyDer(parsePublicKey(input.publicKey)).toString('base64');
   if (presented !== keyPair.publicKey) {
     throw new InvalidRequestError('publicKey is not the public key generated for this keyId', {
@@ -70,8 +94,10 @@ export async function registerUser(
     registeredAt: deps.clock.now().toISOString(),
   };
   const outcome = await deps.repos.users.register(user);
-  if (outcome === 'pan-taken') throw new AlreadyRegisteredError('This hashedPan is already registered', { field: 'hashedPan' });
-  if (outcome === 'key-unavailable') throw new AlreadyRegisteredError('This keyId is already bound to a user', { field: 'keyId' });
+  if (outcome === 'pan-taken')
+    throw new AlreadyRegisteredError('This hashedPan is already registered', { field: 'hashedPan' });
+  if (outcome === 'key-unavailable')
+    throw new AlreadyRegisteredError('This keyId is already bound to a user', { field: 'keyId' });
   await deps.audit.record({
     action: 'user.register',
     outcome: 'success',
@@ -96,7 +122,9 @@ async function claimEscrowedReceipts(
   let claimed = 0;
   for (const receipt of pending) {
     try {
-      const cek = await unwrapContentKey(receipt.envelope, (encryptedKey) => deps.escrow.unwrap(encryptedKey));
+      const cek = await unwrapContentKey(receipt.envelope, (encryptedKey) =>
+        deps.escrow.unwrap(encryptedKey),
+      );
       const rewrapped = rewrapEnvelope(receipt.envelope, cek, recipient);
       cek.fill(0);
       const createdAt = Date.parse(receipt.envelope.createdAt);
@@ -108,7 +136,14 @@ async function claimEscrowedReceipts(
         escrowKeyId: null,
         expiresAt: expiresAt.toISOString(),
       };
-      if (await deps.repos.receipts.claim(receipt.receiptId, envelope, user.userId, Math.floor(expiresAt.getTime() / 1000))) {
+      if (
+        await deps.repos.receipts.claim(
+          receipt.receiptId,
+          envelope,
+          user.userId,
+          Math.floor(expiresAt.getTime() / 1000),
+        )
+      ) {
         claimed += 1;
         await deps.audit.record({
           action: 'escrow.claim',
@@ -122,7 +157,11 @@ async function claimEscrowedReceipts(
       }
     } catch (error) {
       // One unreadable escrowed receipt must not fail the registration; it stays escrowed and audited.
-      deps.logger.warn('escrow claim failed', { requestId, receiptId: receipt.receiptId, error: error instanceof Error ? error.name : 'unknown' });
+      deps.logger.warn('escrow claim failed', {
+        requestId,
+        receiptId: receipt.receiptId,
+        error: error instanceof Error ? error.name : 'unknown',
+      });
       await deps.audit.record({
         action: 'escrow.claim',
         outcome: 'failure',

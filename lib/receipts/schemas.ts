@@ -9,9 +9,7 @@ export const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 
 export const money = z.number().int('must be an integer amount in the smallest currency unit');
 const nonNegativeMoney = money.min(0, 'must not be negative');
 const shortText = (max = 256) => z.string().max(max);
-export const currency = z
-  .string()
-  .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+export const currency = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
 export const hashedPan = z
   .string()
   .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hash: 64 lowercase hexadecimal characters');
@@ -40,7 +38,10 @@ export const receiptMerchantSchema = z.object({
 });
 
 export const cardDetailsSchema = z.object({
-  last4: z.string().regex(/^\d{4}$/, 'must be the last 4 digits').optional(),
+  last4: z
+    .string()
+    .regex(/^\d{4}$/, 'must be the last 4 digits')
+    .optional(),
   brand: z.enum(cardBrands).optional(),
   expiryMonth: z.number().int().min(1).max(12).optional(),
   expiryYear: z.number().int().min(1900).max(9999).optional(),
@@ -62,10 +63,13 @@ export const lineItemDiscountSchema = z
     value: z.number().min(0).optional(),
     amount: money.optional(),
   })
-  .refine((discount) => discount.type !== 'percentage' || discount.value === undefined || discount.value <= 100, {
-    message: 'a percentage discount value must be between 0 and 100',
-    path: ['value'],
-  });
+  .refine(
+    (discount) => discount.type !== 'percentage' || discount.value === undefined || discount.value <= 100,
+    {
+      message: 'a percentage discount value must be between 0 and 100',
+      path: ['value'],
+    },
+  );
 
 export const lineItemTaxSchema = z.object({
   name: shortText().optional(),
@@ -161,12 +165,17 @@ const gatewayAliases = { stripe: 'gateway_a', square: 'gateway_b' } as const;
 /** `gateway_a` / `gateway_b`, or their aliases `stripe` / `square`; always stored as the neutral name. */
 export const paymentGatewayKind = z
   .enum(['gateway_a', 'gateway_b', 'stripe', 'square'])
-  .transform((value) => (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as 'gateway_a' | 'gateway_b');
+  .transform(
+    (value) =>
+      (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as
+        'gateway_a' | 'gateway_b',
+  );
 
 /** transactions also accepts `other`. */
 export const transactionGatewaySchema = z
   .enum(['gateway_a', 'gateway_b', 'other', 'stripe', 'square'])
   .transform(
     (value) =>
-      (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as 'gateway_a' | 'gateway_b' | 'other',
+      (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as
+        'gateway_a' | 'gateway_b' | 'other',
   );

@@ -54,10 +54,14 @@ export async function storeTransaction(
   const receipt = await deps.repos.receipts.get(envelope.receiptId);
   // Another merchant's receipt is reported exactly like a missing one.
   if (!receipt || receipt.merchantClientId !== caller.clientId) {
-    throw new NotFoundError('No receipt with this receiptId was encrypted by this merchant', { field: 'envelope.receiptId' });
+    throw new NotFoundError('No receipt with this receiptId was encrypted by this merchant', {
+      field: 'envelope.receiptId',
+    });
   }
   if (!sameEnvelope(receipt.envelope, envelope)) {
-    throw new ConflictError('The envelope differs from the one stored for this receiptId', { field: 'envelope' });
+    throw new ConflictError('The envelope differs from the one stored for this receiptId', {
+      field: 'envelope',
+    });
   }
   const record: TransactionMappingRecord = {
     mappingId: randomUUID(),
@@ -72,8 +76,11 @@ export async function storeTransaction(
   const outcome = await deps.repos.transactions.putIfAbsent(record);
   if (!outcome.stored) {
     const { existing } = outcome;
-    if (existing.receiptId === record.receiptId && existing.merchantClientId === caller.clientId) return publicMapping(existing);
-    throw new ConflictError('This transactionId is already mapped to another receipt', { field: 'envelope.transactionId' });
+    if (existing.receiptId === record.receiptId && existing.merchantClientId === caller.clientId)
+      return publicMapping(existing);
+    throw new ConflictError('This transactionId is already mapped to another receipt', {
+      field: 'envelope.transactionId',
+    });
   }
   await deps.audit.record({
     action: 'transaction.store',
@@ -87,11 +94,17 @@ export async function storeTransaction(
 }
 
 /** Readable by the merchant that stored it and by the issuer of the receipt's recipient; 404 for anyone else. */
-export async function getTransaction(deps: TransactionDeps, transactionId: string, caller: Caller): Promise<TransactionMapping> {
-  const notFound = () => new NotFoundError('No transaction with this transactionId', { field: 'transactionId' });
+export async function getTransaction(
+  deps: TransactionDeps,
+  transactionId: string,
+  caller: Caller,
+): Promise<TransactionMapping> {
+  const notFound = () =>
+    new NotFoundError('No transaction with this transactionId', { field: 'transactionId' });
   const mapping = await deps.repos.transactions.get(transactionId);
   if (!mapping) throw notFound();
-  if (mapping.merchantClientId === caller.clientId && caller.roles.includes('merchant')) return publicMapping(mapping);
+  if (mapping.merchantClientId === caller.clientId && caller.roles.includes('merchant'))
+    return publicMapping(mapping);
   if (caller.roles.includes('issuer')) {
     const receipt = await deps.repos.receipts.get(mapping.receiptId);
     const user = receipt?.recipientUserId ? await deps.repos.users.getById(receipt.recipientUserId) : null;

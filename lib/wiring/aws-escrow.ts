@@ -7,7 +7,11 @@ let escrow: EscrowKey | undefined;
 
 /** The KMS escrow key, one client per cold start; only functions that touch escrow import this. */
 export function awsEscrowKey(config: ServiceConfig): EscrowKey {
-  if (!config.escrowKmsKeyId) throw new ConfigError('ESCROW_KMS_KEY_ID is not set for a function that uses the escrow key');
-  escrow ??= new KmsEscrowKey(new KMSClient({ region: config.region, maxAttempts: 3 }), config.escrowKmsKeyId);
+  if (!config.escrowKmsKeyId)
+    throw new ConfigError('ESCROW_KMS_KEY_ID is not set for a function that uses the escrow key');
+  escrow ??= new KmsEscrowKey(
+    new KMSClient({ region: config.region, maxAttempts: 3 }),
+    config.escrowKmsKeyId,
+  );
   return escrow;
 }

@@ -4,7 +4,13 @@ import { startTestStack, type TestStack } from '../support/stack.js';
 
 interface ErrorEnvelope {
   success: false;
-  error: { code: string; message: string; details?: Record<string, unknown>; timestamp: string; request_id: string };
+  error: {
+    code: string;
+    message: string;
+    details?: Record<string, unknown>;
+    timestamp: string;
+    request_id: string;
+  };
 }
 
 const expectEnvelope = (json: unknown, code: string) => {
@@ -42,13 +48,15 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
   });
 
   it('answers health without a key, with every dependency up', async () => {
-    const reply = await stack.request<{ success: boolean; data: { status: string; dependencies: Record<string, { status: string }> } }>(
-      'GET',
-      '/api/v1/health',
-    );
+    const reply = await stack.request<{
+      success: boolean;
+      data: { status: string; dependencies: Record<string, { status: string }> };
+    }>('GET', '/api/v1/health');
     expect(reply.status).toBe(200);
     expect(reply.json.data.status).toBe('ok');
-    expect(Object.keys(reply.json.data.dependencies)).toEqual(expect.arrayContaining(['dynamodb', 'escrowKey', 'gateway_a', 'gateway_b']));
+    expect(Object.keys(reply.json.data.dependencies)).toEqual(
+      expect.arrayContaining(['dynamodb', 'escrowKey', 'gateway_a', 'gateway_b']),
+    );
     expect(reply.headers.get('x-request-id')).toBeTruthy();
     expect(reply.headers.get('x-ratelimit-limit')).toBe('10000');
   });
@@ -56,7 +64,10 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
   it('refuses a missing, malformed or wrong API key with 401 unauthorized', async () => {
     const wrongSecret = `${issuer.apiKey.slice(0, -4)}AAAA`;
     for (const apiKey of [undefined, 'not-a-key', wrongSecret, `rk_${'0'.repeat(32)}_${'A'.repeat(43)}`]) {
-      const reply = await stack.request('POST', '/api/v1/keys/grant-access', { ...(apiKey ? { apiKey } : {}), body: {} });
+      const reply = await stack.request('POST', '/api/v1/keys/grant-access', {
+        ...(apiKey ? { apiKey } : {}),
+        body: {},
+      });
       expect(reply.status).toBe(401);
       expectEnvelope(reply.json, 'unauthorized');
       expect(reply.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/);
@@ -64,16 +75,23 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
   });
 
   it('refuses a merchant key on an issuer route with 403 forbidden', async () => {
-    const reply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: merchant.apiKey, body: {} });
+    const reply = await stack.request('POST', '/api/v1/keys/grant-access', {
+      apiKey: merchant.apiKey,
+      body: {},
+    });
     expect(reply.status).toBe(403);
     expectEnvelope(reply.json, 'forbidden');
   });
 
   it('stops honouring a revoked key once the cache lifetime has passed', async () => {
     const revocable = await stack.apiKey(['issuer'], 'standard');
-    const call = () => stack.request('POST', '/api/v1/onboarding/generate-keys', { apiKey: revocable.apiKey });
+    const call = () =>
+      stack.request('POST', '/api/v1/onboarding/generate-keys', { apiKey: revocable.apiKey });
     expect((await call()).status).toBe(200);
-    await stack.deps.repos.apiKeys.update(revocable.keyId, { status: 'revoked', revokedAt: stack.clock.now().toISOString() });
+    await stack.deps.repos.apiKeys.update(revocable.keyId, {
+      status: 'revoked',
+      revokedAt: stack.clock.now().toISOString(),
+    });
     stack.clock.advance((stack.config.apiKeyCacheTtlSeconds + 1) * 1000);
     const refused = await call();
     expect(refused.status).toBe(401);
@@ -85,12 +103,18 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
     stack.clock.set(Math.ceil(stack.clock.now().getTime() / 60_000) * 60_000 + 1_000);
     const remaining: string[] = [];
     for (let index = 0; index < 3; index += 1) {
-      const reply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: limited.apiKey, body: {} });
+      const reply = await stack.request('POST', '/api/v1/keys/grant-access', {
+        apiKey: limited.apiKey,
+        body: {},
+      });
       expect(reply.status).toBe(400);
       remaining.push(reply.headers.get('x-ratelimit-remaining') ?? '');
     }
     expect(remaining).toEqual(['2', '1', '0']);
-    const limitedReply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: limited.apiKey, body: {} });
+    const limitedReply = await stack.request('POST', '/api/v1/keys/grant-access', {
+      apiKey: limited.apiKey,
+      body: {},
+    });
     expect(limitedReply.status).toBe(429);
     expectEnvelope(limitedReply.json, 'rate_limit_exceeded');
     expect(limitedReply.headers.get('x-ratelimit-limit')).toBe('3');
@@ -99,18 +123,39 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
     expect(reset).toBeGreaterThan(stack.clock.now().getTime() / 1000);
     expect(Number(limitedReply.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     stack.clock.advance(60_000);
-    const nextWindow = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: limited.apiKey, body: {} });
+    const nextWindow = await stack.request('POST', '/api/v1/keys/grant-access', {
+      apiKey: limited.apiKey,
+      body: {},
+    });
     expect(nextWindow.status).toBe(400);
   });
 
   it.each([
-    ['malformed JSON', { rawBody: '{"userId": ', headers: { 'Content-Type': 'application/json' } }, 400, 'INVALID_REQUEST'],
-    ['a non-JSON content type', { rawBody: 'userId=1', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }, 415, 'unsupported_media_type'],
+    [
+      'malformed JSON',
+      { rawBody: '{"userId": ', headers: { 'Content-Type': 'application/json' } },
+      400,
+      'INVALID_REQUEST',
+    ],
+    [
+      'a non-JSON content type',
+      { rawBody: 'userId=1', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } },
+      415,
+      'unsupported_media_type',
+    ],
     ['an oversize body', { body: { userId: 'x'.repeat(130 * 1024) } }, 413, 'payload_too_large'],
     ['a JSON array', { body: [1, 2] }, 400, 'INVALID_REQUEST'],
-    ['a __proto__ key', { rawBody: '{"__proto__": {"admin": true}}', headers: { 'Content-Type': 'application/json' } }, 400, 'INVALID_REQUEST'],
+    [
+      'a __proto__ key',
+      { rawBody: '{"__proto__": {"admin": true}}', headers: { 'Content-Type': 'application/json' } },
+      400,
+      'INVALID_REQUEST',
+    ],
   ])('answers %s with its documented status and the envelope', async (_name, options, status, code) => {
-    const reply = await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: issuer.apiKey, ...options });
+    const reply = await stack.request('POST', '/api/v1/keys/grant-access', {
+      apiKey: issuer.apiKey,
+      ...options,
+    });
     expect(reply.status).toBe(status);
     expectEnvelope(reply.json, code);
   });

@@ -17,7 +17,7 @@ const toBase64Url = (value: string) => Buffer.from(value, 'base64').toString('ba
 
 const flipBit = (base64: string, bit: number): string => {
   const bytes = Buffer.from(base64, 'base64');
-  bytes[Math.floor(bit / 8) % bytes.length]! ^= 1 << bit % 8;
+  bytes[Math.floor(bit / 8) % bytes.length]! ^= 1 << (bit % 8);
   return bytes.toString('base64');
 };
 
@@ -45,7 +45,10 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     logs.restore();
   });
 
-  const encryptNested = async (receipt = sampleReceipt(), recipientHashedPan: string | null = user.hashedPan) => {
+  const encryptNested = async (
+    receipt = sampleReceipt(),
+    recipientHashedPan: string | null = user.hashedPan,
+  ) => {
     const reply = await stack.request<Data<ReceiptEnvelope>>('POST', '/api/v1/receipts/encrypt', {
       apiKey: merchant.apiKey,
       body: {
@@ -58,19 +61,33 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     return { receipt, envelope: reply.json.data };
   };
 
-  const decrypt = (envelope: unknown, accessTokenId: string, privateKey = user.privateKey, apiKey = issuer.apiKey) =>
-    stack.request<Data<unknown>>('POST', '/api/v1/receipts/decrypt', { apiKey, body: { envelope, accessTokenId, privateKey } });
+  const decrypt = (
+    envelope: unknown,
+    accessTokenId: string,
+    privateKey = user.privateKey,
+    apiKey = issuer.apiKey,
+  ) =>
+    stack.request<Data<unknown>>('POST', '/api/v1/receipts/decrypt', {
+      apiKey,
+      body: { envelope, accessTokenId, privateKey },
+    });
 
   it('runs the flow generate-keys → register → encrypt → grant-access → decrypt and returns the same receipt', async () => {
     const { receipt, envelope } = await encryptNested();
-    expect(envelope).toMatchObject({ isEscrowed: false, escrowKeyId: null, keyId: user.keyId, receiptId: receipt.receiptId });
+    expect(envelope).toMatchObject({
+      isEscrowed: false,
+      escrowKeyId: null,
+      keyId: user.keyId,
+      receiptId: receipt.receiptId,
+    });
     expect(envelope.keyBundle).toMatchObject({ keyId: user.keyId, algorithm: 'RSA-OAEP-256' });
     expect(Date.parse(envelope.expiresAt)).toBeGreaterThan(Date.parse(envelope.createdAt));
-    const grant = await stack.request<Data<{ tokenId: string; expiresAt: string; grantedAt: string; purpose: string; sourceIp: string }>>(
-      'POST',
-      '/api/v1/keys/grant-access',
-      { apiKey: issuer.apiKey, body: { userId: user.userId, keyId: user.keyId } },
-    );
+    const grant = await stack.request<
+      Data<{ tokenId: string; expiresAt: string; grantedAt: string; purpose: string; sourceIp: string }>
+    >('POST', '/api/v1/keys/grant-access', {
+      apiKey: issuer.apiKey,
+      body: { userId: user.userId, keyId: user.keyId },
+    });
     expect(grant.status).toBe(200);
     expect(grant.headers.get('cache-control')).toBe('no-store');
     const life = Date.parse(grant.json.data.expiresAt) - Date.parse(grant.json.data.grantedAt);
@@ -88,7 +105,10 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
 
   it('encrypts the flattened form into a DigitalReceipt, without expiresAt and escrowKeyId in the response', async () => {
     const body = flattenedReceipt({ recipientHashedPan: user.hashedPan });
-    const reply = await stack.request<Data<Record<string, unknown>>>('POST', '/api/v1/receipts/encrypt', { apiKey: merchant.apiKey, body });
+    const reply = await stack.request<Data<Record<string, unknown>>>('POST', '/api/v1/receipts/encrypt', {
+      apiKey: merchant.apiKey,
+      body,
+    });
     expect(reply.status).toBe(200);
     expect(reply.json.data).not.toHaveProperty('expiresAt');
     expect(reply.json.data).not.toHaveProperty('escrowKeyId');
@@ -97,15 +117,26 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     expect(opened.status).toBe(200);
     expect(opened.json.data).toMatchObject({
       receiptId: body.receiptId,
-      merchant: { merchantId: body.merchantId, name: 'Corner Coffee Roasters', address: { city: 'San Francisco' } },
-      transaction: { transactionId: body.transactionId, paymentMethod: 'card', cardDetails: { last4: '4242', brand: 'visa' } },
+      merchant: {
+        merchantId: body.merchantId,
+        name: 'Corner Coffee Roasters',
+        address: { city: 'San Francisco' },
+      },
+      transaction: {
+        transactionId: body.transactionId,
+        paymentMethod: 'card',
+        cardDetails: { last4: '4242', brand: 'visa' },
+      },
       summary: { subtotal: 1425, totalTax: 123, total: 1548, currency: 'USD', itemCount: 2 },
     });
   });
 
   it('generates plausible items that add up when mockItems is set and items is empty', async () => {
     const body = flattenedReceipt({ items: [], mockItems: true, recipientHashedPan: user.hashedPan });
-    const reply = await stack.request<Data<ReceiptEnvelope>>('POST', '/api/v1/receipts/encrypt', { apiKey: merchant.apiKey, body });
+    const reply = await stack.request<Data<ReceiptEnvelope>>('POST', '/api/v1/receipts/encrypt', {
+      apiKey: merchant.apiKey,
+      body,
+    });
     expect(reply.status).toBe(200);
     const opened = await decrypt(reply.json.data, await grantToken(stack, issuer.apiKey, user));
     const receipt = opened.json.data as { items: { totalPrice: number; name: string }[] };
@@ -121,12 +152,19 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     );
     expect(reply.status).toBe(400);
     expect(reply.json.error.code).toBe('INVALID_REQUEST');
-    expect(reply.json.error.details.fields.map((field) => field.field)).toEqual(expect.arrayContaining(['subtotal', 'totalAmount']));
+    expect(reply.json.error.details.fields.map((field) => field.field)).toEqual(
+      expect.arrayContaining(['subtotal', 'totalAmount']),
+    );
   });
 
   it('produces envelopes that jose opens as flattened JWE after base64 → base64url', async () => {
     const { receipt, envelope } = await encryptNested();
-    const key = await importPKCS8(createPrivateKey({ key: Buffer.from(user.privateKey, 'base64'), format: 'der', type: 'pkcs8' }).export({ type: 'pkcs8', format: 'pem' }).toString(), 'RSA-OAEP-256');
+    const key = await importPKCS8(
+      createPrivateKey({ key: Buffer.from(user.privateKey, 'base64'), format: 'der', type: 'pkcs8' })
+        .export({ type: 'pkcs8', format: 'pem' })
+        .toString(),
+      'RSA-OAEP-256',
+    );
     const result = await flattenedDecrypt(
       {
         protected: envelope.protected,
@@ -138,7 +176,11 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
       key,
     );
     expect(JSON.parse(new TextDecoder().decode(result.plaintext))).toEqual(receipt);
-    expect(result.protectedHeader).toMatchObject({ alg: 'RSA-OAEP-256', enc: 'A256GCM', receiptId: receipt.receiptId });
+    expect(result.protectedHeader).toMatchObject({
+      alg: 'RSA-OAEP-256',
+      enc: 'A256GCM',
+      receiptId: receipt.receiptId,
+    });
   });
 
   it('answers every tampered envelope, swapped field, bad token or wrong key with the identical 403', async () => {
@@ -160,11 +202,21 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     const variants: [string, unknown, string?, string?][] = [];
     for (const field of ['ciphertext', 'iv', 'authTag'] as const) {
       const bits = Buffer.from(envelope[field], 'base64').length * 8;
-      for (const bit of [0, 7, Math.floor(bits / 2), bits - 1]) variants.push([`${field} bit ${bit}`, { ...envelope, [field]: flipBit(envelope[field], bit) }]);
+      for (const bit of [0, 7, Math.floor(bits / 2), bits - 1])
+        variants.push([`${field} bit ${bit}`, { ...envelope, [field]: flipBit(envelope[field], bit) }]);
     }
     const keyBits = Buffer.from(envelope.keyBundle.encryptedAesKey, 'base64').length * 8;
     for (const bit of [0, 100, keyBits - 1]) {
-      variants.push([`encryptedAesKey bit ${bit}`, { ...envelope, keyBundle: { ...envelope.keyBundle, encryptedAesKey: flipBit(envelope.keyBundle.encryptedAesKey, bit) } }]);
+      variants.push([
+        `encryptedAesKey bit ${bit}`,
+        {
+          ...envelope,
+          keyBundle: {
+            ...envelope.keyBundle,
+            encryptedAesKey: flipBit(envelope.keyBundle.encryptedAesKey, bit),
+          },
+        },
+      ]);
     }
     const header = Buffer.from(envelope.protected, 'base64url');
     for (const index of [2, Math.floor(header.length / 2), header.length - 3]) {
@@ -175,7 +227,10 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     for (const field of ['receiptId', 'merchantId', 'transactionId'] as const) {
       variants.push([`swapped ${field}`, { ...envelope, [field]: other.envelope[field] }]);
     }
-    variants.push(['protected header of another envelope', { ...envelope, protected: other.envelope.protected }]);
+    variants.push([
+      'protected header of another envelope',
+      { ...envelope, protected: other.envelope.protected },
+    ]);
     variants.push(['escrowed flag flipped', { ...envelope, isEscrowed: true }]);
     variants.push(['unknown token', envelope, randomUUID()]);
     variants.push(['wrong private key', envelope, freshToken, stranger.privateKey]);
@@ -199,10 +254,14 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     expect(otherUsersToken.status).toBe(403);
     expect(withoutRequestIdentity(otherUsersToken.text)).toEqual(reference);
     // Another issuer can neither get a token for our user nor use ours.
-    const foreignGrant = await stack.request<{ error: { code: string } }>('POST', '/api/v1/keys/grant-access', {
-      apiKey: otherIssuer.apiKey,
-      body: { userId: user.userId, keyId: user.keyId },
-    });
+    const foreignGrant = await stack.request<{ error: { code: string } }>(
+      'POST',
+      '/api/v1/keys/grant-access',
+      {
+        apiKey: otherIssuer.apiKey,
+        body: { userId: user.userId, keyId: user.keyId },
+      },
+    );
     expect(foreignGrant.status).toBe(403);
     expect(foreignGrant.json.error.code).toBe('GRANT_ERROR');
     const ourToken = await grantToken(stack, issuer.apiKey, user);
@@ -221,7 +280,11 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     const hashedPan = newHashedPan();
     const pairs = await Promise.all(
       Array.from({ length: 8 }, () =>
-        stack.request<Data<{ keyId: string; publicKey: string }>>('POST', '/api/v1/onboarding/generate-keys', { apiKey: issuer.apiKey }),
+        stack.request<Data<{ keyId: string; publicKey: string }>>(
+          'POST',
+          '/api/v1/onboarding/generate-keys',
+          { apiKey: issuer.apiKey },
+        ),
       ),
     );
     const replies = await Promise.all(
@@ -233,21 +296,44 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
       ),
     );
     expect(replies.filter((reply) => reply.status === 200)).toHaveLength(1);
-    expect(replies.filter((reply) => reply.status === 409 && reply.json.error?.code === 'ALREADY_REGISTERED')).toHaveLength(7);
+    expect(
+      replies.filter((reply) => reply.status === 409 && reply.json.error?.code === 'ALREADY_REGISTERED'),
+    ).toHaveLength(7);
   });
 
   it('refuses unknown, foreign, mismatched and already-bound keys at registration', async () => {
-    const register = (apiKey: string, body: unknown) => stack.request<{ error: { code: string } }>('POST', '/api/v1/onboarding/register', { apiKey, body });
-    const unknown = await register(issuer.apiKey, { hashedPan: newHashedPan(), publicKey: user.publicKey, keyId: randomUUID() });
+    const register = (apiKey: string, body: unknown) =>
+      stack.request<{ error: { code: string } }>('POST', '/api/v1/onboarding/register', { apiKey, body });
+    const unknown = await register(issuer.apiKey, {
+      hashedPan: newHashedPan(),
+      publicKey: user.publicKey,
+      keyId: randomUUID(),
+    });
     expect([unknown.status, unknown.json.error.code]).toEqual([404, 'KEY_NOT_FOUND']);
-    const fresh = await stack.request<Data<{ keyId: string; publicKey: string }>>('POST', '/api/v1/onboarding/generate-keys', { apiKey: issuer.apiKey });
+    const fresh = await stack.request<Data<{ keyId: string; publicKey: string }>>(
+      'POST',
+      '/api/v1/onboarding/generate-keys',
+      { apiKey: issuer.apiKey },
+    );
     const foreign = await register(otherIssuer.apiKey, { hashedPan: newHashedPan(), ...fresh.json.data });
     expect([foreign.status, foreign.json.error.code]).toEqual([404, 'KEY_NOT_FOUND']);
-    const mismatched = await register(issuer.apiKey, { hashedPan: newHashedPan(), keyId: fresh.json.data.keyId, publicKey: user.publicKey });
+    const mismatched = await register(issuer.apiKey, {
+      hashedPan: newHashedPan(),
+      keyId: fresh.json.data.keyId,
+      publicKey: user.publicKey,
+    });
     expect([mismatched.status, mismatched.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
-    const bound = await register(issuer.apiKey, { hashedPan: newHashedPan(), keyId: user.keyId, publicKey: user.publicKey });
+    const bound = await register(issuer.apiKey, {
+      hashedPan: newHashedPan(),
+      keyId: user.keyId,
+      publicKey: user.publicKey,
+    });
     expect([bound.status, bound.json.error.code]).toEqual([409, 'ALREADY_REGISTERED']);
-    const badPan = await register(issuer.apiKey, { hashedPan: 'ABC', keyId: fresh.json.data.keyId, publicKey: fresh.json.data.publicKey });
+    const badPan = await register(issuer.apiKey, {
+      hashedPan: 'ABC',
+      keyId: fresh.json.data.keyId,
+      publicKey: fresh.json.data.publicKey,
+    });
     expect([badPan.status, badPan.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
   });
 
@@ -264,16 +350,31 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     expect(replies.filter((reply) => reply.status === 200)).toHaveLength(5);
     const refused = replies.filter((reply) => reply.status === 429);
     expect(refused).toHaveLength(15);
-    expect(refused.every((reply) => reply.json.error?.code === 'GRANT_ERROR' && Number(reply.headers.get('retry-after')) >= 1)).toBe(true);
+    expect(
+      refused.every(
+        (reply) => reply.json.error?.code === 'GRANT_ERROR' && Number(reply.headers.get('retry-after')) >= 1,
+      ),
+    ).toBe(true);
     stack.clock.advance(181_000);
-    expect((await stack.request('POST', '/api/v1/keys/grant-access', { apiKey: issuer.apiKey, body: { userId: busy.userId, keyId: busy.keyId } })).status).toBe(200);
+    expect(
+      (
+        await stack.request('POST', '/api/v1/keys/grant-access', {
+          apiKey: issuer.apiKey,
+          body: { userId: busy.userId, keyId: busy.keyId },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('escrows a receipt for an unregistered recipient, unwraps it through the escrow key, and hands it over on registration', async () => {
     const hashedPan = newHashedPan();
     secrets.push(hashedPan);
     const { receipt, envelope } = await encryptNested(sampleReceipt(), hashedPan);
-    expect(envelope).toMatchObject({ isEscrowed: true, escrowKeyId: stack.deps.escrow.keyId, keyId: stack.deps.escrow.keyId });
+    expect(envelope).toMatchObject({
+      isEscrowed: true,
+      escrowKeyId: stack.deps.escrow.keyId,
+      keyId: stack.deps.escrow.keyId,
+    });
     const escrowDays = (Date.parse(envelope.expiresAt) - Date.parse(envelope.createdAt)) / 86_400_000;
     expect(escrowDays).toBe(90);
     const opened = await openEnvelopeWith(envelope, (key) => stack.deps.escrow.unwrap(key));
@@ -284,7 +385,13 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     // The cardholder registers: the stored receipt is re-wrapped for them.
     const late = await onboardUser(stack, issuer.apiKey, hashedPan);
     const stored = await stack.deps.repos.receipts.get(receipt.receiptId);
-    expect(stored?.envelope).toMatchObject({ isEscrowed: false, escrowKeyId: null, keyId: late.keyId, ciphertext: envelope.ciphertext, protected: envelope.protected });
+    expect(stored?.envelope).toMatchObject({
+      isEscrowed: false,
+      escrowKeyId: null,
+      keyId: late.keyId,
+      ciphertext: envelope.ciphertext,
+      protected: envelope.protected,
+    });
     const lateToken = await grantToken(stack, issuer.apiKey, late);
     const claimed = await decrypt(stored!.envelope, lateToken, late.privateKey);
     expect(claimed.status).toBe(200);
@@ -306,7 +413,11 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     expect(again.envelope).toEqual(first.envelope);
     const clash = await stack.request<{ error: { code: string } }>('POST', '/api/v1/receipts/encrypt', {
       apiKey: merchant.apiKey,
-      body: { receipt: { ...receipt, notes: 'changed' }, recipientIdentifier: { type: 'email', value: 'x@example.com' }, recipientHashedPan: user.hashedPan },
+      body: {
+        receipt: { ...receipt, notes: 'changed' },
+        recipientIdentifier: { type: 'email', value: 'x@example.com' },
+        recipientHashedPan: user.hashedPan,
+      },
     });
     expect([clash.status, clash.json.error.code]).toEqual([409, 'CONFLICT']);
   });
@@ -314,14 +425,26 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
   it('stores a transaction mapping once and lets only its merchant and its recipient issuer read it', async () => {
     const { envelope } = await encryptNested();
     const store = () =>
-      stack.request<Data<{ mappingId: string; transactionId: string; receiptId: string; paymentGateway: string; gatewayMetadata: unknown }>>(
-        'POST',
-        '/api/v1/transactions',
-        { apiKey: merchant.apiKey, body: { envelope, paymentGateway: 'stripe', metadata: { terminal: 'T-9' } } },
-      );
+      stack.request<
+        Data<{
+          mappingId: string;
+          transactionId: string;
+          receiptId: string;
+          paymentGateway: string;
+          gatewayMetadata: unknown;
+        }>
+      >('POST', '/api/v1/transactions', {
+        apiKey: merchant.apiKey,
+        body: { envelope, paymentGateway: 'stripe', metadata: { terminal: 'T-9' } },
+      });
     const first = await store();
     expect(first.status).toBe(200);
-    expect(first.json.data).toMatchObject({ transactionId: envelope.transactionId, receiptId: envelope.receiptId, paymentGateway: 'gateway_a', gatewayMetadata: { terminal: 'T-9' } });
+    expect(first.json.data).toMatchObject({
+      transactionId: envelope.transactionId,
+      receiptId: envelope.receiptId,
+      paymentGateway: 'gateway_a',
+      gatewayMetadata: { terminal: 'T-9' },
+    });
     const second = await store();
     expect(second.json.data).toEqual(first.json.data);
     const path = `/api/v1/transactions/${envelope.transactionId}`;
@@ -330,18 +453,31 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     const otherMerchant = await stack.apiKey(['merchant']);
     expect((await stack.request('GET', path, { apiKey: otherMerchant.apiKey })).status).toBe(404);
     expect((await stack.request('GET', path, { apiKey: otherIssuer.apiKey })).status).toBe(404);
-    expect((await stack.request('GET', `/api/v1/transactions/${randomUUID()}`, { apiKey: merchant.apiKey })).status).toBe(404);
+    expect(
+      (await stack.request('GET', `/api/v1/transactions/${randomUUID()}`, { apiKey: merchant.apiKey }))
+        .status,
+    ).toBe(404);
     // Another merchant cannot map our receipt.
-    const foreign = await stack.request('POST', '/api/v1/transactions', { apiKey: otherMerchant.apiKey, body: { envelope, paymentGateway: 'other' } });
+    const foreign = await stack.request('POST', '/api/v1/transactions', {
+      apiKey: otherMerchant.apiKey,
+      body: { envelope, paymentGateway: 'other' },
+    });
     expect(foreign.status).toBe(404);
   });
 
   it('audits every operation without keys, token ids, full PAN hashes or receipt content', async () => {
     const records = await stack.deps.audit.forClient(issuer.clientId, 500);
     const actions = new Set(records.map((record) => record.action));
-    for (const action of ['key.generate', 'user.register', 'access.grant', 'receipt.decrypt']) expect(actions).toContain(action);
-    expect(records.some((record) => record.action === 'access.grant' && record.sourceIp === '127.0.0.1')).toBe(true);
-    expect(records.some((record) => record.action === 'receipt.decrypt' && record.outcome === 'failure' && record.reason)).toBe(true);
+    for (const action of ['key.generate', 'user.register', 'access.grant', 'receipt.decrypt'])
+      expect(actions).toContain(action);
+    expect(
+      records.some((record) => record.action === 'access.grant' && record.sourceIp === '127.0.0.1'),
+    ).toBe(true);
+    expect(
+      records.some(
+        (record) => record.action === 'receipt.decrypt' && record.outcome === 'failure' && record.reason,
+      ),
+    ).toBe(true);
     const text = JSON.stringify([...records, ...(await stack.deps.audit.forClient(merchant.clientId, 500))]);
     for (const secret of secrets) expect(text).not.toContain(secret);
   });
@@ -350,7 +486,13 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     const text = logs.text();
     expect(text.length).toBeGreaterThan(0);
     for (const secret of secrets) expect(text).not.toContain(secret);
-    for (const value of ['Corner Coffee Roasters', 'Almond croissant', 'Bean Club', 'cardholder@example.com', 'BC-0042']) {
+    for (const value of [
+      'Corner Coffee Roasters',
+      'Almond croissant',
+      'Bean Club',
+      'cardholder@example.com',
+      'BC-0042',
+    ]) {
       expect(text).not.toContain(value);
     }
   });

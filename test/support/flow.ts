@@ -16,24 +16,34 @@ interface Data<T> {
 }
 
 /** Steps 1 and 2 of the spec's flow, over HTTP. */
-export async function onboardUser(stack: TestStack, issuerKey: string, hashedPan = newHashedPan()): Promise<OnboardedUser> {
-  const keys = await stack.request<Data<{ keyId: string; publicKey: string; privateKey: string; algorithm: string }>>(
-    'POST',
-    '/api/v1/onboarding/generate-keys',
-    { apiKey: issuerKey },
-  );
+export async function onboardUser(
+  stack: TestStack,
+  issuerKey: string,
+  hashedPan = newHashedPan(),
+): Promise<OnboardedUser> {
+  const keys = await stack.request<
+    Data<{ keyId: string; publicKey: string; privateKey: string; algorithm: string }>
+  >('POST', '/api/v1/onboarding/generate-keys', { apiKey: issuerKey });
   expect(keys.status).toBe(200);
   const { keyId, publicKey, privateKey } = keys.json.data;
-  const registered = await stack.request<Data<{ userId: string; status: string }>>('POST', '/api/v1/onboarding/register', {
-    apiKey: issuerKey,
-    body: { hashedPan, publicKey, keyId },
-  });
+  const registered = await stack.request<Data<{ userId: string; status: string }>>(
+    'POST',
+    '/api/v1/onboarding/register',
+    {
+      apiKey: issuerKey,
+      body: { hashedPan, publicKey, keyId },
+    },
+  );
   expect(registered.status).toBe(200);
   return { userId: registered.json.data.userId, keyId, publicKey, privateKey, hashedPan };
 }
 
 /** Step 4: a token for the user's key. */
-export async function grantToken(stack: TestStack, issuerKey: string, user: { userId: string; keyId: string }): Promise<string> {
+export async function grantToken(
+  stack: TestStack,
+  issuerKey: string,
+  user: { userId: string; keyId: string },
+): Promise<string> {
   const granted = await stack.request<Data<{ tokenId: string }>>('POST', '/api/v1/keys/grant-access', {
     apiKey: issuerKey,
     body: { userId: user.userId, keyId: user.keyId },

@@ -9,7 +9,10 @@ export interface LogCapture {
 
 export function captureLogs(options: { echo?: boolean } = {}): LogCapture {
   const chunks: string[] = [];
-  const originals = { out: process.stdout.write.bind(process.stdout), err: process.stderr.write.bind(process.stderr) };
+  const originals = {
+    out: process.stdout.write.bind(process.stdout),
+    err: process.stderr.write.bind(process.stderr),
+  };
   const tap =
     (original: typeof process.stdout.write) =>
     (chunk: string | Uint8Array, ...rest: unknown[]): boolean => {

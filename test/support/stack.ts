@@ -14,7 +14,11 @@ export interface HttpReply<T = unknown> {
 
 export interface TestStack extends LocalStack {
   clock: ManualClock;
-  apiKey(roles: Role[], tier?: TierName, name?: string): Promise<{ apiKey: string; keyId: string; clientId: string }>;
+  apiKey(
+    roles: Role[],
+    tier?: TierName,
+    name?: string,
+  ): Promise<{ apiKey: string; keyId: string; clientId: string }>;
   request<T = Record<string, unknown>>(
     method: string,
     path: string,
@@ -58,7 +62,11 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
         body = JSON.stringify(requestOptions.body);
         headers['Content-Type'] ??= 'application/json';
       }
-      const response = await fetch(`${stack.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+      const response = await fetch(`${stack.url}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+      });
       const text = await response.text();
       let json: unknown = undefined;
       try {

@@ -1,0 +1,74 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { App, Stack } from 'aws-cdk-lib';
+import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Template } from 'aws-cdk-lib/assertions';
+import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
+import { ServiceFunction } from '../../infra/service-function.js';
+import { findRoute } from '../../lib/routes.js';
+import { cdkJsonContext } from './support.js';
+
+/**
+ * One real esbuild run through the house construct (the other infra tests skip bundling): the
+ * asset must be minified ESM with a source map, load under Node, and carry no build leftovers.
+ */
+let outdir: string;
+let assetDir: string;
+
+beforeAll(() => {
+  outdir = mkdtempSync(join(tmpdir(), 'receipt-service-bundle-'));
+  const app = new App({ outdir, context: cdkJsonContext() });
+  const stack = new Stack(app, 'BundleTest');
+  const tracingPolicy = new Policy(stack, 'Tracing', {
+    statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] })],
+  });
+  const service = new ServiceFunction(stack, 'Health', {
+    route: findRoute('health'),
+    projectRoot: defaultProjectRoot,
+    functionName: 'bundle-test-health',
+    environment: {},
+    logRetention: RetentionDays.ONE_DAY,
+    tracingPolicy,
+  });
+  expect(service.function.runtime.name).toBe('nodejs24.x');
+  app.synth();
+  const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+  const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
+  assetDir = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
+}, 120_000);
+
+afterAll(() => {
+  rmSync(outdir, { recursive: true, force: true });
+});
+
+describe('function bundle', () => {
+  it('holds the ESM bundle and its source map, and not the esbuild metafile', () => {
+    expect(readdirSync(assetDir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+  });
+
+  it('gives CommonJS dependencies a require() and is minified', () => {
+    const code = readFileSync(join(assetDir, 'index.mjs'), 'utf8');
+    expect(code.startsWith("import { createRequire as __receiptServiceCreateRequire } from 'node:module';")).toBe(true);
+    expect(code).toContain('//# sourceMappingURL=index.mjs.map');
+    // Minified: far fewer lines than modules bundled.
+    expect(code.split('\n').length).toBeLessThan(200);
+    const map = JSON.parse(readFileSync(join(assetDir, 'index.mjs.map'), 'utf8')) as { sources: string[]; sourcesContent?: unknown };
+    expect(map.sources.some((source) => source.endsWith('functions/health/handler.ts'))).toBe(true);
+    expect(map.sources.some((source) => /(^|\/)local\//.test(source.replace(/^(\.\.\/)+/, '')))).toBe(false);
+    expect(map.sourcesContent).toBeUndefined();
+  });
+
+  it('loads under Node without the project around it and exports the handler', () => {
+    const out = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', "const m = await import('./index.mjs'); console.log(typeof m.handler);"],
+      { cwd: assetDir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' },
+    );
+    expect(out.trim()).toBe('function');
+    expect(existsSync(join(assetDir, 'node_modules'))).toBe(false);
+  });
+});

@@ -1,0 +1,111 @@
+import { describe, expect, it } from '@jest/globals';
+import { App, Stack } from 'aws-cdk-lib';
+import { forbiddenInputs } from '../../infra/bundle-guard.js';
+import { envelopeTemplate } from '../../infra/gateway-responses.js';
+import { resolveSettings, SettingsError, type SettingsInput } from '../../infra/settings.js';
+import { tiers } from '../../lib/tiers.js';
+import { resourcesOf, synth } from './support.js';
+
+const settingsFrom = (context: Record<string, unknown>, overrides?: SettingsInput) =>
+  resolveSettings(new Stack(new App({ context }), 'S'), overrides);
+
+describe('settings', () => {
+  it('deploys with no context at all', () => {
+    const settings = settingsFrom({});
+    expect(settings).toMatchObject({
+      stage: 'dev',
+      resourcePrefix: 'receipt-service-dev',
+      tiers,
+      tiersOverridden: false,
+      logLevel: 'INFO',
+      logRetentionDays: 30,
+      tokenTtlSeconds: 180,
+      receiptRetentionDays: 2557,
+      escrowRetentionDays: 90,
+      auditRetentionDays: 400,
+      stripeSecretName: '/dev/receipt-service/stripe-secret-key',
+      squareSecretName: '/dev/receipt-service/square-access-token',
+      squareEnvironment: 'sandbox',
+      apiGatewayCloudWatchRole: true,
+    });
+    expect(settings.alarmEmail).toBeUndefined();
+    expect(settings.squareLocationId).toBeUndefined();
+  });
+
+  it('reads `-c key=value` strings as the types they stand for', () => {
+    const settings = settingsFrom({
+      stage: 'prod',
+      tokenTtlSeconds: '150',
+      apiGatewayCloudWatchRole: 'false',
+      dashboard: 'true',
+      alarmEmail: 'ops@example.com',
+      tiers: '{"enterprise":{"dailyQuota":20000000}}',
+    });
+    expect(settings).toMatchObject({
+      stage: 'prod',
+      tokenTtlSeconds: 150,
+      apiGatewayCloudWatchRole: false,
+      dashboard: true,
+      alarmEmail: 'ops@example.com',
+      stripeSecretName: '/prod/receipt-service/stripe-secret-key',
+      tiersOverridden: true,
+    });
+    expect(settings.tiers.enterprise).toEqual({ ...tiers.enterprise, dailyQuota: 20_000_000 });
+    expect(settings.tiers.free).toEqual(tiers.free);
+  });
+
+  it('lets props win over context', () => {
+    expect(settingsFrom({ stage: 'staging', logLevel: 'DEBUG' }, { logLevel: 'WARN' })).toMatchObject({
+      stage: 'staging',
+      logLevel: 'WARN',
+    });
+  });
+
+  it.each([
+    [{ stage: 'Prod Stage' }, 'stage'],
+    [{ tokenTtlSeconds: 60 }, 'tokenTtlSeconds'],
+    [{ logRetentionDays: 31 }, 'logRetentionDays'],
+    [{ alarmEmail: 'not-an-address' }, 'alarmEmail'],
+    [{ squareEnvironment: 'live' }, 'squareEnvironment'],
+    [{ tiers: '{"gold":{"burst":1}}' }, 'tiers'],
+    [{ tiers: { free: { burst: 0 } } }, 'tiers.free.burst'],
+  ])('refuses %j, naming %s', (context, key) => {
+    expect(() => settingsFrom(context)).toThrow(SettingsError);
+    expect(() => settingsFrom(context)).toThrow(new RegExp(`${key.replace(/\./g, '\\.')}:`));
+  });
+
+  it('leaves the account-wide API Gateway logging role out when asked', () => {
+    const { template } = synth({ context: { apiGatewayCloudWatchRole: 'false' } });
+    expect(Object.keys(resourcesOf(template, 'AWS::ApiGateway::Account'))).toHaveLength(0);
+    const { template: withRole } = synth();
+    const [account] = Object.values(resourcesOf(withRole, 'AWS::ApiGateway::Account'));
+    expect(account?.DeletionPolicy).toBe('Retain');
+  });
+});
+
+describe('bundle guard', () => {
+  it('finds modules from local/ among the bundle inputs', () => {
+    const inputs = {
+      'functions/create-payment/handler.ts': {},
+      'lib/gateways/registry.ts': {},
+      'local/gateway-sandbox/server.ts': {},
+      'node_modules/some-lib/local/index.js': {},
+    };
+    expect(forbiddenInputs({ inputs })).toEqual(['local/gateway-sandbox/server.ts']);
+  });
+
+  it('accepts a bundle of service code and dependencies only', () => {
+    expect(forbiddenInputs({ inputs: { 'functions/health/handler.ts': {}, 'lib/health.ts': {} } })).toEqual([]);
+  });
+});
+
+describe('envelope template', () => {
+  it('embeds the quoted message API Gateway substitutes, and escapes fixed ones', () => {
+    expect(envelopeTemplate('not_found')).toContain('"message":$context.error.messageString,');
+    const fixed = envelopeTemplate('forbidden', 'Say "no"');
+    expect(JSON.parse(fixed.replaceAll('$context.requestTime', 't').replaceAll('$context.requestId', 'r'))).toEqual({
+      success: false,
+      error: { code: 'forbidden', message: 'Say "no"', timestamp: 't', request_id: 'r' },
+    });
+  });
+});
