@@ -201,6 +201,10 @@ export class ReceiptServiceStack extends Stack {
       value: `${settings.resourcePrefix}-`,
       description: 'TABLE_PREFIX for the admin CLI',
     });
+    new CfnOutput(this, 'ApiKeysTable', {
+      value: this.data.tables.apiKeys.tableName,
+      description: 'TABLE_API_KEYS for `npm run admin -- api-keys ... --aws`',
+    });
     new CfnOutput(this, 'StripeSecretName', { value: settings.stripeSecretName });
     new CfnOutput(this, 'SquareSecretName', { value: settings.squareSecretName });
     new StringParameter(this, 'TablePrefixParameter', {

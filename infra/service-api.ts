@@ -80,6 +80,10 @@ export class ServiceApi extends Construct {
           {
             throttlingRateLimit: props.publicRouteThrottle.rateLimit,
             throttlingBurstLimit: props.publicRouteThrottle.burstLimit,
+            // A method override does not inherit the stage's logging settings.
+            loggingLevel: MethodLoggingLevel.ERROR,
+            dataTraceEnabled: false,
+            metricsEnabled: false,
           },
         ]),
     );

@@ -12,7 +12,7 @@ const { values } = parseArgs({
   allowPositionals: false,
 });
 
-const dataDir = join(process.cwd(), '.local-data');
+const dataDir = process.env.LOCAL_DATA_DIR ?? join(process.cwd(), '.local-data');
 const stateFile = join(dataDir, 'stack.json');
 const firstStart = await access(stateFile).then(
   () => false,

@@ -50,7 +50,7 @@ async function localDeps(): Promise<ApiKeyAdminDeps> {
   let endpoint = process.env.DYNAMODB_ENDPOINT;
   let prefix = process.env.TABLE_PREFIX ?? 'local-';
   if (!endpoint) {
-    const stateFile = join(process.cwd(), '.local-data', 'stack.json');
+    const stateFile = join(process.env.LOCAL_DATA_DIR ?? join(process.cwd(), '.local-data'), 'stack.json');
     const state = await readFile(stateFile, 'utf8').then(
       (text) => JSON.parse(text) as { dynamoDbEndpoint: string; tablePrefix: string },
       () => {

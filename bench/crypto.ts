@@ -1,0 +1,337 @@
+import {
+  constants,
+  createCipheriv,
+  createDecipheriv,
+  generateKeyPairSync,
+  privateDecrypt,
+  publicEncrypt,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { FlattenedEncrypt, flattenedDecrypt, importPKCS8, importSPKI, type FlattenedJWE } from 'jose';
+import {
+  openEnvelope,
+  sealEnvelope,
+  type BoundFields,
+  type Recipient,
+  type SealedEnvelope,
+} from '../lib/crypto/envelope.js';
+import { benchReceipt } from './lib/receipt.js';
+import { printTable, type TargetCheck } from './lib/report.js';
+import { median, rotated, round } from './lib/stats.js';
+
+/**
+ * Envelope seal/open against two references doing the same job on the same ~2 KB receipt with
+ * pre-parsed keys: the floor (bare node:crypto, no header, no commitment) and jose's flattened JWE.
+ * All implementations run in the same rounds, in rotating order, and every ratio is taken within a
+ * round before the median is taken, so machine noise (other tenants, turbo) cancels out as far as it can.
+ */
+
+export interface CryptoOptions {
+  rounds: number;
+  /** Each round gives every candidate this many slices, interleaved, so they share the same noise. */
+  slicesPerRound: number;
+  sliceMs: number;
+}
+
+type Operation = 'seal' | 'open';
+
+interface Candidate {
+  name: string;
+  operation: Operation;
+  /** Returns something derived from the output so that the work cannot be optimised away. */
+  run: () => number | Promise<number>;
+  async: boolean;
+}
+
+interface CandidateSummary {
+  operation: Operation;
+  /** Median over rounds of wall-clock operations per second. */
+  opsPerSecondMedian: number;
+  microsPerOpMedian: number;
+  /** Median over rounds of process CPU time per operation. */
+  cpuMicrosPerOpMedian: number;
+  opsPerSecondPerRound: number[];
+}
+
+interface RatioSummary {
+  /** Median of the per-round ratios of wall-clock throughput: the figure the targets are judged on. */
+  median: number;
+  perRound: number[];
+  /** The same ratio from CPU time per operation: less sensitive to other tenants on the machine. */
+  cpuMedian: number;
+  meaning: string;
+}
+
+export interface CryptoResult {
+  receiptBytes: number;
+  options: CryptoOptions;
+  candidates: Record<string, CandidateSummary>;
+  ratios: Record<string, RatioSummary>;
+  targets: TargetCheck[];
+}
+
+const OAEP = { padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' } as const;
+
+// ------------------------------------------------------------------------------------------------
+// The floor: what any implementation must at least do. One random draw for CEK and IV (as the
+// envelope does), and the outputs spelt as base64 strings, because every candidate produces a
+// serialisable result and the envelope's wire form is base64.
+
+interface FloorSealed {
+  encryptedKey: string;
+  iv: string;
+  ciphertext: string;
+  tag: string;
+}
+
+function floorSeal(plaintext: Buffer, publicKey: KeyObject): FloorSealed {
+  const random = randomBytes(44);
+  const cek = random.subarray(0, 32);
+  const iv = random.subarray(32);
+  const cipher = createCipheriv('aes-256-gcm', cek, iv, { authTagLength: 16 });
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  const tag = cipher.getAuthTag();
+  const encryptedKey = publicEncrypt({ key: publicKey, ...OAEP }, cek);
+  return {
+    encryptedKey: encryptedKey.toString('base64'),
+    iv: iv.toString('base64'),
+    ciphertext: ciphertext.toString('base64'),
+    tag: tag.toString('base64'),
+  };
+}
+
+function floorOpen(sealed: FloorSealed, privateKey: KeyObject): Buffer {
+  const cek = privateDecrypt({ key: privateKey, ...OAEP }, Buffer.from(sealed.encryptedKey, 'base64'));
+  const decipher = createDecipheriv('aes-256-gcm', cek, Buffer.from(sealed.iv, 'base64'), { authTagLength: 16 });
+  decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
+  return Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]);
+}
+
+/** Our envelope re-spelt as the flattened JWE it is (DECISIONS.md, Crypto): a cross-check, not timed. */
+function envelopeAsJwe(envelope: SealedEnvelope): FlattenedJWE {
+  const url = (base64: string) => Buffer.from(base64, 'base64').toString('base64url');
+  return {
+    protected: envelope.protected,
+    encrypted_key: url(envelope.keyBundle.encryptedAesKey),
+    iv: url(envelope.iv),
+    ciphertext: url(envelope.ciphertext),
+    tag: url(envelope.authTag),
+  };
+}
+
+interface Slice {
+  operations: number;
+  wallMs: number;
+  cpuMs: number;
+}
+
+/**
+ * One short slice of one candidate. CPU time is process-wide (user + system), so it includes the
+ * libuv pool threads where WebCrypto (jose) does its RSA work; it is the cross-check that does not
+ * count the time this process spent descheduled by other tenants.
+ */
+async function slice(candidate: Candidate, sliceMs: number): Promise<Slice> {
+  let operations = 0;
+  let sink = 0;
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  let elapsed = 0;
+  if (candidate.async) {
+    while (elapsed < sliceMs) {
+      sink += await candidate.run();
+      operations++;
+      elapsed = performance.now() - start;
+    }
+  } else {
+    while (elapsed < sliceMs) {
+      sink += candidate.run() as number;
+      operations++;
+      elapsed = performance.now() - start;
+    }
+  }
+  const used = process.cpuUsage(cpu);
+  if (sink < 0) console.log('unreachable', sink);
+  return { operations, wallMs: elapsed, cpuMs: (used.user + used.system) / 1000 };
+}
+
+export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResult> {
+  const receipt = benchReceipt();
+  const plaintext = Buffer.from(JSON.stringify(receipt), 'utf8');
+  const bound: BoundFields = {
+    version: receipt.version,
+    receiptId: receipt.receiptId,
+    merchantId: receipt.merchant.merchantId,
+    transactionId: receipt.transaction.transactionId,
+  };
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0x10001 });
+  const recipient: Recipient = { keyId: 'bench-key', publicKey };
+  // jose v6 works on WebCrypto CryptoKeys; importing once up front is what "pre-imported" means.
+  const josePublic = await importSPKI(publicKey.export({ type: 'spki', format: 'pem' }).toString(), 'RSA-OAEP-256');
+  const josePrivate = await importPKCS8(
+    privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    'RSA-OAEP-256',
+  );
+  // The same header fields as the envelope binds, so the AAD jose authenticates is the same size.
+  const joseHeader = { alg: 'RSA-OAEP-256', enc: 'A256GCM', ...bound };
+  const joseSeal = () => new FlattenedEncrypt(plaintext).setProtectedHeader(joseHeader).encrypt(josePublic);
+
+  // Fixed inputs for the open candidates, and a correctness check of every pair before any timing.
+  const envelope = sealEnvelope(plaintext, bound, recipient);
+  const floorSealed = floorSeal(plaintext, publicKey);
+  const joseSealed = await joseSeal();
+  const checks: [string, Buffer | Uint8Array][] = [
+    ['envelope', openEnvelope(envelope, privateKey)],
+    ['floor', floorOpen(floorSealed, privateKey)],
+    ['jose', (await flattenedDecrypt(joseSealed, josePrivate)).plaintext],
+    ['jose reading an envelope', (await flattenedDecrypt(envelopeAsJwe(envelope), josePrivate)).plaintext],
+  ];
+  for (const [name, opened] of checks) {
+    if (!Buffer.from(opened).equals(plaintext)) throw new Error(`crypto bench: ${name} did not round-trip`);
+  }
+
+  const cek = randomBytes(32);
+  const iv = randomBytes(12);
+  const wrapped = publicEncrypt({ key: publicKey, ...OAEP }, cek);
+  const candidates: Candidate[] = [
+    { name: 'seal: envelope', operation: 'seal', async: false, run: () => sealEnvelope(plaintext, bound, recipient).ciphertext.length },
+    { name: 'seal: floor', operation: 'seal', async: false, run: () => floorSeal(plaintext, publicKey).ciphertext.length },
+    { name: 'seal: jose', operation: 'seal', async: true, run: async () => (await joseSeal()).ciphertext.length },
+    // Components of the floor, to say what dominates it.
+    { name: 'seal part: RSA-OAEP-256 wrap', operation: 'seal', async: false, run: () => publicEncrypt({ key: publicKey, ...OAEP }, cek).length },
+    {
+      name: 'seal part: AES-256-GCM 2 KB',
+      operation: 'seal',
+      async: false,
+      run: () => {
+        const cipher = createCipheriv('aes-256-gcm', cek, iv, { authTagLength: 16 });
+        return cipher.update(plaintext).length + cipher.final().length + cipher.getAuthTag().length;
+      },
+    },
+    { name: 'open: envelope', operation: 'open', async: false, run: () => openEnvelope(envelope, privateKey).length },
+    { name: 'open: floor', operation: 'open', async: false, run: () => floorOpen(floorSealed, privateKey).length },
+    {
+      name: 'open: jose',
+      operation: 'open',
+      async: true,
+      run: async () => (await flattenedDecrypt(joseSealed, josePrivate)).plaintext.length,
+    },
+    { name: 'open part: RSA-OAEP-256 unwrap', operation: 'open', async: false, run: () => privateDecrypt({ key: privateKey, ...OAEP }, wrapped).length },
+  ];
+
+  // Warm-up: JIT, OpenSSL's lazily built Montgomery tables, jose's key caches.
+  for (const candidate of candidates) await slice(candidate, 150);
+
+  const wall = new Map<string, number[]>(candidates.map((candidate) => [candidate.name, []]));
+  const cpu = new Map<string, number[]>(candidates.map((candidate) => [candidate.name, []]));
+  for (let roundIndex = 0; roundIndex < options.rounds; roundIndex++) {
+    const totals = new Map<string, Slice>(
+      candidates.map((candidate) => [candidate.name, { operations: 0, wallMs: 0, cpuMs: 0 }]),
+    );
+    for (let sliceIndex = 0; sliceIndex < options.slicesPerRound; sliceIndex++) {
+      for (const candidate of rotated(candidates, roundIndex * options.slicesPerRound + sliceIndex)) {
+        const measured = await slice(candidate, options.sliceMs);
+        const total = totals.get(candidate.name);
+        if (!total) continue;
+        total.operations += measured.operations;
+        total.wallMs += measured.wallMs;
+        total.cpuMs += measured.cpuMs;
+      }
+    }
+    for (const [name, total] of totals) {
+      wall.get(name)?.push((total.operations / total.wallMs) * 1000);
+      cpu.get(name)?.push((total.cpuMs * 1000) / total.operations);
+    }
+  }
+  const series = (map: Map<string, number[]>, name: string): number[] => map.get(name) ?? [];
+  const perRoundRatio = (numerator: number[], denominator: number[]): number[] =>
+    numerator.map((value, index) => value / (denominator[index] ?? Number.NaN));
+
+  const ratios: Record<string, RatioSummary> = {};
+  /** `faster` over `slower` as a ratio of throughputs (wall) and of CPU cost per operation, the other way up. */
+  const addRatio = (key: string, faster: string, slower: string, meaning: string) => {
+    const values = perRoundRatio(series(wall, faster), series(wall, slower));
+    const cpuValues = perRoundRatio(series(cpu, slower), series(cpu, faster));
+    ratios[key] = {
+      median: round(median(values), 3),
+      perRound: values.map((value) => round(value, 3)),
+      cpuMedian: round(median(cpuValues), 3),
+      meaning,
+    };
+  };
+  // Each ratio is oriented the way its target is phrased.
+  addRatio('sealVsJose', 'seal: envelope', 'seal: jose', 'jose seal time ÷ envelope seal time (× faster than jose)');
+  addRatio('sealVsFloor', 'seal: floor', 'seal: envelope', 'envelope seal time ÷ floor seal time (× the floor)');
+  addRatio('openVsFloor', 'open: floor', 'open: envelope', 'envelope open time ÷ floor open time (× the floor)');
+  addRatio('openVsJose', 'open: envelope', 'open: jose', 'jose open time ÷ envelope open time (× faster than jose)');
+
+  const summary: Record<string, CandidateSummary> = {};
+  for (const candidate of candidates) {
+    const opsPerSecond = median(series(wall, candidate.name));
+    summary[candidate.name] = {
+      operation: candidate.operation,
+      opsPerSecondMedian: round(opsPerSecond, 1),
+      microsPerOpMedian: round(1e6 / opsPerSecond, 2),
+      cpuMicrosPerOpMedian: round(median(series(cpu, candidate.name)), 2),
+      opsPerSecondPerRound: series(wall, candidate.name).map((value) => round(value, 1)),
+    };
+  }
+
+  printTable(
+    `Crypto: ${plaintext.length}-byte receipt, RSA-2048; ${options.rounds} rounds × ${options.slicesPerRound} interleaved ${options.sliceMs} ms slices per candidate; medians over rounds`,
+    ['candidate', 'ops/s', 'µs/op (wall)', 'µs/op (CPU)'],
+    candidates.map((candidate) => {
+      const entry = summary[candidate.name];
+      return [
+        candidate.name,
+        entry?.opsPerSecondMedian ?? Number.NaN,
+        entry?.microsPerOpMedian ?? Number.NaN,
+        entry?.cpuMicrosPerOpMedian ?? Number.NaN,
+      ];
+    }),
+  );
+  printTable(
+    'Crypto ratios (median of per-round ratios; wall-clock range over rounds; CPU-time cross-check)',
+    ['ratio', 'wall', 'wall range', 'CPU', 'meaning'],
+    Object.entries(ratios).map(([key, ratio]) => [
+      key,
+      ratio.median,
+      `${Math.min(...ratio.perRound)}–${Math.max(...ratio.perRound)}`,
+      ratio.cpuMedian,
+      ratio.meaning,
+    ]),
+  );
+
+  const sealVsJose = ratios.sealVsJose?.median ?? Number.NaN;
+  const sealVsFloor = ratios.sealVsFloor?.median ?? Number.NaN;
+  const openVsFloor = ratios.openVsFloor?.median ?? Number.NaN;
+  const micros = (name: string) => summary[name]?.microsPerOpMedian ?? Number.NaN;
+  const targets: TargetCheck[] = [
+    {
+      section: 'crypto',
+      target: 'seal ≥ 2× jose throughput',
+      measured: `${sealVsJose.toFixed(2)}× (${micros('seal: envelope')} vs ${micros('seal: jose')} µs/op)`,
+      met: sealVsJose >= 2,
+    },
+    {
+      section: 'crypto',
+      target: 'seal within 1.5× of the floor',
+      measured: `${sealVsFloor.toFixed(2)}× (${micros('seal: envelope')} vs ${micros('seal: floor')} µs/op)`,
+      met: sealVsFloor <= 1.5,
+    },
+    {
+      section: 'crypto',
+      target: 'open within 1.2× of the floor',
+      measured: `${openVsFloor.toFixed(2)}× (${micros('open: envelope')} vs ${micros('open: floor')} µs/op)`,
+      met: openVsFloor <= 1.2,
+    },
+  ];
+  return {
+    receiptBytes: plaintext.length,
+    options,
+    candidates: summary,
+    ratios,
+    targets,
+  };
+}
