@@ -22,7 +22,8 @@ import {
 
 const plans: UsagePlanIds = { free: 'plan-free', standard: 'plan-standard', enterprise: 'plan-enterprise' };
 const metadata = { $metadata: {} };
-const notFound = () => new NotFoundException({ message: 'Invalid API Key identifier specified', ...metadata });
+const notFound = () =>
+  new NotFoundException({ message: 'Invalid API Key identifier specified', ...metadata });
 const conflict = () => new ConflictException({ message: 'Usage Plan Key already exists', ...metadata });
 
 const apiGateway = mockClient(APIGatewayClient);
@@ -33,7 +34,12 @@ beforeEach(() => {
 });
 
 describe('ApiGatewayEdgeKeyStore.createKey', () => {
-  const input = { name: 'acme-pos', value: 'rsk_live_0123456789abcdefghij', tier: 'standard' as const, clientId: 'client-1' };
+  const input = {
+    name: 'acme-pos',
+    value: 'rsk_live_0123456789abcdefghij',
+    tier: 'standard' as const,
+    clientId: 'client-1',
+  };
 
   it('creates an enabled key with the service key value and puts it in the tier plan', async () => {
     apiGateway.on(CreateApiKeyCommand).resolves({ id: 'edge-1' });
@@ -57,11 +63,15 @@ describe('ApiGatewayEdgeKeyStore.createKey', () => {
 
   it('deletes the new key again when it cannot join the plan', async () => {
     apiGateway.on(CreateApiKeyCommand).resolves({ id: 'edge-2' });
-    apiGateway.on(CreateUsagePlanKeyCommand).rejects(new TooManyRequestsException({ message: 'slow down', ...metadata }));
+    apiGateway
+      .on(CreateUsagePlanKeyCommand)
+      .rejects(new TooManyRequestsException({ message: 'slow down', ...metadata }));
     apiGateway.on(DeleteApiKeyCommand).resolves({});
 
     await expect(store().createKey(input)).rejects.toThrow('slow down');
-    expect(apiGateway.commandCalls(DeleteApiKeyCommand).map((call) => call.args[0].input)).toEqual([{ apiKey: 'edge-2' }]);
+    expect(apiGateway.commandCalls(DeleteApiKeyCommand).map((call) => call.args[0].input)).toEqual([
+      { apiKey: 'edge-2' },
+    ]);
   });
 
   it('fails when API Gateway returns no key id', async () => {
@@ -80,7 +90,9 @@ describe('ApiGatewayEdgeKeyStore.setTier', () => {
 
     const removed = apiGateway.commandCalls(DeleteUsagePlanKeyCommand);
     const added = apiGateway.commandCalls(CreateUsagePlanKeyCommand);
-    expect(removed.map((call) => call.args[0].input)).toEqual([{ usagePlanId: 'plan-free', keyId: 'edge-1' }]);
+    expect(removed.map((call) => call.args[0].input)).toEqual([
+      { usagePlanId: 'plan-free', keyId: 'edge-1' },
+    ]);
     expect(added.map((call) => call.args[0].input)).toEqual([
       { usagePlanId: 'plan-enterprise', keyId: 'edge-1', keyType: 'API_KEY' },
     ]);
@@ -114,10 +126,9 @@ describe('ApiGatewayEdgeKeyStore.setTier', () => {
     apiGateway.on(GetUsagePlanKeyCommand).rejects(notFound());
 
     await expect(store().setTier('edge-1', 'free', 'enterprise')).rejects.toBeInstanceOf(ConflictException);
-    expect(apiGateway.commandCalls(CreateUsagePlanKeyCommand).map((call) => call.args[0].input.usagePlanId)).toEqual([
-      'plan-enterprise',
-      'plan-free',
-    ]);
+    expect(
+      apiGateway.commandCalls(CreateUsagePlanKeyCommand).map((call) => call.args[0].input.usagePlanId),
+    ).toEqual(['plan-enterprise', 'plan-free']);
   });
 });
 
@@ -125,7 +136,9 @@ describe('ApiGatewayEdgeKeyStore.revoke', () => {
   it('deletes the API Gateway key', async () => {
     apiGateway.on(DeleteApiKeyCommand).resolves({});
     await store().revoke('edge-1');
-    expect(apiGateway.commandCalls(DeleteApiKeyCommand).map((call) => call.args[0].input)).toEqual([{ apiKey: 'edge-1' }]);
+    expect(apiGateway.commandCalls(DeleteApiKeyCommand).map((call) => call.args[0].input)).toEqual([
+      { apiKey: 'edge-1' },
+    ]);
   });
 
   it('treats a key that is already gone as revoked', async () => {
@@ -134,7 +147,9 @@ describe('ApiGatewayEdgeKeyStore.revoke', () => {
   });
 
   it('reports other failures', async () => {
-    apiGateway.on(DeleteApiKeyCommand).rejects(new TooManyRequestsException({ message: 'slow down', ...metadata }));
+    apiGateway
+      .on(DeleteApiKeyCommand)
+      .rejects(new TooManyRequestsException({ message: 'slow down', ...metadata }));
     await expect(store().revoke('edge-1')).rejects.toThrow('slow down');
   });
 });
@@ -147,7 +162,11 @@ describe('loadUsagePlanIds', () => {
 
   it('prefers USAGE_PLAN_ID_* from the environment', async () => {
     const env = { USAGE_PLAN_ID_FREE: 'a', USAGE_PLAN_ID_STANDARD: 'b', USAGE_PLAN_ID_ENTERPRISE: 'c' };
-    await expect(loadUsagePlanIds({ stage: 'prod', env })).resolves.toEqual({ free: 'a', standard: 'b', enterprise: 'c' });
+    await expect(loadUsagePlanIds({ stage: 'prod', env })).resolves.toEqual({
+      free: 'a',
+      standard: 'b',
+      enterprise: 'c',
+    });
   });
 
   it('refuses a partial set of environment variables', async () => {
@@ -164,7 +183,11 @@ describe('loadUsagePlanIds', () => {
         { Name: '/prod/receipt-service/usage-plans/enterprise', Value: 'p3' },
       ],
     });
-    const ids = await loadUsagePlanIds({ stage: 'prod', env: {}, ssm: new SSMClient({ region: 'eu-west-1' }) });
+    const ids = await loadUsagePlanIds({
+      stage: 'prod',
+      env: {},
+      ssm: new SSMClient({ region: 'eu-west-1' }),
+    });
     expect(ids).toEqual({ free: 'p1', standard: 'p2', enterprise: 'p3' });
     expect(ssm.commandCalls(GetParametersCommand)[0]?.args[0].input.Names).toEqual([
       usagePlanParameterName('prod', 'free'),
@@ -176,7 +199,10 @@ describe('loadUsagePlanIds', () => {
   it('names the parameters that are missing', async () => {
     ssm.on(GetParametersCommand).resolves({
       Parameters: [{ Name: '/dev/receipt-service/usage-plans/free', Value: 'p1' }],
-      InvalidParameters: ['/dev/receipt-service/usage-plans/standard', '/dev/receipt-service/usage-plans/enterprise'],
+      InvalidParameters: [
+        '/dev/receipt-service/usage-plans/standard',
+        '/dev/receipt-service/usage-plans/enterprise',
+      ],
     });
     await expect(
       loadUsagePlanIds({ stage: 'dev', env: {}, ssm: new SSMClient({ region: 'eu-west-1' }) }),
