@@ -50,7 +50,12 @@ export const edgeErrorResponses: readonly EdgeErrorResponse[] = [
     code: 'not_found',
     message: 'No resource at this path',
   },
-  { type: ResponseType.RESOURCE_NOT_FOUND, statusCode: '404', code: 'not_found', message: 'No resource at this path' },
+  {
+    type: ResponseType.RESOURCE_NOT_FOUND,
+    statusCode: '404',
+    code: 'not_found',
+    message: 'No resource at this path',
+  },
   {
     type: ResponseType.THROTTLED,
     statusCode: '429',

@@ -149,7 +149,10 @@ export class Monitoring extends Construct {
         new GraphWidget({ title: 'API requests', left: [requests], right: [serverErrorRate], width: 8 }),
         new GraphWidget({
           title: 'API latency',
-          left: [props.stage.metricLatency({ statistic: 'p50' }), props.stage.metricLatency({ statistic: 'p99' })],
+          left: [
+            props.stage.metricLatency({ statistic: 'p50' }),
+            props.stage.metricLatency({ statistic: 'p99' }),
+          ],
           width: 8,
         }),
         new GraphWidget({

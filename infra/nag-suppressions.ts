@@ -42,7 +42,10 @@ export function applyNagSuppressions(subjects: NagSubjects): void {
     { id: 'AwsSolutions-APIG4', reason: suppressionReasons.apiAuthorization },
     { id: 'AwsSolutions-COG4', reason: suppressionReasons.apiAuthorization },
   );
-  Validations.of(subjects.api.deploymentStage).acknowledge({ id: 'AwsSolutions-APIG3', reason: suppressionReasons.waf });
+  Validations.of(subjects.api.deploymentStage).acknowledge({
+    id: 'AwsSolutions-APIG3',
+    reason: suppressionReasons.waf,
+  });
   const loggingRole = subjects.api.node.tryFindChild('CloudWatchRole');
   if (loggingRole) {
     Validations.of(loggingRole).acknowledge({

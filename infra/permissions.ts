@@ -32,8 +32,14 @@ export function tableActions(access: TableAccess): string[] {
 }
 
 /** The statements one function needs on one table: the table itself, plus its named indexes when it reads. */
-export function tableStatements(access: TableAccess, tableArn: string, indexNames: readonly string[]): PolicyStatement[] {
-  const statements = [new PolicyStatement({ effect: Effect.ALLOW, actions: tableActions(access), resources: [tableArn] })];
+export function tableStatements(
+  access: TableAccess,
+  tableArn: string,
+  indexNames: readonly string[],
+): PolicyStatement[] {
+  const statements = [
+    new PolicyStatement({ effect: Effect.ALLOW, actions: tableActions(access), resources: [tableArn] }),
+  ];
   if (canRead(access) && indexNames.length > 0) {
     statements.push(
       new PolicyStatement({

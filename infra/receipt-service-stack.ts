@@ -109,7 +109,10 @@ export class ReceiptServiceStack extends Stack {
       tiers: settings.tiers,
       logRetention: settings.logRetentionDays,
       cloudWatchRole: settings.apiGatewayCloudWatchRole,
-      publicRouteThrottle: { rateLimit: settings.publicRouteRateLimit, burstLimit: settings.publicRouteBurstLimit },
+      publicRouteThrottle: {
+        rateLimit: settings.publicRouteRateLimit,
+        burstLimit: settings.publicRouteBurstLimit,
+      },
     });
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
@@ -165,15 +168,26 @@ export class ReceiptServiceStack extends Stack {
   }
 
   private grantRoute(fn: ServiceFunction, route: RouteDefinition, settings: ServiceSettings): void {
-    for (const [key, access] of Object.entries(route.tables) as [TableKey, NonNullable<RouteDefinition['tables'][TableKey]>][]) {
-      for (const statement of tableStatements(access, this.data.tables[key].tableArn, this.data.indexNames(key))) {
+    for (const [key, access] of Object.entries(route.tables) as [
+      TableKey,
+      NonNullable<RouteDefinition['tables'][TableKey]>,
+    ][]) {
+      for (const statement of tableStatements(
+        access,
+        this.data.tables[key].tableArn,
+        this.data.indexNames(key),
+      )) {
         fn.role.addToPrincipalPolicy(statement);
       }
     }
     const kmsActions = escrowActions(route.escrow);
     if (kmsActions.length > 0) {
       fn.role.addToPrincipalPolicy(
-        new PolicyStatement({ effect: Effect.ALLOW, actions: kmsActions, resources: [this.escrowKey.keyArn] }),
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: kmsActions,
+          resources: [this.escrowKey.keyArn],
+        }),
       );
     }
     if (route.gateways) {
@@ -187,7 +201,11 @@ export class ReceiptServiceStack extends Stack {
         }),
       );
       fn.role.addToPrincipalPolicy(
-        new PolicyStatement({ effect: Effect.ALLOW, actions: ['secretsmanager:GetSecretValue'], resources: secretArns }),
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['secretsmanager:GetSecretValue'],
+          resources: secretArns,
+        }),
       );
     }
   }
@@ -224,6 +242,7 @@ export class ReceiptServiceStack extends Stack {
         description: `API Gateway usage plan id of the ${tier} tier; read by the admin CLI`,
       });
     }
-    if (this.monitoring.topic) new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
+    if (this.monitoring.topic)
+      new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
   }
 }

@@ -34,7 +34,8 @@ export interface ServiceApiProps {
   publicRouteThrottle: { rateLimit: number; burstLimit: number };
 }
 
-const pathParameters = (path: string): string[] => [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
+const pathParameters = (path: string): string[] =>
+  [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
 
 /** Access log fields: one JSON object per request, no key values and no bodies. */
 const accessLogFormat = JSON.stringify({
@@ -136,7 +137,9 @@ export class ServiceApi extends Construct {
         {
           operationName: route.name,
           apiKeyRequired: route.apiKeyRequired,
-          requestParameters: Object.fromEntries(parameters.map((name) => [`method.request.path.${name}`, true])),
+          requestParameters: Object.fromEntries(
+            parameters.map((name) => [`method.request.path.${name}`, true]),
+          ),
           requestValidator: parameters.length > 0 ? validator : undefined,
         },
       );
@@ -150,7 +153,8 @@ export class ServiceApi extends Construct {
    */
   private addMethodNotAllowed(routes: readonly RouteDefinition[]): void {
     const allowedByPath = new Map<string, string[]>();
-    for (const route of routes) allowedByPath.set(route.path, [...(allowedByPath.get(route.path) ?? []), route.method]);
+    for (const route of routes)
+      allowedByPath.set(route.path, [...(allowedByPath.get(route.path) ?? []), route.method]);
 
     for (const [path, methods] of allowedByPath) {
       const allow = methods.join(', ');

@@ -34,17 +34,25 @@ const tierOverrides = z.preprocess(
   z.strictObject(Object.fromEntries(tierNames.map((tier) => [tier, tierSchema.partial().optional()]))),
 );
 
-const retentionValues = Object.values(RetentionDays).filter((value): value is number => typeof value === 'number');
+const retentionValues = Object.values(RetentionDays).filter(
+  (value): value is number => typeof value === 'number',
+);
 
 const settingsSchema = z.object({
   stage: z
     .string()
-    .regex(/^[a-z][a-z0-9-]{0,19}$/, 'lower-case letters, digits and dashes, starting with a letter, at most 20'),
+    .regex(
+      /^[a-z][a-z0-9-]{0,19}$/,
+      'lower-case letters, digits and dashes, starting with a letter, at most 20',
+    ),
   tiers: tierOverrides.optional(),
   logLevel: serviceEnvSchema.shape.LOG_LEVEL,
   logRetentionDays: z.coerce
     .number()
-    .refine((days) => retentionValues.includes(days), `one of CloudWatch's retention periods: ${retentionValues.join(', ')}`)
+    .refine(
+      (days) => retentionValues.includes(days),
+      `one of CloudWatch's retention periods: ${retentionValues.join(', ')}`,
+    )
     .default(RetentionDays.ONE_MONTH),
   tokenTtlSeconds: serviceEnvSchema.shape.TOKEN_TTL_SECONDS,
   apiKeyCacheTtlSeconds: serviceEnvSchema.shape.API_KEY_CACHE_TTL_SECONDS,
@@ -68,7 +76,10 @@ export type SettingsInput = Partial<z.input<typeof settingsSchema>>;
 
 type Parsed = z.output<typeof settingsSchema>;
 
-export interface ServiceSettings extends Omit<Parsed, 'tiers' | 'stripeSecretName' | 'squareSecretName' | 'logRetentionDays'> {
+export interface ServiceSettings extends Omit<
+  Parsed,
+  'tiers' | 'stripeSecretName' | 'squareSecretName' | 'logRetentionDays'
+> {
   tiers: TierTable;
   /** True when the usage plans differ from lib/tiers.ts, which the service's own limiter still reads. */
   tiersOverridden: boolean;
@@ -90,10 +101,14 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
     const value: unknown = scope.node.tryGetContext(key);
     if (value !== undefined) fromContext[key] = value;
   }
-  const definedOverrides = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined));
+  const definedOverrides = Object.fromEntries(
+    Object.entries(overrides).filter(([, value]) => value !== undefined),
+  );
   const parsed = settingsSchema.safeParse({ stage: 'dev', ...fromContext, ...definedOverrides });
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    const issues = parsed.error.issues.map(
+      (issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`,
+    );
     throw new SettingsError(`Invalid receipt-service settings: ${issues.join('; ')}`);
   }
   const { tiers: overriddenTiers, ...values } = parsed.data;
@@ -103,7 +118,9 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
   return {
     ...values,
     tiers,
-    tiersOverridden: tierNames.some((tier) => JSON.stringify(tiers[tier]) !== JSON.stringify(serviceTiers[tier])),
+    tiersOverridden: tierNames.some(
+      (tier) => JSON.stringify(tiers[tier]) !== JSON.stringify(serviceTiers[tier]),
+    ),
     logRetentionDays: values.logRetentionDays as RetentionDays,
     stripeSecretName: values.stripeSecretName ?? `/${values.stage}/receipt-service/stripe-secret-key`,
     squareSecretName: values.squareSecretName ?? `/${values.stage}/receipt-service/square-access-token`,

@@ -147,6 +147,15 @@ export const routes: RouteDefinition[] = [
     gateways: true,
     timeoutSeconds: 29,
   },
+  {
+    name: 'openapi',
+    method: 'GET',
+    path: '/api/v1/openapi.json',
+    entry: 'functions/openapi/handler.ts',
+    apiKeyRequired: false,
+    roles: [],
+    tables: { rateLimits: 'readWrite', apiKeys: 'read' },
+  },
 ];
 
 export const findRoute = (name: string): RouteDefinition => {

@@ -15,6 +15,8 @@ declare module 'autocannon' {
   export interface RequestTemplate extends AutocannonRequest {
     /** Called before each request is sent; the returned request is what goes on the wire. */
     setupRequest?: (request: AutocannonRequest, context: Record<string, unknown>) => AutocannonRequest;
+    /** Called with each response's status and body (collecting bodies costs a little). */
+    onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string>) => void;
   }
 
   export interface Options {

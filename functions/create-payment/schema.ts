@@ -11,7 +11,12 @@ export const createPaymentBody = z
     amount: money.min(1).optional(),
     cardNonce: z.string().min(1).max(192).optional(),
   })
-  .superRefine(checkAmounts);
+  .superRefine(checkAmounts)
+  .meta({
+    id: 'CreatePaymentRequest',
+    description:
+      'The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form.',
+  });
 
 export type CreatePaymentRequestBody = z.infer<typeof createPaymentBody>;
 
@@ -20,4 +25,8 @@ export const idempotencyKeyHeader = z
   .string()
   .min(1)
   .max(255)
-  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII');
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII')
+  .meta({
+    description:
+      'Optional: 1 to 255 printable ASCII characters. Without it the receiptId is the idempotency key.',
+  });

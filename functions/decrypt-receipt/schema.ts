@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { envelopeInputSchema, uuid } from '../../lib/receipts/schemas.js';
 
-export const decryptReceiptBody = z.object({
-  envelope: envelopeInputSchema,
-  accessTokenId: uuid,
-  privateKey: z.string().min(1).max(16_384),
-});
+export const decryptReceiptBody = z
+  .object({
+    envelope: envelopeInputSchema,
+    accessTokenId: uuid,
+    privateKey: z.string().min(1).max(16_384),
+  })
+  .meta({ id: 'DecryptReceiptRequest' });
 
 export type DecryptReceiptBody = z.infer<typeof decryptReceiptBody>;

@@ -2,20 +2,37 @@ import { z } from 'zod';
 import { checkAmounts, flattenedReceiptSchema } from '../../lib/receipts/flattened.js';
 import { digitalReceiptSchema, hashedPan } from '../../lib/receipts/schemas.js';
 
-export const recipientIdentifierSchema = z.object({
-  type: z.enum(['email', 'phone', 'national_id', 'bank_account']),
-  value: z.string().min(1).max(320),
-});
+export const recipientIdentifierSchema = z
+  .object({
+    type: z.enum(['email', 'phone', 'national_id', 'bank_account']),
+    value: z.string().min(1).max(320),
+  })
+  .meta({
+    id: 'RecipientIdentifier',
+    description: 'Kept only as a SHA-256 hash; it never selects a registered user.',
+  });
 
 /** Nested form: a whole DigitalReceipt plus who it is for. */
-export const nestedEncryptBody = z.object({
-  receipt: digitalReceiptSchema,
-  recipientIdentifier: recipientIdentifierSchema,
-  recipientHashedPan: hashedPan.optional(),
-});
+export const nestedEncryptBody = z
+  .object({
+    receipt: digitalReceiptSchema,
+    recipientIdentifier: recipientIdentifierSchema,
+    recipientHashedPan: hashedPan.optional(),
+  })
+  .meta({
+    id: 'NestedEncryptRequest',
+    description:
+      'A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed.',
+  });
 
 /** Flattened form: the merchant fields shared with payment creation. */
-export const flattenedEncryptBody = flattenedReceiptSchema.superRefine(checkAmounts);
+export const flattenedEncryptBody = flattenedReceiptSchema
+  .superRefine(checkAmounts)
+  .meta({
+    id: 'FlattenedEncryptRequest',
+    description:
+      'The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true.',
+  });
 
 export type NestedEncryptBody = z.infer<typeof nestedEncryptBody>;
 export type FlattenedEncryptBody = z.infer<typeof flattenedEncryptBody>;

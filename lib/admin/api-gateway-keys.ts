@@ -15,7 +15,12 @@ import { tierNames, type TierName } from '../tiers.js';
  * what enforces the tier's rate, burst and daily quota. The service's own table holds the other half.
  */
 export interface EdgeKeyStore {
-  createKey(input: { name: string; value: string; tier: TierName; clientId: string }): Promise<{ edgeKeyId: string }>;
+  createKey(input: {
+    name: string;
+    value: string;
+    tier: TierName;
+    clientId: string;
+  }): Promise<{ edgeKeyId: string }>;
   setTier(edgeKeyId: string, from: TierName, to: TierName): Promise<void>;
   revoke(edgeKeyId: string): Promise<void>;
 }
@@ -40,7 +45,12 @@ export class ApiGatewayEdgeKeyStore implements EdgeKeyStore {
     private readonly usagePlans: UsagePlanIds,
   ) {}
 
-  async createKey(input: { name: string; value: string; tier: TierName; clientId: string }): Promise<{ edgeKeyId: string }> {
+  async createKey(input: {
+    name: string;
+    value: string;
+    tier: TierName;
+    clientId: string;
+  }): Promise<{ edgeKeyId: string }> {
     const created = await this.client.send(
       new CreateApiKeyCommand({
         name: input.name,

@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 
 export interface DynamoClients {
   client: DynamoDBClient;
@@ -33,3 +33,31 @@ export const isConditionFailure = (error: unknown): boolean =>
 
 export const isTransactionCanceled = (error: unknown): boolean =>
   error instanceof Error && error.name === 'TransactionCanceledException';
+
+export type PutIfAbsentOutcome<T> = { stored: true } | { stored: false; existing: T };
+
+/** Writes an item unless its key is taken; when it is, returns what is there instead. */
+export async function putIfAbsent<T extends object>(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  item: T,
+  keyAttribute: keyof T & string,
+  readExisting: () => Promise<T | null>,
+): Promise<PutIfAbsentOutcome<T>> {
+  try {
+    await doc.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: item as Record<string, unknown>,
+        ConditionExpression: 'attribute_not_exists(#key)',
+        ExpressionAttributeNames: { '#key': keyAttribute },
+      }),
+    );
+    return { stored: true };
+  } catch (error) {
+    if (!isConditionFailure(error)) throw error;
+    const existing = await readExisting();
+    if (!existing) throw error;
+    return { stored: false, existing };
+  }
+}

@@ -1,11 +1,5 @@
-import {
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
-import { isConditionFailure } from './client.js';
+import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isConditionFailure, putIfAbsent, type PutIfAbsentOutcome } from './client.js';
 
 /** The envelope as returned to merchants and accepted by decrypt (spec: EncryptedReceiptEnvelope). */
 export interface ReceiptEnvelope {
@@ -41,30 +35,14 @@ export interface StoredReceipt {
   ttl: number;
 }
 
-export type PutReceiptOutcome = { stored: true } | { stored: false; existing: StoredReceipt };
-
 export class ReceiptRepository {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tableName: string,
   ) {}
 
-  async putIfAbsent(receipt: StoredReceipt): Promise<PutReceiptOutcome> {
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: receipt,
-          ConditionExpression: 'attribute_not_exists(receiptId)',
-        }),
-      );
-      return { stored: true };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      const existing = await this.get(receipt.receiptId);
-      if (!existing) throw error;
-      return { stored: false, existing };
-    }
+  putIfAbsent(receipt: StoredReceipt): Promise<PutIfAbsentOutcome<StoredReceipt>> {
+    return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt.receiptId));
   }
 
   async get(receiptId: string): Promise<StoredReceipt | null> {

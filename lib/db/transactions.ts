@@ -1,5 +1,5 @@
-import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { isConditionFailure } from './client.js';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { putIfAbsent, type PutIfAbsentOutcome } from './client.js';
 
 export type PaymentGatewayName = 'gateway_a' | 'gateway_b' | 'other';
 
@@ -16,8 +16,6 @@ export interface TransactionMappingRecord {
   paymentId?: string;
 }
 
-export type PutMappingOutcome = { stored: true } | { stored: false; existing: TransactionMappingRecord };
-
 /** One mapping per transactionId; the first write wins and later writes get it back. */
 export class TransactionRepository {
   constructor(
@@ -25,22 +23,10 @@ export class TransactionRepository {
     private readonly tableName: string,
   ) {}
 
-  async putIfAbsent(mapping: TransactionMappingRecord): Promise<PutMappingOutcome> {
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: mapping,
-          ConditionExpression: 'attribute_not_exists(transactionId)',
-        }),
-      );
-      return { stored: true };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      const existing = await this.get(mapping.transactionId);
-      if (!existing) throw error;
-      return { stored: false, existing };
-    }
+  putIfAbsent(mapping: TransactionMappingRecord): Promise<PutIfAbsentOutcome<TransactionMappingRecord>> {
+    return putIfAbsent(this.doc, this.tableName, mapping, 'transactionId', () =>
+      this.get(mapping.transactionId),
+    );
   }
 
   async get(transactionId: string): Promise<TransactionMappingRecord | null> {

@@ -21,24 +21,26 @@ import {
  */
 const text = (max = 256) => z.string().max(max);
 
-export const flattenedItemSchema = z.object({
-  lineItemId: uuid,
-  name: text().min(1),
-  quantity: z.number().positive().max(1_000_000),
-  unitPrice: money,
-  totalPrice: money,
-  category: text(128).optional(),
-  taxes: z
-    .array(
-      z.object({
-        name: text().optional(),
-        rate: z.number().min(0).max(1).optional(),
-        amount: money.optional(),
-      }),
-    )
-    .max(20)
-    .optional(),
-});
+export const flattenedItemSchema = z
+  .object({
+    lineItemId: uuid,
+    name: text().min(1),
+    quantity: z.number().positive().max(1_000_000),
+    unitPrice: money,
+    totalPrice: money,
+    category: text(128).optional(),
+    taxes: z
+      .array(
+        z.object({
+          name: text().optional(),
+          rate: z.number().min(0).max(1).optional(),
+          amount: money.optional(),
+        }),
+      )
+      .max(20)
+      .optional(),
+  })
+  .meta({ id: 'FlattenedLineItem' });
 
 export const flattenedReceiptFields = {
   version: text(32).min(1).default('1.0'),

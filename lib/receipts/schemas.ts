@@ -9,52 +9,68 @@ export const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 
 export const money = z.number().int('must be an integer amount in the smallest currency unit');
 const nonNegativeMoney = money.min(0, 'must not be negative');
 const shortText = (max = 256) => z.string().max(max);
-export const currency = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+export const currency = z
+  .string()
+  .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD')
+  .meta({ description: 'ISO 4217 currency code, upper case.', example: 'USD' });
 export const hashedPan = z
   .string()
-  .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hash: 64 lowercase hexadecimal characters');
+  .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hash: 64 lowercase hexadecimal characters')
+  .meta({
+    description:
+      'SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.',
+    example: 'a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8',
+  });
 
 export const paymentMethods = ['card', 'cash', 'mobile_wallet', 'bank_transfer', 'other'] as const;
 export const cardBrands = ['visa', 'mastercard', 'amex', 'discover', 'other'] as const;
 /** Bounds that keep one receipt well inside the 128 KiB body limit. */
 export const MAX_ITEMS = 500;
 
-export const addressSchema = z.object({
-  street: shortText().optional(),
-  city: shortText().optional(),
-  state: shortText().optional(),
-  postalCode: shortText(32).optional(),
-  country: shortText(64).optional(),
-});
+export const addressSchema = z
+  .object({
+    street: shortText().optional(),
+    city: shortText().optional(),
+    state: shortText().optional(),
+    postalCode: shortText(32).optional(),
+    country: shortText(64).optional(),
+  })
+  .meta({ id: 'Address' });
 
-export const receiptMerchantSchema = z.object({
-  merchantId: uuid,
-  name: shortText().min(1),
-  address: addressSchema.optional(),
-  taxId: shortText(64).optional(),
-  logoUrl: z.url().max(2048).optional(),
-  contactPhone: shortText(32).optional(),
-  contactEmail: z.email().max(320).optional(),
-});
+export const receiptMerchantSchema = z
+  .object({
+    merchantId: uuid,
+    name: shortText().min(1),
+    address: addressSchema.optional(),
+    taxId: shortText(64).optional(),
+    logoUrl: z.url().max(2048).optional(),
+    contactPhone: shortText(32).optional(),
+    contactEmail: z.email().max(320).optional(),
+  })
+  .meta({ id: 'ReceiptMerchant' });
 
-export const cardDetailsSchema = z.object({
-  last4: z
-    .string()
-    .regex(/^\d{4}$/, 'must be the last 4 digits')
-    .optional(),
-  brand: z.enum(cardBrands).optional(),
-  expiryMonth: z.number().int().min(1).max(12).optional(),
-  expiryYear: z.number().int().min(1900).max(9999).optional(),
-});
+export const cardDetailsSchema = z
+  .object({
+    last4: z
+      .string()
+      .regex(/^\d{4}$/, 'must be the last 4 digits')
+      .optional(),
+    brand: z.enum(cardBrands).optional(),
+    expiryMonth: z.number().int().min(1).max(12).optional(),
+    expiryYear: z.number().int().min(1900).max(9999).optional(),
+  })
+  .meta({ id: 'CardDetails' });
 
-export const receiptTransactionSchema = z.object({
-  transactionId: uuid,
-  datetime: dateTime,
-  timezone: shortText(64).optional(),
-  paymentMethod: z.enum(paymentMethods),
-  cardDetails: cardDetailsSchema.optional(),
-  authorizationCode: shortText(64).optional(),
-});
+export const receiptTransactionSchema = z
+  .object({
+    transactionId: uuid,
+    datetime: dateTime,
+    timezone: shortText(64).optional(),
+    paymentMethod: z.enum(paymentMethods),
+    cardDetails: cardDetailsSchema.optional(),
+    authorizationCode: shortText(64).optional(),
+  })
+  .meta({ id: 'ReceiptTransaction' });
 
 export const lineItemDiscountSchema = z
   .object({
@@ -69,43 +85,58 @@ export const lineItemDiscountSchema = z
       message: 'a percentage discount value must be between 0 and 100',
       path: ['value'],
     },
-  );
+  )
+  .meta({
+    id: 'LineItemDiscount',
+    description: 'value is a percentage (0 to 100) or a fixed amount in minor units, per type.',
+  });
 
-export const lineItemTaxSchema = z.object({
-  name: shortText().optional(),
-  rate: z.number().min(0).max(1).optional(),
-  amount: money.optional(),
-});
+export const lineItemTaxSchema = z
+  .object({
+    name: shortText().optional(),
+    rate: z.number().min(0).max(1).optional(),
+    amount: money.optional(),
+  })
+  .meta({ id: 'LineItemTax', description: 'rate is a decimal fraction: 0.08 means 8%.' });
 
-export const receiptLineItemSchema = z.object({
-  lineItemId: uuid,
-  sku: shortText(128).nullable().optional(),
-  name: shortText().min(1),
-  description: shortText(1024).nullable().optional(),
-  quantity: z.number().positive().max(1_000_000),
-  unitPrice: money,
-  totalPrice: money,
-  category: shortText(128).nullable().optional(),
-  discounts: z.array(lineItemDiscountSchema).max(20).optional(),
-  taxes: z.array(lineItemTaxSchema).max(20).optional(),
-});
+export const receiptLineItemSchema = z
+  .object({
+    lineItemId: uuid,
+    sku: shortText(128).nullable().optional(),
+    name: shortText().min(1),
+    description: shortText(1024).nullable().optional(),
+    quantity: z.number().positive().max(1_000_000),
+    unitPrice: money,
+    totalPrice: money,
+    category: shortText(128).nullable().optional(),
+    discounts: z.array(lineItemDiscountSchema).max(20).optional(),
+    taxes: z.array(lineItemTaxSchema).max(20).optional(),
+  })
+  .meta({ id: 'ReceiptLineItem' });
 
-export const receiptSummarySchema = z.object({
-  subtotal: money,
-  totalTax: nonNegativeMoney,
-  totalDiscount: nonNegativeMoney,
-  tipAmount: nonNegativeMoney.nullable().optional(),
-  total: money,
-  currency,
-  itemCount: z.number().int().min(0),
-});
+export const receiptSummarySchema = z
+  .object({
+    subtotal: money,
+    totalTax: nonNegativeMoney,
+    totalDiscount: nonNegativeMoney,
+    tipAmount: nonNegativeMoney.nullable().optional(),
+    total: money,
+    currency,
+    itemCount: z.number().int().min(0),
+  })
+  .meta({
+    id: 'ReceiptSummary',
+    description: 'Amounts are integers in the minor unit of currency (cents for USD).',
+  });
 
-export const loyaltyInfoSchema = z.object({
-  programName: shortText().optional(),
-  pointsEarned: z.number().int().optional(),
-  pointsBalance: z.number().int().optional(),
-  memberNumber: shortText(64).optional(),
-});
+export const loyaltyInfoSchema = z
+  .object({
+    programName: shortText().optional(),
+    pointsEarned: z.number().int().optional(),
+    pointsBalance: z.number().int().optional(),
+    memberNumber: shortText(64).optional(),
+  })
+  .meta({ id: 'LoyaltyInfo' });
 
 export const digitalReceiptSchema = z
   .object({
@@ -130,6 +161,10 @@ export const digitalReceiptSchema = z
         message: `must equal the sum of the items' totalPrice (${sum})`,
       });
     }
+  })
+  .meta({
+    id: 'DigitalReceipt',
+    description: "The plaintext receipt. summary.subtotal must equal the sum of the items' totalPrice.",
   });
 
 export type DigitalReceipt = z.infer<typeof digitalReceiptSchema>;
@@ -141,22 +176,28 @@ export type ReceiptLineItem = z.infer<typeof receiptLineItemSchema>;
  * that would tell a tamperer which field it broke.
  */
 const opaque = (max: number) => z.string().max(max);
-export const envelopeInputSchema = z.object({
-  version: opaque(64),
-  receiptId: opaque(128),
-  keyId: opaque(256),
-  keyBundle: z.object({ encryptedAesKey: opaque(2048), keyId: opaque(256), algorithm: opaque(64) }),
-  ciphertext: opaque(180_000),
-  iv: opaque(64),
-  authTag: opaque(64),
-  protected: opaque(4096),
-  merchantId: opaque(128),
-  transactionId: opaque(128),
-  createdAt: opaque(64).optional(),
-  expiresAt: opaque(64).optional(),
-  isEscrowed: z.boolean().optional(),
-  escrowKeyId: opaque(256).nullable().optional(),
-});
+export const envelopeInputSchema = z
+  .object({
+    version: opaque(64),
+    receiptId: opaque(128),
+    keyId: opaque(256),
+    keyBundle: z.object({ encryptedAesKey: opaque(2048), keyId: opaque(256), algorithm: opaque(64) }),
+    ciphertext: opaque(180_000),
+    iv: opaque(64),
+    authTag: opaque(64),
+    protected: opaque(4096),
+    merchantId: opaque(128),
+    transactionId: opaque(128),
+    createdAt: opaque(64).optional(),
+    expiresAt: opaque(64).optional(),
+    isEscrowed: z.boolean().optional(),
+    escrowKeyId: opaque(256).nullable().optional(),
+  })
+  .meta({
+    id: 'EncryptedReceiptEnvelopeInput',
+    description:
+      'An envelope as answered by encrypt (either form). Only types and sizes are checked: anything wrong inside the cryptographic fields is the uniform 403 DECRYPTION_ERROR, never a 400 naming the field.',
+  });
 
 export type EnvelopeInput = z.infer<typeof envelopeInputSchema>;
 
@@ -169,7 +210,8 @@ export const paymentGatewayKind = z
     (value) =>
       (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as
         'gateway_a' | 'gateway_b',
-  );
+  )
+  .meta({ description: 'gateway_a or gateway_b; the aliases stripe and square are accepted for them.' });
 
 /** transactions also accepts `other`. */
 export const transactionGatewaySchema = z
@@ -178,4 +220,8 @@ export const transactionGatewaySchema = z
     (value) =>
       (value in gatewayAliases ? gatewayAliases[value as keyof typeof gatewayAliases] : value) as
         'gateway_a' | 'gateway_b' | 'other',
-  );
+  )
+  .meta({
+    description:
+      'gateway_a, gateway_b or other; the aliases stripe and square are stored as gateway_a and gateway_b.',
+  });

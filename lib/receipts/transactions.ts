@@ -5,15 +5,8 @@ import type { AppDeps } from '../deps.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { EnvelopeInput } from './schemas.js';
 
-/** Spec: TransactionMapping. */
-export interface TransactionMapping {
-  mappingId: string;
-  transactionId: string;
-  receiptId: string;
-  paymentGateway: PaymentGatewayName;
-  gatewayMetadata: Record<string, unknown>;
-  createdAt: string;
-}
+/** Spec: TransactionMapping — the stored record without who may read it. */
+export type TransactionMapping = Omit<TransactionMappingRecord, 'merchantClientId' | 'paymentId'>;
 
 type TransactionDeps = Pick<AppDeps, 'clock' | 'repos' | 'audit'>;
 

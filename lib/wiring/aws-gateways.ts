@@ -23,7 +23,12 @@ export function awsGateways(_config: ServiceConfig, logger: Logger): GatewayRegi
     .filter(([, variable]) => env[variable])
     .map(([name]) => (name === 'STRIPE_SECRET_KEY' ? 'gateway_a' : 'gateway_b'));
   registry = createGatewayRegistry(
-    gatewayConfigFromEnv({ ...env, PAYMENT_GATEWAYS: env.PAYMENT_GATEWAYS ?? enabled.join(',') }),
+    gatewayConfigFromEnv({
+      // Three attempts must fit in API Gateway's 29 s integration timeout.
+      GATEWAY_TIMEOUT_MS: '8000',
+      ...env,
+      PAYMENT_GATEWAYS: env.PAYMENT_GATEWAYS ?? enabled.join(','),
+    }),
     {
       resolveSecret: async (name) => {
         const secretName = env[secretNameVariables[name]];

@@ -15,7 +15,8 @@ const methods = (): Resource[] => Object.values(resourcesOf(template, 'AWS::ApiG
 const methodFor = (path: string, httpMethod: string): Resource => {
   const found = methods().filter(
     (method) =>
-      method.Properties.HttpMethod === httpMethod && resourcePath(template, referencedId(method.Properties.ResourceId)) === path,
+      method.Properties.HttpMethod === httpMethod &&
+      resourcePath(template, referencedId(method.Properties.ResourceId)) === path,
   );
   if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
   return found[0] as Resource;
@@ -51,7 +52,9 @@ describe('routes', () => {
       expect(JSON.stringify(integration.Uri)).toContain(`"${functionId}"`);
       expect(functionIds).toContain(functionId);
     }
-    const proxied = methods().filter((method) => (method.Properties.Integration as { Type: string }).Type === 'AWS_PROXY');
+    const proxied = methods().filter(
+      (method) => (method.Properties.Integration as { Type: string }).Type === 'AWS_PROXY',
+    );
     expect(proxied).toHaveLength(routes.length);
   });
 
@@ -83,7 +86,11 @@ describe('routes', () => {
       const any = methodFor(path, 'ANY');
       const integration = any.Properties.Integration as {
         Type: string;
-        IntegrationResponses: { StatusCode: string; ResponseTemplates: Record<string, string>; ResponseParameters: Record<string, string> }[];
+        IntegrationResponses: {
+          StatusCode: string;
+          ResponseTemplates: Record<string, string>;
+          ResponseParameters: Record<string, string>;
+        }[];
       };
       expect(integration.Type).toBe('MOCK');
       expect(any.Properties.ApiKeyRequired).toBe(false);
@@ -134,15 +141,19 @@ describe('gateway responses', () => {
 
   it('gives every gateway response the request id header', () => {
     for (const response of Object.values(responses())) {
-      expect(response.ResponseParameters).toMatchObject({ 'gatewayresponse.header.X-Request-Id': 'context.requestId' });
+      expect(response.ResponseParameters).toMatchObject({
+        'gatewayresponse.header.X-Request-Id': 'context.requestId',
+      });
     }
   });
 
   it('tells throttled and over-quota callers when to retry', () => {
     for (const type of ['THROTTLED', 'QUOTA_EXCEEDED']) {
-      expect((responses()[type]?.ResponseParameters as Record<string, string>)['gatewayresponse.header.Retry-After']).toMatch(
-        /^'\d+'$/,
-      );
+      expect(
+        (responses()[type]?.ResponseParameters as Record<string, string>)[
+          'gatewayresponse.header.Retry-After'
+        ],
+      ).toMatch(/^'\d+'$/);
     }
   });
 
@@ -161,12 +172,20 @@ describe('stage', () => {
       TracingEnabled: true,
       AccessLogSetting: { DestinationArn: expect.anything(), Format: expect.any(String) },
     });
-    const format = JSON.parse((stage?.Properties.AccessLogSetting as { Format: string }).Format) as Record<string, string>;
+    const format = JSON.parse((stage?.Properties.AccessLogSetting as { Format: string }).Format) as Record<
+      string,
+      string
+    >;
     expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
     expect(Object.values(format)).not.toContain('$context.identity.apiKey');
     const settings = stage?.Properties.MethodSettings as Record<string, unknown>[];
     expect(settings).toContainEqual(
-      expect.objectContaining({ HttpMethod: '*', ResourcePath: '/*', LoggingLevel: 'ERROR', DataTraceEnabled: false }),
+      expect.objectContaining({
+        HttpMethod: '*',
+        ResourcePath: '/*',
+        LoggingLevel: 'ERROR',
+        DataTraceEnabled: false,
+      }),
     );
   });
 
@@ -193,7 +212,9 @@ describe('usage plans', () => {
     expect(plans).toHaveLength(tierNames.length);
     const stageId = Object.keys(resourcesOf(template, 'AWS::ApiGateway::Stage'))[0];
     for (const tier of tierNames) {
-      const plan = plans.find((candidate) => candidate.Properties.UsagePlanName === `receipt-service-test-${tier}`);
+      const plan = plans.find(
+        (candidate) => candidate.Properties.UsagePlanName === `receipt-service-test-${tier}`,
+      );
       expect(plan?.Properties).toMatchObject({
         Throttle: { RateLimit: tiers[tier].ratePerSecond, BurstLimit: tiers[tier].burst },
         Quota: { Limit: tiers[tier].dailyQuota, Period: 'DAY' },
@@ -206,13 +227,17 @@ describe('usage plans', () => {
   it('publishes the plan ids as outputs and as the SSM parameters the admin CLI reads', () => {
     const plans = resourcesOf(template, 'AWS::ApiGateway::UsagePlan');
     const planIdOf = (tier: string) =>
-      Object.entries(plans).find(([, plan]) => plan.Properties.UsagePlanName === `receipt-service-test-${tier}`)?.[0];
+      Object.entries(plans).find(
+        ([, plan]) => plan.Properties.UsagePlanName === `receipt-service-test-${tier}`,
+      )?.[0];
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
     const parameters = Object.values(resourcesOf(template, 'AWS::SSM::Parameter'));
     for (const tier of tierNames) {
       const output = outputs[`UsagePlanId${tier.charAt(0).toUpperCase()}${tier.slice(1)}`];
       expect(referencedId(output?.Value)).toBe(planIdOf(tier));
-      const parameter = parameters.find((candidate) => candidate.Properties.Name === usagePlanParameterName('test', tier));
+      const parameter = parameters.find(
+        (candidate) => candidate.Properties.Name === usagePlanParameterName('test', tier),
+      );
       expect(referencedId(parameter?.Properties.Value)).toBe(planIdOf(tier));
     }
   });

@@ -52,11 +52,16 @@ describe('function bundle', () => {
 
   it('gives CommonJS dependencies a require() and is minified', () => {
     const code = readFileSync(join(assetDir, 'index.mjs'), 'utf8');
-    expect(code.startsWith("import { createRequire as __receiptServiceCreateRequire } from 'node:module';")).toBe(true);
+    expect(
+      code.startsWith("import { createRequire as __receiptServiceCreateRequire } from 'node:module';"),
+    ).toBe(true);
     expect(code).toContain('//# sourceMappingURL=index.mjs.map');
     // Minified: far fewer lines than modules bundled.
     expect(code.split('\n').length).toBeLessThan(200);
-    const map = JSON.parse(readFileSync(join(assetDir, 'index.mjs.map'), 'utf8')) as { sources: string[]; sourcesContent?: unknown };
+    const map = JSON.parse(readFileSync(join(assetDir, 'index.mjs.map'), 'utf8')) as {
+      sources: string[];
+      sourcesContent?: unknown;
+    };
     expect(map.sources.some((source) => source.endsWith('functions/health/handler.ts'))).toBe(true);
     expect(map.sources.some((source) => /(^|\/)local\//.test(source.replace(/^(\.\.\/)+/, '')))).toBe(false);
     expect(map.sourcesContent).toBeUndefined();

@@ -31,7 +31,9 @@ describe('cdk-nag AwsSolutions', () => {
   });
 
   it('also with the alarm topic and without the API Gateway logging role', () => {
-    const { stack } = synth({ context: { alarmEmail: 'ops@example.com', apiGatewayCloudWatchRole: 'false' } });
+    const { stack } = synth({
+      context: { alarmEmail: 'ops@example.com', apiGatewayCloudWatchRole: 'false' },
+    });
     expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
   });
 
@@ -55,9 +57,10 @@ describe('cdk-nag AwsSolutions', () => {
     const { stack } = synth();
     // A wildcard grant added after the fact must not hide behind the X-Ray acknowledgement.
     const [fn] = stack.functions.values();
-    fn?.role.addToPrincipalPolicy(
-new PolicyStatement({ actions: ['dynamodb:Scan'], resources: ['*'] }));
-    const rules = new AwsSolutionsChecks().validateScope(stack).violations.map((violation) => violation.ruleName);
+    fn?.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['dynamodb:Scan'], resources: ['*'] }));
+    const rules = new AwsSolutionsChecks()
+      .validateScope(stack)
+      .violations.map((violation) => violation.ruleName);
     expect(rules).toContain('AwsSolutions-IAM5[Resource::*]');
   });
 });

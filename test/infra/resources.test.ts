@@ -36,17 +36,25 @@ describe('DynamoDB tables', () => {
       ]);
 
       if (definition.ttlAttribute) {
-        expect(properties.TimeToLiveSpecification).toEqual({ AttributeName: definition.ttlAttribute, Enabled: true });
+        expect(properties.TimeToLiveSpecification).toEqual({
+          AttributeName: definition.ttlAttribute,
+          Enabled: true,
+        });
       } else {
         expect(properties.TimeToLiveSpecification).toBeUndefined();
       }
 
-      expect(properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: definition.durable });
+      expect(properties.PointInTimeRecoverySpecification).toEqual({
+        PointInTimeRecoveryEnabled: definition.durable,
+      });
       expect(properties.DeletionProtectionEnabled).toBe(definition.durable);
       expect(table.DeletionPolicy).toBe(definition.durable ? 'Retain' : 'Delete');
 
-      const indexes = (properties.GlobalSecondaryIndexes as { IndexName: string; KeySchema: unknown }[] | undefined) ?? [];
-      expect(indexes.map((index) => index.IndexName)).toEqual((definition.indexes ?? []).map((index) => index.name));
+      const indexes =
+        (properties.GlobalSecondaryIndexes as { IndexName: string; KeySchema: unknown }[] | undefined) ?? [];
+      expect(indexes.map((index) => index.IndexName)).toEqual(
+        (definition.indexes ?? []).map((index) => index.name),
+      );
       for (const index of definition.indexes ?? []) {
         expect(indexes.find((candidate) => candidate.IndexName === index.name)?.KeySchema).toEqual([
           { AttributeName: index.partitionKey, KeyType: 'HASH' },
@@ -57,10 +65,14 @@ describe('DynamoDB tables', () => {
 
   it('keeps the tokens, counters and idempotency records out of point-in-time recovery', () => {
     for (const name of ['access-tokens', 'rate-limits', 'idempotency']) {
-      expect(tableNamed(name).Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: false });
+      expect(tableNamed(name).Properties.PointInTimeRecoverySpecification).toEqual({
+        PointInTimeRecoveryEnabled: false,
+      });
     }
     for (const name of ['api-keys', 'key-pairs', 'users', 'receipts', 'transactions', 'audit']) {
-      expect(tableNamed(name).Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      expect(tableNamed(name).Properties.PointInTimeRecoverySpecification).toEqual({
+        PointInTimeRecoveryEnabled: true,
+      });
     }
   });
 });
@@ -84,7 +96,10 @@ describe('operations', () => {
     expect(JSON.stringify(serverErrors?.Properties.Metrics)).toContain('5XXError');
     expect(serverErrors?.Properties.Threshold).toBe(1);
     const rateLimited = alarmNamed('receipt-service-test-api-429');
-    expect(rateLimited?.Properties).toMatchObject({ MetricName: 'receipt-service-test-rate-limited', Namespace: 'ReceiptService' });
+    expect(rateLimited?.Properties).toMatchObject({
+      MetricName: 'receipt-service-test-rate-limited',
+      Namespace: 'ReceiptService',
+    });
     template.hasResourceProperties('AWS::Logs::MetricFilter', {
       FilterPattern: '{ $.status = "429" }',
       MetricTransformations: [{ MetricName: 'receipt-service-test-rate-limited', MetricValue: '1' }],
@@ -120,9 +135,14 @@ describe('operations', () => {
 
   it('e-mails every alarm to the configured address over a TLS-only topic', () => {
     const { template: withEmail } = synth({ context: { alarmEmail: 'ops@example.com' } });
-    withEmail.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    withEmail.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+    });
     withEmail.hasResourceProperties('AWS::SNS::TopicPolicy', {
-      PolicyDocument: { Statement: [{ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }] },
+      PolicyDocument: {
+        Statement: [{ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }],
+      },
     });
     const [topicId] = Object.keys(resourcesOf(withEmail, 'AWS::SNS::Topic'));
     for (const alarm of Object.values(resourcesOf(withEmail, 'AWS::CloudWatch::Alarm'))) {

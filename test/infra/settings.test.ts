@@ -95,7 +95,9 @@ describe('bundle guard', () => {
   });
 
   it('accepts a bundle of service code and dependencies only', () => {
-    expect(forbiddenInputs({ inputs: { 'functions/health/handler.ts': {}, 'lib/health.ts': {} } })).toEqual([]);
+    expect(forbiddenInputs({ inputs: { 'functions/health/handler.ts': {}, 'lib/health.ts': {} } })).toEqual(
+      [],
+    );
   });
 });
 
@@ -103,7 +105,9 @@ describe('envelope template', () => {
   it('embeds the quoted message API Gateway substitutes, and escapes fixed ones', () => {
     expect(envelopeTemplate('not_found')).toContain('"message":$context.error.messageString,');
     const fixed = envelopeTemplate('forbidden', 'Say "no"');
-    expect(JSON.parse(fixed.replaceAll('$context.requestTime', 't').replaceAll('$context.requestId', 'r'))).toEqual({
+    expect(
+      JSON.parse(fixed.replaceAll('$context.requestTime', 't').replaceAll('$context.requestId', 'r')),
+    ).toEqual({
       success: false,
       error: { code: 'forbidden', message: 'Say "no"', timestamp: 't', request_id: 'r' },
     });

@@ -7,8 +7,11 @@ import type { SettingsInput } from '../../infra/settings.js';
 
 /** The feature flags `cdk synth` runs with, so the tests see the same template. */
 export const cdkJsonContext = (): Record<string, unknown> =>
-  (JSON.parse(readFileSync(join(defaultProjectRoot, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> })
-    .context;
+  (
+    JSON.parse(readFileSync(join(defaultProjectRoot, 'cdk.json'), 'utf8')) as {
+      context: Record<string, unknown>;
+    }
+  ).context;
 
 export interface SynthOptions {
   settings?: SettingsInput;
@@ -19,15 +22,26 @@ export interface SynthOptions {
  * Synthesizes the stack without running esbuild for each function (`aws:cdk:bundling-stacks` = []):
  * the assertions here are about the template; test/infra/bundling.test.ts bundles for real.
  */
-export function synth(options: SynthOptions = {}): { app: App; stack: ReceiptServiceStack; template: Template } {
+export function synth(options: SynthOptions = {}): {
+  app: App;
+  stack: ReceiptServiceStack;
+  template: Template;
+} {
   const app = new App({
     context: { ...cdkJsonContext(), ...options.context, 'aws:cdk:bundling-stacks': [] },
   });
-  const stack = new ReceiptServiceStack(app, 'ReceiptServiceTest', { settings: { stage: 'test', ...options.settings } });
+  const stack = new ReceiptServiceStack(app, 'ReceiptServiceTest', {
+    settings: { stage: 'test', ...options.settings },
+  });
   return { app, stack, template: Template.fromStack(stack) };
 }
 
-export type Resource = { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string; DependsOn?: string[] };
+export type Resource = {
+  Type: string;
+  Properties: Record<string, unknown>;
+  DeletionPolicy?: string;
+  DependsOn?: string[];
+};
 
 export const resourcesOf = (template: Template, type: string): Record<string, Resource> =>
   template.findResources(type) as Record<string, Resource>;
@@ -54,7 +68,9 @@ export function referencedId(value: unknown): string | undefined {
 /** Every statement of every IAM policy attached to a role (by the role's logical id). */
 export function statementsOfRole(template: Template, roleId: string): Statement[] {
   return Object.values(resourcesOf(template, 'AWS::IAM::Policy'))
-    .filter((policy) => asArray(policy.Properties.Roles as unknown[]).some((role) => referencedId(role) === roleId))
+    .filter((policy) =>
+      asArray(policy.Properties.Roles as unknown[]).some((role) => referencedId(role) === roleId),
+    )
     .flatMap((policy) => (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 }
 

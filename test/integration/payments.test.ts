@@ -228,7 +228,7 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
   it('validates the gateway, the amount and the amounts adding up', async () => {
     const unknown = await create<ErrorBody>('paypal', paymentBody('gateway_a'));
     expect([unknown.status, unknown.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
-    const { amount: _amount, ...withoutAmount } = paymentBody('gateway_a');
+    const { amount: _amount, ...withoutAmount } = paymentBody('gateway_a') as Record<string, unknown>;
     const missing = await create<ErrorBody>('gateway_a', withoutAmount);
     expect([missing.status, missing.json.error.details?.fields?.[0]?.field]).toEqual([400, 'amount']);
     const mismatch = await create<ErrorBody>('stripe', { ...paymentBody('gateway_a'), amount: 999 });

@@ -78,7 +78,15 @@ export function sampleReceipt(overrides: Partial<DigitalReceipt> = {}): DigitalR
 }
 
 /** The flattened-form fields for endpoint 3 and the flattened encrypt form. */
-export function flattenedReceipt(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+export type FlattenedFixture = Record<string, unknown> & {
+  receiptId: string;
+  merchantId: string;
+  merchantName: string;
+  transactionId: string;
+  totalAmount: number;
+};
+
+export function flattenedReceipt(overrides: Record<string, unknown> = {}): FlattenedFixture {
   return {
     version: '1.0',
     receiptId: randomUUID(),
@@ -121,5 +129,5 @@ export function flattenedReceipt(overrides: Record<string, unknown> = {}): Recor
       },
     ],
     ...overrides,
-  };
+  } as FlattenedFixture;
 }

@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import {
+  GetCommand,
+  PutCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../../lib/tables.js';
+import { median, percentile, round, rotated } from './stats.js';
+
+/**
+ * What the service's DynamoDB calls cost on their own: a counter on the document client (which
+ * shares its middleware stack with the raw client, so Powertools' idempotency calls are counted too)
+ * and a floor measured with that same client at the same concurrency as the HTTP runs.
+ */
+
+export type CallKind = 'read' | 'put' | 'update' | 'transact';
+export const callKinds: readonly CallKind[] = ['read', 'put', 'update', 'transact'];
+
+/** Command names as the SDK reports them (GetItemCommand, GetCommand, TransactWriteItemsCommand...). */
+export function kindOf(commandName: string): CallKind {
+  if (/TransactWrite/.test(commandName)) return 'transact';
+  if (/^(Get|BatchGet|Query|Scan)/.test(commandName)) return 'read';
+  if (/^Update/.test(commandName)) return 'update';
+  return 'put';
+}
+
+export class DynamoCallCounter {
+  private counts = new Map<string, number>();
+
+  /** Adds the counter at the initialize step: once per logical call, before SDK retries. */
+  constructor(doc: DynamoDBDocumentClient) {
+    doc.middlewareStack.add(
+      (next, context) => async (args) => {
+        const name = context.commandName ?? 'unknown';
+        this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
+        return next(args);
+      },
+      { step: 'initialize', name: 'benchDynamoCallCounter' },
+    );
+  }
+
+  reset(): void {
+    this.counts = new Map();
+  }
+
+  byCommand(): Record<string, number> {
+    return Object.fromEntries([...this.counts].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
+  byKind(): Record<CallKind, number> {
+    const totals: Record<CallKind, number> = { read: 0, put: 0, update: 0, transact: 0 };
+    for (const [name, count] of this.counts) totals[kindOf(name)] += count;
+    return totals;
+  }
+}
+
+export interface FloorStats {
+  calls: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** 16 (or `concurrency`) closed loops of one call kind, interleaved with the other kinds in rounds. */
+export async function measureDynamoFloor(
+  doc: DynamoDBDocumentClient,
+  tables: TableNames,
+  readKey: Record<string, string>,
+  options: { concurrency: number; rounds: number; sliceMs: number },
+): Promise<Record<CallKind, FloorStats>> {
+  const hotCounter = `bench-floor#${randomUUID()}`;
+  const calls: Record<CallKind, () => Promise<unknown>> = {
+    // The shapes mirror the service's: consistent reads, conditional puts, the limiter's ADD on one hot item.
+    read: () => doc.send(new GetCommand({ TableName: tables.users, Key: readKey, ConsistentRead: true })),
+    put: () =>
+      doc.send(
+        new PutCommand({
+          TableName: tables.audit,
+          Item: {
+            pk: 'CLIENT#bench-floor',
+            sk: `${new Date().toISOString()}#${randomUUID()}`,
+            action: 'receipt.encrypt',
+            outcome: 'success',
+            requestId: randomUUID(),
+            clientId: 'bench-floor',
+            receiptId: randomUUID(),
+            ttl: Math.floor(Date.now() / 1000) + 3600,
+          },
+        }),
+      ),
+    update: () =>
+      doc.send(
+        new UpdateCommand({
+          TableName: tables.rateLimits,
+          Key: { pk: hotCounter },
+          UpdateExpression: 'ADD #count :one SET #ttl = if_not_exists(#ttl, :ttl)',
+          ExpressionAttributeNames: { '#count': 'count', '#ttl': 'ttl' },
+          ExpressionAttributeValues: { ':one': 1, ':ttl': Math.floor(Date.now() / 1000) + 3600 },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      ),
+    transact: () => {
+      const ttl = Math.floor(Date.now() / 1000) + 3600;
+      return doc.send(
+        new TransactWriteCommand({
+          TransactItems: [0, 1].map((index) => ({
+            Put: {
+              TableName: tables.accessTokens,
+              Item: { pk: `BENCH#${randomUUID()}`, slot: index, ttl },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          })),
+        }),
+      );
+    },
+  };
+  const latencies: Record<CallKind, number[]> = { read: [], put: [], update: [], transact: [] };
+  // Warm the connection pool and DynamoDB Local's JIT before anything is recorded.
+  for (const kind of callKinds) await Promise.all(Array.from({ length: options.concurrency }, () => calls[kind]()));
+  for (let roundIndex = 0; roundIndex < options.rounds; roundIndex++) {
+    for (const kind of rotated(callKinds, roundIndex)) {
+      const deadline = performance.now() + options.sliceMs;
+      const loop = async () => {
+        while (performance.now() < deadline) {
+          const start = performance.now();
+          await calls[kind]();
+          latencies[kind].push(performance.now() - start);
+        }
+      };
+      await Promise.all(Array.from({ length: options.concurrency }, loop));
+    }
+  }
+  const stats = {} as Record<CallKind, FloorStats>;
+  for (const kind of callKinds) {
+    stats[kind] = {
+      calls: latencies[kind].length,
+      p50Ms: round(median(latencies[kind]), 2),
+      p99Ms: round(percentile(latencies[kind], 99), 2),
+    };
+  }
+  return stats;
+}
+
+/** Linux only: the pid of DynamoDB Local, a java child of this process, to read its CPU time. */
+export function javaChildPid(): number | null {
+  try {
+    for (const task of readdirSync(`/proc/${process.pid}/task`)) {
+      const children = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8').trim().split(/\s+/);
+      for (const child of children) {
+        if (child && readFileSync(`/proc/${child}/comm`, 'utf8').trim() === 'java') return Number(child);
+      }
+    }
+  } catch {
+    // Not Linux, or /proc is not readable: CPU attribution is then left out.
+  }
+  return null;
+}
+
+/** User + system CPU milliseconds of a process, from /proc/<pid>/stat (clock ticks of 10 ms). */
+export function processCpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may contain spaces; fields are counted after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,252 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { routes, type RouteDefinition } from '../routes.js';
+import { tiers } from '../tiers.js';
+import { describeApi } from './description.js';
+import { errorStatuses, operations, tags, type ErrorDoc, type ErrorStatus, type OperationDoc } from './operations.js';
+import { errorEnvelope, successEnvelope } from './responses.js';
+
+export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
+
+const ref = (kind: 'schemas' | 'responses' | 'headers' | 'securitySchemes', name: string) => ({
+  $ref: `#/components/${kind}/${name}`,
+});
+
+/** Response headers, all required: the pipeline sets them on every response, errors included. */
+const headerComponents = {
+  'X-Request-Id': {
+    description: 'Identifies this request; equal to `error.request_id` in error bodies.',
+    schema: { type: 'string' },
+  },
+  'X-RateLimit-Limit': {
+    description: "Requests allowed in the current window: the key's tier, or the per-source-IP budget without a key.",
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'X-RateLimit-Remaining': {
+    description: 'Requests left in the current window.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'X-RateLimit-Reset': {
+    description: 'When the current window ends, in Unix epoch seconds.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'Cache-Control': {
+    description: 'Always `no-store`: receipts, tokens and keys must never sit in a shared cache.',
+    schema: { type: 'string', enum: ['no-store'] },
+  },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
+  Allow: { description: 'The methods this path has, comma-separated.', schema: { type: 'string' } },
+} as const;
+
+type HeaderName = keyof typeof headerComponents;
+const everyResponseHeaders: HeaderName[] = [
+  'X-Request-Id',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Cache-Control',
+];
+
+const headersFor = (status: number) => {
+  const names: HeaderName[] = [...everyResponseHeaders];
+  if (status === 429) names.push('Retry-After');
+  if (status === 405) names.push('Allow');
+  return Object.fromEntries(names.map((name) => [name, ref('headers', name)]));
+};
+
+/** What each status means wherever it occurs, with the platform code it carries. */
+const platformErrors: Record<ErrorStatus, { name: string; description: string; codes: string[] }> = {
+  400: {
+    name: 'InvalidRequest',
+    description:
+      'The request is not valid: `error.details.fields` names every bad field. `invalid_request` only when API ' +
+      'Gateway itself rejects the request.',
+    codes: ['INVALID_REQUEST', 'invalid_request'],
+  },
+  401: { name: 'Unauthorized', description: 'Missing or invalid X-API-Key.', codes: ['unauthorized'] },
+  402: { name: 'PaymentDeclined', description: 'The payment was declined.', codes: [] },
+  403: { name: 'Forbidden', description: "The API key's roles do not include this operation.", codes: ['forbidden'] },
+  404: { name: 'NotFound', description: 'No resource at this path.', codes: ['not_found'] },
+  405: {
+    name: 'MethodNotAllowed',
+    description: 'The path exists but not with this method; `Allow` lists the methods it has.',
+    codes: ['method_not_allowed'],
+  },
+  409: { name: 'Conflict', description: 'The request conflicts with stored state.', codes: [] },
+  413: { name: 'PayloadTooLarge', description: 'The body is larger than 128 KiB.', codes: ['payload_too_large'] },
+  415: {
+    name: 'UnsupportedMediaType',
+    description: 'The body was not sent as `Content-Type: application/json`.',
+    codes: ['unsupported_media_type'],
+  },
+  429: {
+    name: 'RateLimited',
+    description: 'Too many requests in this window; retry after `Retry-After` seconds.',
+    codes: ['rate_limit_exceeded'],
+  },
+  500: {
+    name: 'InternalError',
+    description: 'An unexpected failure; the body never carries its cause.',
+    codes: ['internal_server_error'],
+  },
+  502: { name: 'BadGateway', description: 'The payment gateway failed.', codes: [] },
+  503: {
+    name: 'ServiceUnavailable',
+    description: 'A dependency (storage, the escrow key service, a gateway) is temporarily unavailable.',
+    codes: ['service_unavailable'],
+  },
+};
+
+type RawResponse = Exclude<RouteConfig['responses'][string], ResponseConfig>;
+
+function errorResponseObject(status: ErrorStatus, description: string, codes: string[], details?: string): RawResponse {
+  const error = {
+    type: 'object',
+    properties: {
+      code: { type: 'string', enum: codes },
+      ...(details ? { details: ref('schemas', details) } : {}),
+    },
+  };
+  return {
+    description,
+    headers: headersFor(status),
+    content: {
+      'application/json': {
+        schema: { allOf: [ref('schemas', 'ErrorEnvelope'), { type: 'object', properties: { error } }] },
+      },
+    },
+  } as RawResponse;
+}
+
+/** The error statuses a route can answer, from what its pipeline does before the endpoint runs. */
+function platformStatuses(route: RouteDefinition, doc: OperationDoc): ErrorStatus[] {
+  const statuses: ErrorStatus[] = [404, 405, 429, 500];
+  if (route.apiKeyRequired) statuses.push(401, 403, 503);
+  // Every POST is size-checked, with or without a body schema.
+  if (route.method === 'POST') statuses.push(413);
+  if (doc.body) statuses.push(400, 415);
+  return statuses;
+}
+
+function errorResponses(route: RouteDefinition, doc: OperationDoc): Record<string, RawResponse> {
+  const own = doc.errors ?? {};
+  const statuses = new Set<ErrorStatus>([...platformStatuses(route, doc), ...(Object.keys(own).map(Number) as ErrorStatus[])]);
+  const responses: Record<string, RawResponse> = {};
+  for (const status of errorStatuses.filter((candidate) => statuses.has(candidate))) {
+    const specific: ErrorDoc | undefined = own[status];
+    const platform = platformErrors[status];
+    if (!specific) {
+      responses[status] = ref('responses', platform.name) as RawResponse;
+      continue;
+    }
+    const codes = [...new Set([...(specific.codes ?? []), ...platform.codes])];
+    const details = specific.details ?? (status === 400 ? 'ValidationDetails' : undefined);
+    responses[status] = errorResponseObject(status, specific.description, codes, details);
+  }
+  return responses;
+}
+
+const operationId = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
+function describeOperation(route: RouteDefinition, doc: OperationDoc): string {
+  const access = route.apiKeyRequired
+    ? `Requires an X-API-Key with the role ${route.roles.map((role) => `\`${role}\``).join(' or ')}.`
+    : 'No API key.';
+  return `${doc.description}\n\n${access}`;
+}
+
+function routeConfig(route: RouteDefinition, doc: OperationDoc): RouteConfig {
+  const successSchema = doc.success.enveloped ? successEnvelope(doc.success.schema) : doc.success.schema;
+  return {
+    method: route.method === 'GET' ? 'get' : 'post',
+    path: route.path,
+    operationId: operationId(route.name),
+    tags: [doc.tag],
+    summary: doc.summary,
+    description: describeOperation(route, doc),
+    ...(route.apiKeyRequired ? {} : { security: [] }),
+    request: {
+      ...(doc.params ? { params: doc.params } : {}),
+      ...(doc.headers ? { headers: doc.headers } : {}),
+      ...(doc.body
+        ? { body: { required: true, description: doc.body.description, content: { 'application/json': { schema: doc.body.schema } } } }
+        : {}),
+    },
+    responses: {
+      200: {
+        description: doc.success.description,
+        headers: headersFor(200),
+        content: { 'application/json': { schema: successSchema } },
+      },
+      ...errorResponses(route, doc),
+    },
+  };
+}
+
+const validationDetails = z
+  .object({
+    fields: z.array(z.object({ field: z.string(), message: z.string() })).meta({
+      description: 'Every bad field: a dotted path into the body (or the parameter name) and what is wrong with it.',
+    }),
+  })
+  .meta({ id: 'ValidationDetails' });
+
+/**
+ * The OpenAPI 3.1 document of the service, built from the route table and the zod schemas the
+ * handlers validate with. Routes without an entry in operations.ts are left out, and the contract
+ * test that compares the document with lib/routes.ts fails on them.
+ */
+export function buildOpenApiDocument(): OpenApiDocument {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'ApiKeyAuth', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: 'A key issued to a client (merchant, issuer or both roles) with a subscription tier.',
+  });
+  for (const [name, header] of Object.entries(headerComponents)) {
+    registry.registerComponent('headers', name, { ...header, required: true });
+  }
+  for (const status of errorStatuses) {
+    const { name, description, codes } = platformErrors[status];
+    // Statuses without a platform code exist only with an endpoint's own code, so inline.
+    if (codes.length === 0) continue;
+    registry.registerComponent(
+      'responses',
+      name,
+      errorResponseObject(status, description, codes, status === 400 ? 'ValidationDetails' : undefined),
+    );
+  }
+  for (const route of routes) {
+    const doc = operations[route.name];
+    if (doc) registry.registerPath(routeConfig(route, doc));
+  }
+  const generator = new OpenApiGeneratorV31([...registry.definitions, errorEnvelope, validationDetails], {
+    unionPreferredType: 'oneOf',
+    sortComponents: 'alphabetically',
+  });
+  return generator.generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Encrypted Digital Receipt Service',
+      version: '1.0.0',
+      summary: 'End-to-end encrypted digital receipts for merchants, card issuers and fintech applications.',
+      description: describeApi(tiers),
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [
+      { url: 'http://127.0.0.1:3000', description: 'The local stack (`npm start`), with its own API keys.' },
+      {
+        url: 'https://{apiId}.execute-api.{region}.amazonaws.com/{stage}',
+        description: 'A deployed stage (production or staging, each with its own API keys).',
+        variables: {
+          apiId: { default: 'api-id', description: 'The REST API id printed by `cdk deploy`.' },
+          region: { default: 'us-east-1' },
+          stage: { default: 'prod' },
+        },
+      },
+    ],
+    security: [{ ApiKeyAuth: [] }],
+    tags: tags.map((tag) => ({ ...tag })),
+  });
+}
