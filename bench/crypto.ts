@@ -104,7 +104,9 @@ function floorSeal(plaintext: Buffer, publicKey: KeyObject): FloorSealed {
 
 function floorOpen(sealed: FloorSealed, privateKey: KeyObject): Buffer {
   const cek = privateDecrypt({ key: privateKey, ...OAEP }, Buffer.from(sealed.encryptedKey, 'base64'));
-  const decipher = createDecipheriv('aes-256-gcm', cek, Buffer.from(sealed.iv, 'base64'), { authTagLength: 16 });
+  const decipher = createDecipheriv('aes-256-gcm', cek, Buffer.from(sealed.iv, 'base64'), {
+    authTagLength: 16,
+  });
   decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
   return Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]);
 }
@@ -165,10 +167,16 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
     merchantId: receipt.merchant.merchantId,
     transactionId: receipt.transaction.transactionId,
   };
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0x10001 });
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicExponent: 0x10001,
+  });
   const recipient: Recipient = { keyId: 'bench-key', publicKey };
   // jose v6 works on WebCrypto CryptoKeys; importing once up front is what "pre-imported" means.
-  const josePublic = await importSPKI(publicKey.export({ type: 'spki', format: 'pem' }).toString(), 'RSA-OAEP-256');
+  const josePublic = await importSPKI(
+    publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    'RSA-OAEP-256',
+  );
   const josePrivate = await importPKCS8(
     privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     'RSA-OAEP-256',
@@ -195,11 +203,31 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
   const iv = randomBytes(12);
   const wrapped = publicEncrypt({ key: publicKey, ...OAEP }, cek);
   const candidates: Candidate[] = [
-    { name: 'seal: envelope', operation: 'seal', async: false, run: () => sealEnvelope(plaintext, bound, recipient).ciphertext.length },
-    { name: 'seal: floor', operation: 'seal', async: false, run: () => floorSeal(plaintext, publicKey).ciphertext.length },
-    { name: 'seal: jose', operation: 'seal', async: true, run: async () => (await joseSeal()).ciphertext.length },
+    {
+      name: 'seal: envelope',
+      operation: 'seal',
+      async: false,
+      run: () => sealEnvelope(plaintext, bound, recipient).ciphertext.length,
+    },
+    {
+      name: 'seal: floor',
+      operation: 'seal',
+      async: false,
+      run: () => floorSeal(plaintext, publicKey).ciphertext.length,
+    },
+    {
+      name: 'seal: jose',
+      operation: 'seal',
+      async: true,
+      run: async () => (await joseSeal()).ciphertext.length,
+    },
     // Components of the floor, to say what dominates it.
-    { name: 'seal part: RSA-OAEP-256 wrap', operation: 'seal', async: false, run: () => publicEncrypt({ key: publicKey, ...OAEP }, cek).length },
+    {
+      name: 'seal part: RSA-OAEP-256 wrap',
+      operation: 'seal',
+      async: false,
+      run: () => publicEncrypt({ key: publicKey, ...OAEP }, cek).length,
+    },
     {
       name: 'seal part: AES-256-GCM 2 KB',
       operation: 'seal',
@@ -209,15 +237,30 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
         return cipher.update(plaintext).length + cipher.final().length + cipher.getAuthTag().length;
       },
     },
-    { name: 'open: envelope', operation: 'open', async: false, run: () => openEnvelope(envelope, privateKey).length },
-    { name: 'open: floor', operation: 'open', async: false, run: () => floorOpen(floorSealed, privateKey).length },
+    {
+      name: 'open: envelope',
+      operation: 'open',
+      async: false,
+      run: () => openEnvelope(envelope, privateKey).length,
+    },
+    {
+      name: 'open: floor',
+      operation: 'open',
+      async: false,
+      run: () => floorOpen(floorSealed, privateKey).length,
+    },
     {
       name: 'open: jose',
       operation: 'open',
       async: true,
       run: async () => (await flattenedDecrypt(joseSealed, josePrivate)).plaintext.length,
     },
-    { name: 'open part: RSA-OAEP-256 unwrap', operation: 'open', async: false, run: () => privateDecrypt({ key: privateKey, ...OAEP }, wrapped).length },
+    {
+      name: 'open part: RSA-OAEP-256 unwrap',
+      operation: 'open',
+      async: false,
+      run: () => privateDecrypt({ key: privateKey, ...OAEP }, wrapped).length,
+    },
   ];
 
   // Warm-up: JIT, OpenSSL's lazily built Montgomery tables, jose's key caches.
@@ -261,10 +304,30 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
     };
   };
   // Each ratio is oriented the way its target is phrased.
-  addRatio('sealVsJose', 'seal: envelope', 'seal: jose', 'jose seal time ÷ envelope seal time (× faster than jose)');
-  addRatio('sealVsFloor', 'seal: floor', 'seal: envelope', 'envelope seal time ÷ floor seal time (× the floor)');
-  addRatio('openVsFloor', 'open: floor', 'open: envelope', 'envelope open time ÷ floor open time (× the floor)');
-  addRatio('openVsJose', 'open: envelope', 'open: jose', 'jose open time ÷ envelope open time (× faster than jose)');
+  addRatio(
+    'sealVsJose',
+    'seal: envelope',
+    'seal: jose',
+    'jose seal time ÷ envelope seal time (× faster than jose)',
+  );
+  addRatio(
+    'sealVsFloor',
+    'seal: floor',
+    'seal: envelope',
+    'envelope seal time ÷ floor seal time (× the floor)',
+  );
+  addRatio(
+    'openVsFloor',
+    'open: floor',
+    'open: envelope',
+    'envelope open time ÷ floor open time (× the floor)',
+  );
+  addRatio(
+    'openVsJose',
+    'open: envelope',
+    'open: jose',
+    'jose open time ÷ envelope open time (× faster than jose)',
+  );
 
   const summary: Record<string, CandidateSummary> = {};
   for (const candidate of candidates) {

@@ -30,7 +30,8 @@ function summarise(values: number[]): LatencySummary {
 async function main(specPath: string | undefined, outcomePath: string | undefined): Promise<void> {
   if (!specPath || !outcomePath) throw new Error('usage: http-load <spec.json> <outcome.json>');
   const spec = JSON.parse(await readFile(specPath, 'utf8')) as LoadSpec;
-  if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(spec.url)) throw new Error(`refusing a non-loopback target: ${spec.url}`);
+  if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(spec.url))
+    throw new Error(`refusing a non-loopback target: ${spec.url}`);
   if (spec.bodies.length === 0) throw new Error('no request bodies');
 
   let next = 0;
@@ -79,6 +80,7 @@ async function main(specPath: string | undefined, outcomePath: string | undefine
   );
   const outcome: LoadOutcome = {
     requests: all.length,
+    sent: result.requests.sent ?? all.length,
     durationSec: result.duration,
     requestsPerSecond: round(all.length / result.duration, 1),
     latencyMs: summarise(all),

@@ -43,17 +43,29 @@ export interface HttpOptions {
   floorSliceMs: number;
 }
 
-type EndpointName = 'receipts/encrypt' | 'receipts/decrypt' | 'keys/grant-access' | 'payments/gateway_a/create';
+type EndpointName =
+  | 'receipts/encrypt'
+  | 'receipts/encrypt @1 connection'
+  | 'receipts/decrypt'
+  | 'keys/grant-access'
+  | 'payments/gateway_a/create';
 
 interface EndpointResult {
   path: string;
+  connections: number;
   load: LoadOutcome;
   /** DynamoDB calls for one request on a warm instance, by SDK command name. */
   callsSingleRequest: Record<string, number>;
   /** Average DynamoDB calls per request over the whole load run, by kind. */
   callsPerRequestUnderLoad: Record<CallKind, number>;
+  /** Calls per request × the isolated floor's p50 (at this run's concurrency), by kind. */
   dynamoFloorMs: number;
+  /** p50 latency minus dynamoFloorMs: the brief's model. */
   beyondDynamoP50Ms: number;
+  /** Time the handlers actually spent awaiting DynamoDB during the run, per request (mean). */
+  dynamoMsPerRequestInSitu: number;
+  /** Mean latency minus dynamoMsPerRequestInSitu. */
+  beyondDynamoMeanMsInSitu: number;
   cpuMsPerRequest: { service: number; dynamoDbLocal: number | null };
   note?: string;
 }
@@ -61,7 +73,9 @@ interface EndpointResult {
 export interface HttpResult {
   options: HttpOptions;
   setup: { users: number; seconds: number; onboardingPerSecond: number };
+  /** At the load's concurrency. */
   dynamoFloor: Record<CallKind, FloorStats>;
+  dynamoFloorSingle: Record<CallKind, FloorStats>;
   endpoints: Partial<Record<EndpointName, EndpointResult>>;
   targets: TargetCheck[];
 }
@@ -82,7 +96,8 @@ const isRecord = (value: unknown): value is Json => typeof value === 'object' &&
 
 function text(record: Json, key: string): string {
   const value = record[key];
-  if (typeof value !== 'string') throw new Error(`expected a string ${key} in ${JSON.stringify(record).slice(0, 200)}`);
+  if (typeof value !== 'string')
+    throw new Error(`expected a string ${key} in ${JSON.stringify(record).slice(0, 200)}`);
   return value;
 }
 
@@ -94,7 +109,9 @@ async function post(stack: LocalStack, path: string, apiKey: string, body?: unkn
   });
   const parsed: unknown = await response.json();
   if (response.status !== 200 || !isRecord(parsed) || !isRecord(parsed.data)) {
-    throw new Error(`setup: POST ${path} answered ${response.status}: ${JSON.stringify(parsed).slice(0, 300)}`);
+    throw new Error(
+      `setup: POST ${path} answered ${response.status}: ${JSON.stringify(parsed).slice(0, 300)}`,
+    );
   }
   return parsed.data;
 }
@@ -179,7 +196,8 @@ export async function runHttpBench(options: HttpOptions): Promise<HttpResult> {
 }
 
 async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: string): Promise<HttpResult> {
-  if (!stack.url.startsWith('http://127.0.0.1:')) throw new Error(`the stack is not on loopback: ${stack.url}`);
+  if (!stack.url.startsWith('http://127.0.0.1:'))
+    throw new Error(`the stack is not on loopback: ${stack.url}`);
   const admin = { repository: stack.deps.repos.apiKeys, now: () => new Date() };
   const key = async (name: string, roles: Role[]) =>
     (await createApiKey(admin, { name, roles, tier: 'enterprise' })).apiKey;
@@ -200,24 +218,44 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
       publicKey: text(pair, 'publicKey'),
       keyId: text(pair, 'keyId'),
     });
-    return { userId: text(registered, 'userId'), keyId: text(pair, 'keyId'), privateKey: text(pair, 'privateKey'), hashedPan };
+    return {
+      userId: text(registered, 'userId'),
+      keyId: text(pair, 'keyId'),
+      privateKey: text(pair, 'privateKey'),
+      hashedPan,
+    };
   });
   // One stored envelope per user, for the decrypt run.
-  const envelopes = await inPool(users, 8, (user) => post(stack, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))));
+  const envelopes = await inPool(users, 8, (user) =>
+    post(stack, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))),
+  );
   const setupSeconds = (performance.now() - setupStart) / 1000;
-  console.log(`  setup: ${users.length} users onboarded and one envelope each in ${setupSeconds.toFixed(1)} s`);
+  console.log(
+    `  setup: ${users.length} users onboarded and one envelope each in ${setupSeconds.toFixed(1)} s`,
+  );
 
-  // ---- DynamoDB floor, same client, same concurrency.
+  // ---- DynamoDB floor, same client, at the load's concurrency and at one (for the one-connection run).
   const readKey = { pk: `USER#${users[0]?.userId ?? 'none'}` };
-  const dynamoFloor = await measureDynamoFloor(stack.deps.dynamo.doc, stack.config.tables, readKey, {
-    concurrency: options.connections,
-    rounds: options.floorRounds,
-    sliceMs: options.floorSliceMs,
-  });
+  const floorAt = (concurrency: number) =>
+    measureDynamoFloor(stack.deps.dynamo.doc, stack.config.tables, readKey, {
+      concurrency,
+      rounds: options.floorRounds,
+      sliceMs: options.floorSliceMs,
+    });
+  const dynamoFloor = await floorAt(options.connections);
+  const dynamoFloorSingle = await floorAt(1);
+  const floorFor = (connections: number) => (connections === 1 ? dynamoFloorSingle : dynamoFloor);
   printTable(
-    `DynamoDB Local floor: same client, ${options.connections} concurrent, ${options.floorRounds} interleaved rounds (ms)`,
-    ['call', 'p50', 'p99', 'calls'],
-    callKinds.map((kind) => [kind, dynamoFloor[kind].p50Ms, dynamoFloor[kind].p99Ms, dynamoFloor[kind].calls]),
+    `DynamoDB Local floor: the service's own client, ${options.floorRounds} interleaved rounds per concurrency (ms)`,
+    ['call', `p50 @${options.connections}`, `p99 @${options.connections}`, 'p50 @1', 'p99 @1', 'calls'],
+    callKinds.map((kind) => [
+      kind,
+      dynamoFloor[kind].p50Ms,
+      dynamoFloor[kind].p99Ms,
+      dynamoFloorSingle[kind].p50Ms,
+      dynamoFloorSingle[kind].p99Ms,
+      dynamoFloor[kind].calls + dynamoFloorSingle[kind].calls,
+    ]),
   );
 
   const endpoints: Partial<Record<EndpointName, EndpointResult>> = {};
@@ -234,8 +272,9 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     apiKey: string,
     bodies: unknown[],
     oneRequestBody: () => unknown,
-    extra: { maxRequests?: number; note?: string } = {},
+    extra: { maxRequests?: number; note?: string; connections?: number } = {},
   ): Promise<void> {
+    const connections = extra.connections ?? options.connections;
     // Warm-up: JIT, lazily loaded SDKs (the payment gateway's), the API-key cache.
     for (let i = 0; i < 3; i++) await post(stack, path, apiKey, oneRequestBody());
     counter.reset();
@@ -250,7 +289,7 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
         url: stack.url,
         path,
         apiKey,
-        connections: options.connections,
+        connections,
         durationSec: options.durationSec,
         ...(extra.maxRequests ? { maxRequests: extra.maxRequests } : {}),
         bodies: bodies.map((body) => JSON.stringify(body)),
@@ -258,28 +297,40 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
       },
       workDir,
     );
+    // Requests abandoned at the deadline still run to completion in the service; their calls count too.
+    await counter.quiesce(1500, 30_000);
     const cpu = process.cpuUsage(cpuBefore);
     const javaAfter = javaPid === null ? null : processCpuMs(javaPid);
     const byKind = counter.byKind();
-    const requests = Math.max(1, load.requests);
+    const millis = counter.millisByKind();
+    const requests = Math.max(1, load.sent);
     const callsPerRequestUnderLoad = Object.fromEntries(
       callKinds.map((kind) => [kind, round(byKind[kind] / requests, 2)]),
     ) as Record<CallKind, number>;
     const dynamoFloorMs = round(
-      callKinds.reduce((sum, kind) => sum + callsPerRequestUnderLoad[kind] * dynamoFloor[kind].p50Ms, 0),
+      callKinds.reduce(
+        (sum, kind) => sum + callsPerRequestUnderLoad[kind] * floorFor(connections)[kind].p50Ms,
+        0,
+      ),
       2,
     );
+    // The handlers await their calls one after another (read in lib/), so per-request call time adds up.
+    const dynamoMsInSitu = round(callKinds.reduce((sum, kind) => sum + millis[kind], 0) / requests, 2);
     endpoints[name] = {
       path,
+      connections,
       load,
       callsSingleRequest,
       callsPerRequestUnderLoad,
       dynamoFloorMs,
       beyondDynamoP50Ms: round(load.latencyMs.p50 - dynamoFloorMs, 2),
+      dynamoMsPerRequestInSitu: dynamoMsInSitu,
+      beyondDynamoMeanMsInSitu: round(load.latencyMs.mean - dynamoMsInSitu, 2),
       cpuMsPerRequest: {
         // The parent's CPU is the service (server, handlers, SDK clients); the load generator is a child process.
         service: round((cpu.user + cpu.system) / 1000 / requests, 3),
-        dynamoDbLocal: javaBefore === null || javaAfter === null ? null : round((javaAfter - javaBefore) / requests, 3),
+        dynamoDbLocal:
+          javaBefore === null || javaAfter === null ? null : round((javaAfter - javaBefore) / requests, 3),
       },
       ...(extra.note ? { note: extra.note } : {}),
     };
@@ -300,16 +351,35 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     () => withIds(encryptBody(users[0] as User)),
   );
 
+  // The same with one connection: the latency of one request when nothing queues behind another.
+  await measureEndpoint(
+    'receipts/encrypt @1 connection',
+    '/api/v1/receipts/encrypt',
+    encryptKey,
+    users.map(encryptBody),
+    () => withIds(encryptBody(users[0] as User)),
+    { connections: 1, note: 'one connection: no queueing in the service or in DynamoDB Local' },
+  );
+
   // ---- receipts/decrypt: tokens are granted now, so they are live (≤ 180 s) for the run; one slot each.
   const tokens = await inPool(users, 8, async (user) =>
-    text(await post(stack, '/api/v1/keys/grant-access', issuerKey, { userId: user.userId, keyId: user.keyId }), 'tokenId'),
+    text(
+      await post(stack, '/api/v1/keys/grant-access', issuerKey, { userId: user.userId, keyId: user.keyId }),
+      'tokenId',
+    ),
   );
   const decryptBodies = users.map((user, index) => ({
     envelope: envelopes[index],
     accessTokenId: tokens[index],
     privateKey: user.privateKey,
   }));
-  await measureEndpoint('receipts/decrypt', '/api/v1/receipts/decrypt', issuerKey, decryptBodies, () => decryptBodies[0]);
+  await measureEndpoint(
+    'receipts/decrypt',
+    '/api/v1/receipts/decrypt',
+    issuerKey,
+    decryptBodies,
+    () => decryptBodies[0],
+  );
 
   // ---- keys/grant-access: round-robin over every user. Each user already holds the decrypt token and
   // may lend one slot to warm-up, so the run is capped at 3 grants per user: every grant can succeed.
@@ -354,20 +424,29 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
   ];
   return {
     options,
-    setup: { users: users.length, seconds: round(setupSeconds, 1), onboardingPerSecond: round(users.length / setupSeconds, 1) },
+    setup: {
+      users: users.length,
+      seconds: round(setupSeconds, 1),
+      onboardingPerSecond: round(users.length / setupSeconds, 1),
+    },
     dynamoFloor,
+    dynamoFloorSingle,
     endpoints,
     targets,
   };
 }
 
-function printHttpTables(endpoints: Partial<Record<EndpointName, EndpointResult>>, options: HttpOptions): void {
+function printHttpTables(
+  endpoints: Partial<Record<EndpointName, EndpointResult>>,
+  options: HttpOptions,
+): void {
   const rows = Object.entries(endpoints) as [EndpointName, EndpointResult][];
   printTable(
-    `HTTP: ${options.connections} connections × ${options.durationSec} s per endpoint (latency ms, all responses)`,
-    ['endpoint', 'req/s', 'p50', 'p90', 'p99', 'max', 'requests', 'non-2xx'],
+    `HTTP: autocannon, ${options.durationSec} s per endpoint (latency ms, all responses)`,
+    ['endpoint', 'conns', 'req/s', 'p50', 'p90', 'p99', 'max', 'requests', 'non-2xx'],
     rows.map(([name, result]) => [
       name,
+      result.connections,
       result.load.requestsPerSecond,
       result.load.latencyMs.p50,
       result.load.latencyMs.p90,
@@ -378,20 +457,39 @@ function printHttpTables(endpoints: Partial<Record<EndpointName, EndpointResult>
     ]),
   );
   printTable(
-    'HTTP: time beyond DynamoDB (p50 − calls/request × DynamoDB floor p50; CPU ms per request)',
-    ['endpoint', 'p50', 'DynamoDB calls/req (r/p/u/t)', 'floor', 'beyond', 'CPU service', 'CPU DynamoDB Local'],
+    'HTTP: time beyond DynamoDB, two ways (ms): p50 − calls × isolated floor p50; mean − DynamoDB time measured in the run',
+    [
+      'endpoint',
+      'calls/req r/p/u/t',
+      'p50',
+      'floor model',
+      'p50 beyond',
+      'mean',
+      'in-run DDB',
+      'mean beyond',
+    ],
     rows.map(([name, result]) => {
       const calls = result.callsPerRequestUnderLoad;
       return [
         name,
-        result.load.latencyMs.p50,
         `${calls.read}/${calls.put}/${calls.update}/${calls.transact}`,
+        result.load.latencyMs.p50,
         result.dynamoFloorMs,
         result.beyondDynamoP50Ms,
-        result.cpuMsPerRequest.service,
-        result.cpuMsPerRequest.dynamoDbLocal ?? Number.NaN,
+        result.load.latencyMs.mean,
+        result.dynamoMsPerRequestInSitu,
+        result.beyondDynamoMeanMsInSitu,
       ];
     }),
+  );
+  printTable(
+    'HTTP: CPU per request (ms) — the service process vs DynamoDB Local (java); 2 cores shared by both and the load generator',
+    ['endpoint', 'service CPU', 'DynamoDB Local CPU'],
+    rows.map(([name, result]) => [
+      name,
+      result.cpuMsPerRequest.service,
+      result.cpuMsPerRequest.dynamoDbLocal ?? Number.NaN,
+    ]),
   );
   for (const [name, result] of rows) {
     const single = Object.entries(result.callsSingleRequest)

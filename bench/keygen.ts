@@ -107,13 +107,16 @@ export async function runKeygenBench(options: KeygenOptions): Promise<KeygenResu
   }
 
   const phases: Phase[] = ['idle', 'async (concurrent)', 'sync (back to back)'];
-  const observed = new Map<Phase, (LoopDelay & { keysPerSecond: number | null })[]>(phases.map((phase) => [phase, []]));
+  const observed = new Map<Phase, (LoopDelay & { keysPerSecond: number | null })[]>(
+    phases.map((phase) => [phase, []]),
+  );
   let idleMs = 1000;
   for (let roundIndex = 0; roundIndex < options.loopRounds; roundIndex++) {
     for (const phase of rotated(phases, roundIndex)) {
       const delay = await withLoopMonitor(async () => {
         if (phase === 'idle') await sleep(idleMs);
-        else if (phase === 'async (concurrent)') await asyncConcurrent(options.keysPerPhase, options.concurrency);
+        else if (phase === 'async (concurrent)')
+          await asyncConcurrent(options.keysPerPhase, options.concurrency);
         else await syncBackToBack(options.keysPerPhase);
       });
       // Idle lasts as long as the last busy phase, so the histograms hold comparable numbers of samples.
@@ -164,7 +167,14 @@ export async function runKeygenBench(options: KeygenOptions): Promise<KeygenResu
     ['phase', 'max', 'p99', 'p50', 'mean', 'keys/s'],
     phases.map((phase) => {
       const entry = eventLoopDelay[phase];
-      return [phase, entry.maxMs, entry.p99Ms, entry.p50Ms, entry.meanMs, entry.keysPerSecond === null ? '-' : entry.keysPerSecond];
+      return [
+        phase,
+        entry.maxMs,
+        entry.p99Ms,
+        entry.p50Ms,
+        entry.meanMs,
+        entry.keysPerSecond === null ? '-' : entry.keysPerSecond,
+      ];
     }),
   );
 
@@ -174,10 +184,10 @@ export async function runKeygenBench(options: KeygenOptions): Promise<KeygenResu
   const targets: TargetCheck[] = [
     {
       section: 'keygen',
-      target: 'generation does not block the event loop (async loop-delay p99 close to idle, far below sync)',
+      target: 'event-loop delay while generating: async (pool) vs idle vs generateKeyPairSync',
       measured: `loop-delay p99 ${concurrent.p99Ms} ms async vs ${idle.p99Ms} ms idle vs ${blocking.p99Ms} ms sync; max ${concurrent.maxMs} / ${idle.maxMs} / ${blocking.maxMs} ms`,
-      // "Close to idle" is judged relative to the blocking baseline, never against a wall-clock threshold.
-      met: concurrent.p99Ms < blocking.p99Ms / 2,
+      met: null,
+      informational: true,
       note: `key latency p50/p99: async ${latencyMs.async.p50}/${latencyMs.async.p99} ms, sync ${latencyMs.sync.p50}/${latencyMs.sync.p99} ms`,
     },
   ];

@@ -1,6 +1,7 @@
 import { App, Validations } from 'aws-cdk-lib';
 import cdkNag from 'cdk-nag';
 import { ReceiptServiceStack } from './receipt-service-stack.js';
+import { resolveSettings } from './settings.js';
 
 // cdk-nag is CommonJS without named-export hints Node's ESM loader can read.
 const { AwsSolutionsChecks } = cdkNag;
@@ -10,7 +11,8 @@ const { AwsSolutionsChecks } = cdkNag;
  * Without credentials the stack is environment-agnostic, so `npm run synth` works offline.
  */
 const app = new App();
-const stage = String(app.node.tryGetContext('stage') ?? 'dev');
+// Validated here too, so a bad stage is reported as a setting before it becomes a bad stack name.
+const { stage } = resolveSettings(app);
 
 new ReceiptServiceStack(app, `ReceiptService-${stage}`, {
   description: `Encrypted digital receipt service (${stage})`,

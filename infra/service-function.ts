@@ -6,6 +6,7 @@ import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lam
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { RouteDefinition } from '../lib/routes.js';
+import { PAYMENT_SDKS, paymentSdkBundlingCommands } from './payment-sdks.js';
 
 export interface ServiceFunctionProps {
   route: RouteDefinition;
@@ -86,13 +87,17 @@ export class ServiceFunction extends Construct {
         sourceMapMode: SourceMapMode.DEFAULT,
         // Stack traces need file and line only; embedded sources would double the asset size.
         sourcesContent: false,
-        externalModules: [],
+        // Payment SDKs ship beside the bundle and load on first use (payment-sdks.ts).
+        externalModules: route.gateways ? [...PAYMENT_SDKS] : [],
         banner: REQUIRE_BANNER,
         metafile: true,
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],
           afterBundling: (_inputDir: string, outputDir: string) => [
+            ...(route.gateways
+              ? paymentSdkBundlingCommands(props.projectRoot, outputDir, REQUIRE_BANNER)
+              : []),
             [
               shellQuote(process.execPath),
               '--import tsx',

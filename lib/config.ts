@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { tableDefinitions, tableEnvVar, tableKeys, type TableNames } from './tables.js';
+import { tableDefinitions, tableEnvVar, tableKeys, type TableKey, type TableNames } from './tables.js';
 
 /**
  * Service configuration, read from the environment once per cold start. A bad value stops the
@@ -31,7 +31,8 @@ export interface ServiceConfig {
   stage: string;
   region: string;
   dynamoDbEndpoint: string | undefined;
-  tables: TableNames;
+  /** Only the tables this function was granted; see `requireTable`. */
+  tables: Partial<TableNames>;
   escrowKmsKeyId: string | undefined;
   localEscrowDir: string | undefined;
   tokenTtlSeconds: number;
@@ -50,33 +51,39 @@ export class ConfigError extends Error {}
 const describeIssues = (error: z.ZodError): string =>
   error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
 
-/** Table names come from TABLE_* variables (set by the CDK stack), or all from TABLE_PREFIX locally. */
-function tableNamesFromEnv(env: NodeJS.ProcessEnv): TableNames {
+/**
+ * Table names come from TABLE_* variables (the CDK stack sets only those a function was granted), or
+ * all from TABLE_PREFIX locally.
+ */
+function tableNamesFromEnv(env: NodeJS.ProcessEnv): Partial<TableNames> {
   const prefix = env.TABLE_PREFIX;
-  const missing: string[] = [];
-  const names = Object.fromEntries(
-    tableKeys.map((key) => {
-      const variable = tableEnvVar(key);
-      const explicit = env[variable];
-      if (!explicit && prefix === undefined) missing.push(variable);
-      return [key, explicit ?? `${prefix ?? ''}${tableDefinitions[key].name}`];
+  return Object.fromEntries(
+    tableKeys.flatMap((key) => {
+      const name =
+        env[tableEnvVar(key)] ??
+        (prefix === undefined ? undefined : `${prefix}${tableDefinitions[key].name}`);
+      return name ? [[key, name]] : [];
     }),
-  ) as TableNames;
-  if (missing.length > 0) {
-    throw new ConfigError(`Missing table configuration: set ${missing.join(', ')} or TABLE_PREFIX`);
-  }
-  return names;
+  );
+}
+
+/** A table's name, or a clear error naming the variable when this function was not given the table. */
+export function requireTable(config: Pick<ServiceConfig, 'tables'>, key: TableKey): string {
+  const name = config.tables[key];
+  if (!name)
+    throw new ConfigError(`${tableEnvVar(key)} is not set: this function was not granted the ${key} table`);
+  return name;
+}
+
+/** Every table's name: the local stack, which creates them all. */
+export function requireAllTables(config: Pick<ServiceConfig, 'tables'>): TableNames {
+  return Object.fromEntries(tableKeys.map((key) => [key, requireTable(config, key)])) as TableNames;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig {
   const parsed = serviceEnvSchema.safeParse(env);
   if (!parsed.success) throw new ConfigError(`Invalid configuration: ${describeIssues(parsed.error)}`);
   const values = parsed.data;
-  if (!values.ESCROW_KMS_KEY_ID && !values.LOCAL_ESCROW_DIR) {
-    throw new ConfigError(
-      'Invalid configuration: set ESCROW_KMS_KEY_ID (AWS) or LOCAL_ESCROW_DIR (local stack)',
-    );
-  }
   return {
     stage: values.STAGE,
     region: values.AWS_REGION,

@@ -1,6 +1,6 @@
 import { ApiKeyAuthenticator } from './api-key-auth.js';
 import type { Clock } from './clock.js';
-import type { ServiceConfig } from './config.js';
+import { requireTable, type ServiceConfig } from './config.js';
 import type { EscrowKey } from './crypto/escrow.js';
 import { AccessTokenRepository } from './db/access-tokens.js';
 import { ApiKeyRepository } from './db/api-keys.js';
@@ -14,6 +14,7 @@ import { UserRepository } from './db/users.js';
 import type { GatewayRegistry } from './gateways/port.js';
 import type { PlatformDeps } from './http/pipeline.js';
 import type { Logger } from './log.js';
+import type { TableKey } from './tables.js';
 import type { TierTable } from './tiers.js';
 
 export interface Repositories {
@@ -47,20 +48,40 @@ export function createCoreDeps(input: {
 }): CoreDeps {
   const { config, dynamo, clock } = input;
   const { doc } = dynamo;
-  const tables = config.tables;
-  const apiKeys = new ApiKeyRepository(doc, tables.apiKeys);
+  const table = (key: TableKey) => requireTable(config, key);
+  // Each function is given only its own tables, so a repository is built on first use: a function
+  // that reaches for a table it was not granted fails with a message naming the missing variable.
+  const repos = lazily<Repositories>({
+    apiKeys: () => new ApiKeyRepository(doc, table('apiKeys')),
+    keyPairs: () => new KeyPairRepository(doc, table('keyPairs')),
+    users: () => new UserRepository(doc, table('users'), config.tables.keyPairs),
+    accessTokens: () => new AccessTokenRepository(doc, table('accessTokens'), config.maxActiveTokens),
+    receipts: () => new ReceiptRepository(doc, table('receipts')),
+    transactions: () => new TransactionRepository(doc, table('transactions')),
+  });
   return {
     ...input,
-    authenticator: new ApiKeyAuthenticator(apiKeys, clock, config.apiKeyCacheTtlSeconds),
-    rateLimiter: new RateLimiter(doc, tables.rateLimits),
-    repos: {
-      apiKeys,
-      keyPairs: new KeyPairRepository(doc, tables.keyPairs),
-      users: new UserRepository(doc, tables.users, tables.keyPairs),
-      accessTokens: new AccessTokenRepository(doc, tables.accessTokens, config.maxActiveTokens),
-      receipts: new ReceiptRepository(doc, tables.receipts),
-      transactions: new TransactionRepository(doc, tables.transactions),
-    },
-    audit: new AuditLog(doc, tables.audit, clock, config.auditRetentionDays),
+    repos,
+    // Every route that authenticates is granted the key and rate-limit tables.
+    authenticator: new ApiKeyAuthenticator(repos.apiKeys, clock, config.apiKeyCacheTtlSeconds),
+    rateLimiter: new RateLimiter(doc, table('rateLimits')),
+    audit: new AuditLog(doc, () => table('audit'), clock, config.auditRetentionDays),
   };
+}
+
+/** An object whose properties are built on first read and then kept (spreading it would build them all). */
+function lazily<T extends object>(factories: { [K in keyof T]: () => T[K] }): T {
+  const target = {} as T;
+  for (const key of Object.keys(factories) as (keyof T)[]) {
+    Object.defineProperty(target, key, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const value = factories[key]();
+        Object.defineProperty(target, key, { value, enumerable: true, writable: false });
+        return value;
+      },
+    });
+  }
+  return target;
 }

@@ -1,5 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from './clock.js';
+import { requireTable } from './config.js';
 import type { AppDeps } from './deps.js';
 
 export interface DependencyStatus {
@@ -50,7 +51,7 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
   const checks: Record<string, () => Promise<unknown>> = {
     dynamodb: () =>
       deps.dynamo.doc.send(
-        new GetCommand({ TableName: deps.config.tables.apiKeys, Key: { keyId: 'health-check' } }),
+        new GetCommand({ TableName: requireTable(deps.config, 'apiKeys'), Key: { keyId: 'health-check' } }),
       ),
     escrowKey: () => deps.escrow.check(),
   };
@@ -69,5 +70,22 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
     stage: deps.config.stage,
     time: clock.now().toISOString(),
     dependencies,
+  };
+}
+
+/**
+ * Health is public, so a burst of anonymous calls must not become a burst of KMS, Secrets Manager and
+ * gateway calls: one report per instance is reused for `ttlMs`, concurrent callers share one check.
+ */
+export function cachedHealthCheck(deps: HealthDeps, ttlMs = 10_000): () => Promise<HealthReport> {
+  let cached: { at: number; report: Promise<HealthReport> } | undefined;
+  return () => {
+    const now = deps.clock.now().getTime();
+    if (!cached || now - cached.at >= ttlMs) {
+      const report = checkHealth(deps);
+      cached = { at: now, report };
+      report.catch(() => (cached = undefined));
+    }
+    return cached.report;
   };
 }

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../lib/clock.js';
-import { loadConfig, type ServiceConfig } from '../lib/config.js';
+import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/config.js';
 import { LocalEscrowKey } from '../lib/crypto/escrow.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { ensureTables } from '../lib/db/create-tables.js';
@@ -75,7 +75,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const clock = options.clock ?? systemClock;
     const logger = createLogger({ level: options.logLevel ?? config.logLevel });
     const dynamo = createDynamoClients({ region: config.region, endpoint });
-    await ensureTables(dynamo.client, config.tables);
+    await ensureTables(dynamo.client, requireAllTables(config));
 
     const escrow = options.inMemory
       ? await LocalEscrowKey.inMemory()

@@ -8,7 +8,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import type { TableNames } from '../../lib/tables.js';
+import type { TableKey } from '../../lib/tables.js';
 import { median, percentile, round, rotated } from './stats.js';
 
 /**
@@ -30,14 +30,29 @@ export function kindOf(commandName: string): CallKind {
 
 export class DynamoCallCounter {
   private counts = new Map<string, number>();
+  private durations: Record<CallKind, number> = { read: 0, put: 0, update: 0, transact: 0 };
+  private inflight = 0;
+  private lastActivity = performance.now();
 
-  /** Adds the counter at the initialize step: once per logical call, before SDK retries. */
+  /**
+   * Added at the initialize step: once per logical call, and its duration includes the SDK's own work
+   * (marshalling, signing, retries), which is what a call costs the handler that awaits it.
+   */
   constructor(doc: DynamoDBDocumentClient) {
     doc.middlewareStack.add(
       (next, context) => async (args) => {
         const name = context.commandName ?? 'unknown';
         this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
-        return next(args);
+        this.inflight++;
+        const start = performance.now();
+        try {
+          return await next(args);
+        } finally {
+          const end = performance.now();
+          this.durations[kindOf(name)] += end - start;
+          this.inflight--;
+          this.lastActivity = end;
+        }
       },
       { step: 'initialize', name: 'benchDynamoCallCounter' },
     );
@@ -45,6 +60,7 @@ export class DynamoCallCounter {
 
   reset(): void {
     this.counts = new Map();
+    this.durations = { read: 0, put: 0, update: 0, transact: 0 };
   }
 
   byCommand(): Record<string, number> {
@@ -55,6 +71,23 @@ export class DynamoCallCounter {
     const totals: Record<CallKind, number> = { read: 0, put: 0, update: 0, transact: 0 };
     for (const [name, count] of this.counts) totals[kindOf(name)] += count;
     return totals;
+  }
+
+  /** Total milliseconds spent awaiting DynamoDB, by kind, since the last reset. */
+  millisByKind(): Record<CallKind, number> {
+    return { ...this.durations };
+  }
+
+  /**
+   * Waits until no call has been in flight for `quietMs`: requests the load generator abandoned at
+   * its deadline are still running in the service, and their calls belong to this run's counts.
+   */
+  async quiesce(quietMs: number, maxMs: number): Promise<void> {
+    const deadline = performance.now() + maxMs;
+    while (performance.now() < deadline) {
+      if (this.inflight === 0 && performance.now() - this.lastActivity >= quietMs) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 }
 
@@ -67,10 +100,21 @@ export interface FloorStats {
 /** 16 (or `concurrency`) closed loops of one call kind, interleaved with the other kinds in rounds. */
 export async function measureDynamoFloor(
   doc: DynamoDBDocumentClient,
-  tables: TableNames,
+  tableNames: Partial<Record<TableKey, string>>,
   readKey: Record<string, string>,
   options: { concurrency: number; rounds: number; sliceMs: number },
 ): Promise<Record<CallKind, FloorStats>> {
+  const table = (key: TableKey): string => {
+    const name = tableNames[key];
+    if (!name) throw new Error(`DynamoDB floor: the ${key} table is not configured`);
+    return name;
+  };
+  const tables = {
+    users: table('users'),
+    audit: table('audit'),
+    rateLimits: table('rateLimits'),
+    accessTokens: table('accessTokens'),
+  };
   const hotCounter = `bench-floor#${randomUUID()}`;
   const calls: Record<CallKind, () => Promise<unknown>> = {
     // The shapes mirror the service's: consistent reads, conditional puts, the limiter's ADD on one hot item.
@@ -119,7 +163,8 @@ export async function measureDynamoFloor(
   };
   const latencies: Record<CallKind, number[]> = { read: [], put: [], update: [], transact: [] };
   // Warm the connection pool and DynamoDB Local's JIT before anything is recorded.
-  for (const kind of callKinds) await Promise.all(Array.from({ length: options.concurrency }, () => calls[kind]()));
+  for (const kind of callKinds)
+    await Promise.all(Array.from({ length: options.concurrency }, () => calls[kind]()));
   for (let roundIndex = 0; roundIndex < options.rounds; roundIndex++) {
     for (const kind of rotated(callKinds, roundIndex)) {
       const deadline = performance.now() + options.sliceMs;

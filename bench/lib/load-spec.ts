@@ -28,7 +28,10 @@ export interface LatencySummary {
 }
 
 export interface LoadOutcome {
+  /** Responses received. */
   requests: number;
+  /** Requests written, including those still unanswered when the run ended (the service finishes them). */
+  sent: number;
   durationSec: number;
   requestsPerSecond: number;
   /** Every response, whatever its status. */

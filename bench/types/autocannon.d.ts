@@ -16,7 +16,12 @@ declare module 'autocannon' {
     /** Called before each request is sent; the returned request is what goes on the wire. */
     setupRequest?: (request: AutocannonRequest, context: Record<string, unknown>) => AutocannonRequest;
     /** Called with each response's status and body (collecting bodies costs a little). */
-    onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string>) => void;
+    onResponse?: (
+      status: number,
+      body: string,
+      context: Record<string, unknown>,
+      headers: Record<string, string>,
+    ) => void;
   }
 
   export interface Options {
@@ -50,6 +55,8 @@ declare module 'autocannon' {
     p97_5: number;
     p99: number;
     total?: number;
+    /** Only on `requests`: how many were written to the wire. */
+    sent?: number;
   }
 
   export interface Result {
@@ -70,10 +77,16 @@ declare module 'autocannon' {
   export interface Instance extends EventEmitter {
     stop(): void;
     on(event: 'done', listener: (result: Result) => void): this;
-    on(event: 'response', listener: (client: unknown, statusCode: number, bytes: number, ms: number) => void): this;
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, bytes: number, ms: number) => void,
+    ): this;
     on(event: 'reqError', listener: (error: Error) => void): this;
     on(event: string, listener: (...args: unknown[]) => void): this;
   }
 
-  export default function autocannon(options: Options, callback?: (error: Error | null, result: Result) => void): Instance;
+  export default function autocannon(
+    options: Options,
+    callback?: (error: Error | null, result: Result) => void,
+  ): Instance;
 }

@@ -1,3 +1,4 @@
+import { requireTable } from '../../lib/config.js';
 import type { AppDeps } from '../../lib/deps.js';
 import { InvalidRequestError } from '../../lib/errors.js';
 import { lambdaHandler } from '../../lib/http/lambda.js';
@@ -40,7 +41,7 @@ function parseRequest(request: AuthenticatedRequest<CreatePaymentRequestBody>) {
 export const createHandler = (deps: AppDeps) => {
   const once = idempotent<CreatePaymentInput, PaymentResult>(
     deps.dynamo,
-    deps.config.tables.idempotency,
+    requireTable(deps.config, 'idempotency'),
     (input) => createPaymentWithReceipt(deps, input),
   );
   return httpEndpoint(

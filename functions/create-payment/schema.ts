@@ -15,7 +15,8 @@ export const createPaymentBody = z
   .meta({
     id: 'CreatePaymentRequest',
     description:
-      'The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form.',
+      'The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and ' +
+      'cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form.',
   });
 
 export type CreatePaymentRequestBody = z.infer<typeof createPaymentBody>;

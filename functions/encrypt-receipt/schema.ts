@@ -22,17 +22,20 @@ export const nestedEncryptBody = z
   .meta({
     id: 'NestedEncryptRequest',
     description:
-      'A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed.',
+      'A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient ' +
+      'is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed.',
   });
 
 /** Flattened form: the merchant fields shared with payment creation. */
-export const flattenedEncryptBody = flattenedReceiptSchema
-  .superRefine(checkAmounts)
-  .meta({
-    id: 'FlattenedEncryptRequest',
-    description:
-      'The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true.',
-  });
+export const flattenedEncryptBody = flattenedReceiptSchema.superRefine(checkAmounts).meta({
+  id: 'FlattenedEncryptRequest',
+  description:
+    'The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. ' +
+    'Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; ' +
+    'items may be empty only with mockItems: true.',
+  // Documents how encryptBody below tells the forms apart, so the document's oneOf is exact.
+  not: { required: ['receipt'] },
+});
 
 export type NestedEncryptBody = z.infer<typeof nestedEncryptBody>;
 export type FlattenedEncryptBody = z.infer<typeof flattenedEncryptBody>;

@@ -46,7 +46,8 @@ export const panHashPrefix = (hashedPan: string): string => hashedPan.slice(0, 8
 export class AuditLog {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
-    private readonly tableName: string,
+    /** Resolved on first use: the public health function writes no audit and has no audit table. */
+    private readonly tableName: () => string,
     private readonly clock: Clock,
     private readonly retentionDays: number,
   ) {}
@@ -60,14 +61,14 @@ export class AuditLog {
       at: now.toISOString(),
       ttl: Math.floor(now.getTime() / 1000) + this.retentionDays * 86_400,
     };
-    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: item }));
+    await this.doc.send(new PutCommand({ TableName: this.tableName(), Item: item }));
   }
 
   /** A client's audit trail, newest first (used by tests and operators). */
   async forClient(clientId: string, limit = 100): Promise<AuditRecord[]> {
     const result = await this.doc.send(
       new QueryCommand({
-        TableName: this.tableName,
+        TableName: this.tableName(),
         KeyConditionExpression: 'pk = :pk',
         ExpressionAttributeValues: { ':pk': `CLIENT#${clientId}` },
         ScanIndexForward: false,

@@ -22,7 +22,8 @@ export class UserRepository {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tableName: string,
-    private readonly keyPairsTable: string,
+    /** Only registration writes key pairs; functions that only read users are not given the table. */
+    private readonly keyPairsTable: string | undefined,
   ) {}
 
   /**
@@ -30,6 +31,7 @@ export class UserRepository {
    * registrations of one hashedPan or one key leave exactly one winner.
    */
   async register(user: UserRecord): Promise<RegisterOutcome> {
+    if (!this.keyPairsTable) throw new Error('UserRepository.register needs the key-pairs table');
     const outcome = await transactWrite(this.doc, {
       TransactItems: [
         {

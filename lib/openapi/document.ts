@@ -1,25 +1,57 @@
-import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { routes, type RouteDefinition } from '../routes.js';
 import { tiers } from '../tiers.js';
 import { describeApi } from './description.js';
-import { errorStatuses, operations, tags, type ErrorDoc, type ErrorStatus, type OperationDoc } from './operations.js';
+import {
+  errorStatuses,
+  operations,
+  tags,
+  type ErrorDoc,
+  type ErrorStatus,
+  type OperationDoc,
+} from './operations.js';
 import { errorEnvelope, successEnvelope } from './responses.js';
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
 
-const ref = (kind: 'schemas' | 'responses' | 'headers' | 'securitySchemes', name: string) => ({
+// Just enough of OpenAPI's JSON Schema to write the raw parts zod does not generate.
+interface Ref {
+  $ref: string;
+}
+interface RawSchema {
+  type?: 'string' | 'integer' | 'object';
+  enum?: string[];
+  minimum?: number;
+  properties?: Record<string, RawSchema | Ref>;
+  allOf?: (RawSchema | Ref)[];
+}
+interface RawHeader {
+  description: string;
+  schema: RawSchema;
+}
+interface RawResponse {
+  // OpenAPI's response object allows x- extensions; declaring them keeps it assignable without a cast.
+  [extension: `x-${string}`]: unknown;
+  description: string;
+  headers: Record<string, Ref>;
+  content: { 'application/json': { schema: RawSchema } };
+}
+type AnyResponse = RouteConfig['responses'][string];
+
+const ref = (kind: 'schemas' | 'responses' | 'headers', name: string): Ref => ({
   $ref: `#/components/${kind}/${name}`,
 });
 
 /** Response headers, all required: the pipeline sets them on every response, errors included. */
-const headerComponents = {
+const headerComponents: Record<string, RawHeader> = {
   'X-Request-Id': {
     description: 'Identifies this request; equal to `error.request_id` in error bodies.',
     schema: { type: 'string' },
   },
   'X-RateLimit-Limit': {
-    description: "Requests allowed in the current window: the key's tier, or the per-source-IP budget without a key.",
+    description:
+      "Requests allowed in the current window: the key's tier, or the per-source-IP budget without a key.",
     schema: { type: 'integer', minimum: 0 },
   },
   'X-RateLimit-Remaining': {
@@ -36,10 +68,9 @@ const headerComponents = {
   },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   Allow: { description: 'The methods this path has, comma-separated.', schema: { type: 'string' } },
-} as const;
+};
 
-type HeaderName = keyof typeof headerComponents;
-const everyResponseHeaders: HeaderName[] = [
+const everyResponseHeaders = [
   'X-Request-Id',
   'X-RateLimit-Limit',
   'X-RateLimit-Remaining',
@@ -47,8 +78,8 @@ const everyResponseHeaders: HeaderName[] = [
   'Cache-Control',
 ];
 
-const headersFor = (status: number) => {
-  const names: HeaderName[] = [...everyResponseHeaders];
+const headersFor = (status: number): Record<string, Ref> => {
+  const names = [...everyResponseHeaders];
   if (status === 429) names.push('Retry-After');
   if (status === 405) names.push('Allow');
   return Object.fromEntries(names.map((name) => [name, ref('headers', name)]));
@@ -65,7 +96,11 @@ const platformErrors: Record<ErrorStatus, { name: string; description: string; c
   },
   401: { name: 'Unauthorized', description: 'Missing or invalid X-API-Key.', codes: ['unauthorized'] },
   402: { name: 'PaymentDeclined', description: 'The payment was declined.', codes: [] },
-  403: { name: 'Forbidden', description: "The API key's roles do not include this operation.", codes: ['forbidden'] },
+  403: {
+    name: 'Forbidden',
+    description: "The API key's roles do not include this operation.",
+    codes: ['forbidden'],
+  },
   404: { name: 'NotFound', description: 'No resource at this path.', codes: ['not_found'] },
   405: {
     name: 'MethodNotAllowed',
@@ -73,7 +108,11 @@ const platformErrors: Record<ErrorStatus, { name: string; description: string; c
     codes: ['method_not_allowed'],
   },
   409: { name: 'Conflict', description: 'The request conflicts with stored state.', codes: [] },
-  413: { name: 'PayloadTooLarge', description: 'The body is larger than 128 KiB.', codes: ['payload_too_large'] },
+  413: {
+    name: 'PayloadTooLarge',
+    description: 'The body is larger than 128 KiB.',
+    codes: ['payload_too_large'],
+  },
   415: {
     name: 'UnsupportedMediaType',
     description: 'The body was not sent as `Content-Type: application/json`.',
@@ -97,10 +136,13 @@ const platformErrors: Record<ErrorStatus, { name: string; description: string; c
   },
 };
 
-type RawResponse = Exclude<RouteConfig['responses'][string], ResponseConfig>;
-
-function errorResponseObject(status: ErrorStatus, description: string, codes: string[], details?: string): RawResponse {
-  const error = {
+function errorResponseObject(
+  status: ErrorStatus,
+  description: string,
+  codes: string[],
+  details?: string,
+): RawResponse {
+  const error: RawSchema = {
     type: 'object',
     properties: {
       code: { type: 'string', enum: codes },
@@ -115,7 +157,7 @@ function errorResponseObject(status: ErrorStatus, description: string, codes: st
         schema: { allOf: [ref('schemas', 'ErrorEnvelope'), { type: 'object', properties: { error } }] },
       },
     },
-  } as RawResponse;
+  };
 }
 
 /** The error statuses a route can answer, from what its pipeline does before the endpoint runs. */
@@ -128,15 +170,18 @@ function platformStatuses(route: RouteDefinition, doc: OperationDoc): ErrorStatu
   return statuses;
 }
 
-function errorResponses(route: RouteDefinition, doc: OperationDoc): Record<string, RawResponse> {
+function errorResponses(route: RouteDefinition, doc: OperationDoc): Record<string, AnyResponse> {
   const own = doc.errors ?? {};
-  const statuses = new Set<ErrorStatus>([...platformStatuses(route, doc), ...(Object.keys(own).map(Number) as ErrorStatus[])]);
-  const responses: Record<string, RawResponse> = {};
+  const statuses = new Set<ErrorStatus>([
+    ...platformStatuses(route, doc),
+    ...(Object.keys(own).map(Number) as ErrorStatus[]),
+  ]);
+  const responses: Record<string, AnyResponse> = {};
   for (const status of errorStatuses.filter((candidate) => statuses.has(candidate))) {
     const specific: ErrorDoc | undefined = own[status];
     const platform = platformErrors[status];
     if (!specific) {
-      responses[status] = ref('responses', platform.name) as RawResponse;
+      responses[status] = ref('responses', platform.name);
       continue;
     }
     const codes = [...new Set([...(specific.codes ?? []), ...platform.codes])];
@@ -169,7 +214,13 @@ function routeConfig(route: RouteDefinition, doc: OperationDoc): RouteConfig {
       ...(doc.params ? { params: doc.params } : {}),
       ...(doc.headers ? { headers: doc.headers } : {}),
       ...(doc.body
-        ? { body: { required: true, description: doc.body.description, content: { 'application/json': { schema: doc.body.schema } } } }
+        ? {
+            body: {
+              required: true,
+              description: doc.body.description,
+              content: { 'application/json': { schema: doc.body.schema } },
+            },
+          }
         : {}),
     },
     responses: {
@@ -186,7 +237,8 @@ function routeConfig(route: RouteDefinition, doc: OperationDoc): RouteConfig {
 const validationDetails = z
   .object({
     fields: z.array(z.object({ field: z.string(), message: z.string() })).meta({
-      description: 'Every bad field: a dotted path into the body (or the parameter name) and what is wrong with it.',
+      description:
+        'Every bad field: a dotted path into the body (or the parameter name) and what is wrong with it.',
     }),
   })
   .meta({ id: 'ValidationDetails' });
@@ -221,16 +273,23 @@ export function buildOpenApiDocument(): OpenApiDocument {
     const doc = operations[route.name];
     if (doc) registry.registerPath(routeConfig(route, doc));
   }
-  const generator = new OpenApiGeneratorV31([...registry.definitions, errorEnvelope, validationDetails], {
-    unionPreferredType: 'oneOf',
-    sortComponents: 'alphabetically',
-  });
+  const generator = new OpenApiGeneratorV31(
+    [
+      ...registry.definitions,
+      // Referenced only from the raw error responses above, so zod never meets them on its own.
+      { type: 'schema', schema: errorEnvelope },
+      { type: 'schema', schema: validationDetails },
+    ],
+    {
+      unionPreferredType: 'oneOf',
+      sortComponents: 'alphabetically',
+    },
+  );
   return generator.generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Encrypted Digital Receipt Service',
       version: '1.0.0',
-      summary: 'End-to-end encrypted digital receipts for merchants, card issuers and fintech applications.',
       description: describeApi(tiers),
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },

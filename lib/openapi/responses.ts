@@ -20,9 +20,13 @@ const base64 = (description: string) => z.string().meta({ description, contentEn
 
 export const keyPairResponse = z
   .strictObject({
-    keyId: uuid.meta({ description: 'Identifier of the pair; sent back as `keyId` to register and grant-access.' }),
+    keyId: uuid.meta({
+      description: 'Identifier of the pair; sent back as `keyId` to register and grant-access.',
+    }),
     publicKey: base64('Base64 DER SubjectPublicKeyInfo of the RSA-2048 public key.'),
-    privateKey: base64('Base64 DER PKCS#8 private key. Returned only in this response and never stored by the service.'),
+    privateKey: base64(
+      'Base64 DER PKCS#8 private key. Returned only in this response and never stored by the service.',
+    ),
     algorithm: z.literal('RSA-OAEP-256'),
   })
   .meta({ id: 'KeyPair', description: 'A freshly generated RSA-2048 key pair.' });
@@ -37,7 +41,9 @@ export const userResponse = z
 
 export const accessTokenResponse = z
   .strictObject({
-    tokenId: uuid.meta({ description: 'Send as `accessTokenId` in decrypt calls. Shown once; stored only as a hash.' }),
+    tokenId: uuid.meta({
+      description: 'Send as `accessTokenId` in decrypt calls. Shown once; stored only as a hash.',
+    }),
     userId: uuid,
     keyId: uuid,
     purpose: z.literal('decrypt'),
@@ -45,7 +51,10 @@ export const accessTokenResponse = z
     expiresAt: dateTime.meta({ description: '120 to 180 seconds after grantedAt (180 by default).' }),
     sourceIp: z.string().meta({ description: 'IP address of the caller, recorded in the audit log.' }),
   })
-  .meta({ id: 'AccessToken', description: 'A short-lived decrypt token for one user and its registered key.' });
+  .meta({
+    id: 'AccessToken',
+    description: 'A short-lived decrypt token for one user and its registered key.',
+  });
 
 const keyBundle = z.strictObject({
   encryptedAesKey: base64('The AES-256 content key wrapped with RSA-OAEP-256 for keyBundle.keyId.'),
@@ -56,7 +65,9 @@ const keyBundle = z.strictObject({
 const envelopeFields = {
   version: z.string().meta({ description: 'Receipt schema version.' }),
   receiptId: uuid,
-  keyId: z.string().meta({ description: "The recipient's keyId, or the escrow key id when isEscrowed is true." }),
+  keyId: z
+    .string()
+    .meta({ description: "The recipient's keyId, or the escrow key id when isEscrowed is true." }),
   keyBundle,
   ciphertext: base64('AES-256-GCM ciphertext of the JSON DigitalReceipt.'),
   iv: base64('12-byte GCM initialisation vector.'),
@@ -69,16 +80,22 @@ const envelopeFields = {
   merchantId: uuid,
   transactionId: uuid,
   createdAt: dateTime,
-  isEscrowed: z.boolean().meta({ description: 'True when no registered user matched and the escrow key was used.' }),
+  isEscrowed: z
+    .boolean()
+    .meta({ description: 'True when no registered user matched and the escrow key was used.' }),
 };
 
 export const encryptedEnvelopeResponse = z
   .strictObject({
     ...envelopeFields,
     expiresAt: dateTime.meta({
-      description: 'End of retention: 90 days for escrowed receipts (unless claimed), about 7 years otherwise.',
+      description:
+        'End of retention: 90 days for escrowed receipts (unless claimed), about 7 years otherwise.',
     }),
-    escrowKeyId: z.string().nullable().meta({ description: 'The escrow key id when isEscrowed is true, else null.' }),
+    escrowKeyId: z
+      .string()
+      .nullable()
+      .meta({ description: 'The escrow key id when isEscrowed is true, else null.' }),
   })
   .meta({
     id: 'EncryptedReceiptEnvelope',
@@ -100,33 +117,48 @@ export const transactionMappingResponse = z
     transactionId: uuid,
     receiptId: uuid,
     paymentGateway: z.enum(['gateway_a', 'gateway_b', 'other']).meta({
-      description: 'Always the neutral name: the aliases stripe and square are stored as gateway_a and gateway_b.',
+      description:
+        'Always the neutral name: the aliases stripe and square are stored as gateway_a and gateway_b.',
     }),
     gatewayMetadata: z.record(z.string(), z.unknown()),
     createdAt: dateTime,
   })
-  .meta({ id: 'TransactionMapping', description: 'The link between a payment transaction and its encrypted receipt.' });
+  .meta({
+    id: 'TransactionMapping',
+    description: 'The link between a payment transaction and its encrypted receipt.',
+  });
 
 export const paymentResultResponse = z
   .strictObject({
-    paymentId: z.string().meta({ description: "The gateway's payment identifier; send it to payments/decrypt." }),
-    clientSecret: z
+    paymentId: z
       .string()
-      .nullable()
-      .meta({ description: 'gateway_a payment-intent client secret for confirming on the client; null for gateway_b.' }),
+      .meta({ description: "The gateway's payment identifier; send it to payments/decrypt." }),
+    clientSecret: z.string().nullable().meta({
+      description: 'gateway_a payment-intent client secret for confirming on the client; null for gateway_b.',
+    }),
     orderId: z.string().nullable().meta({ description: 'gateway_b order id; null for gateway_a.' }),
-    gateway: z.enum(['gateway_a', 'gateway_b']).meta({ description: 'The gateway kind; send it to payments/decrypt.' }),
+    gateway: z
+      .enum(['gateway_a', 'gateway_b'])
+      .meta({ description: 'The gateway kind; send it to payments/decrypt.' }),
     receiptMetadata: z
       .strictObject({ receiptId: uuid, transactionId: uuid, merchantId: uuid, isEscrowed: z.boolean() })
-      .meta({ description: 'The pointers attached to the payment; the receipt itself stays with the service.' }),
+      .meta({
+        description: 'The pointers attached to the payment; the receipt itself stays with the service.',
+      }),
   })
-  .meta({ id: 'PaymentResult', description: 'A payment created on the gateway with its encrypted receipt attached.' });
+  .meta({
+    id: 'PaymentResult',
+    description: 'A payment created on the gateway with its encrypted receipt attached.',
+  });
 
 const dependencyStatus = z
   .strictObject({
     status: z.enum(['up', 'down']),
     latencyMs: z.number().int().min(0),
-    detail: z.string().optional().meta({ description: 'Why it is down: an error name or "timed out", never a message.' }),
+    detail: z
+      .string()
+      .optional()
+      .meta({ description: 'Why it is down: an error name or "timed out", never a message.' }),
   })
   .meta({ id: 'DependencyStatus' });
 
@@ -145,8 +177,15 @@ export const healthReportResponse = z
 export const digitalReceiptResponse = digitalReceiptSchema;
 
 export const openApiDocumentResponse = z
-  .object({ openapi: z.string(), info: z.record(z.string(), z.unknown()), paths: z.record(z.string(), z.unknown()) })
-  .meta({ id: 'OpenApiDocument', description: 'This OpenAPI 3.1 document, sent as it is (not in the success envelope).' });
+  .object({
+    openapi: z.string(),
+    info: z.record(z.string(), z.unknown()),
+    paths: z.record(z.string(), z.unknown()),
+  })
+  .meta({
+    id: 'OpenApiDocument',
+    description: 'This OpenAPI 3.1 document, sent as it is (not in the success envelope).',
+  });
 
 export const errorEnvelope = z
   .strictObject({
@@ -158,12 +197,13 @@ export const errorEnvelope = z
           'platform codes lower case (unauthorized, not_found, ...). New codes may be added.',
       }),
       message: z.string().meta({ description: 'Human-readable; never carries a stack trace or a secret.' }),
-      details: z
-        .record(z.string(), z.unknown())
-        .optional()
-        .meta({ description: 'Free-form. Validation errors list every bad field as details.fields[{field, message}].' }),
+      details: z.record(z.string(), z.unknown()).optional().meta({
+        description: 'Free-form. Validation errors list every bad field as details.fields[{field, message}].',
+      }),
       timestamp: dateTime,
-      request_id: z.string().meta({ description: 'Equal to the X-Request-Id header; quote it when reporting a problem.' }),
+      request_id: z
+        .string()
+        .meta({ description: 'Equal to the X-Request-Id header; quote it when reporting a problem.' }),
     }),
   })
   .meta({

@@ -12,14 +12,15 @@ const shortText = (max = 256) => z.string().max(max);
 export const currency = z
   .string()
   .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD')
-  .meta({ description: 'ISO 4217 currency code, upper case.', example: 'USD' });
+  .meta({ description: 'ISO 4217 currency code, upper case.', examples: ['USD'] });
 export const hashedPan = z
   .string()
   .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hash: 64 lowercase hexadecimal characters')
   .meta({
     description:
-      'SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.',
-    example: 'a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8',
+      'SHA-256 of the card number, computed by the client: 64 lower-case hex characters. ' +
+      'The service never sees the PAN.',
+    examples: ['a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8'],
   });
 
 export const paymentMethods = ['card', 'cash', 'mobile_wallet', 'bank_transfer', 'other'] as const;
@@ -196,7 +197,8 @@ export const envelopeInputSchema = z
   .meta({
     id: 'EncryptedReceiptEnvelopeInput',
     description:
-      'An envelope as answered by encrypt (either form). Only types and sizes are checked: anything wrong inside the cryptographic fields is the uniform 403 DECRYPTION_ERROR, never a 400 naming the field.',
+      'An envelope as answered by encrypt (either form). Only types and sizes are checked: anything wrong ' +
+      'inside the cryptographic fields is the uniform 403 DECRYPTION_ERROR, never a 400 naming the field.',
   });
 
 export type EnvelopeInput = z.infer<typeof envelopeInputSchema>;

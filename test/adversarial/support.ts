@@ -10,7 +10,13 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 
 export interface ErrorEnvelope {
   success: false;
-  error: { code: string; message: string; details?: Record<string, unknown>; timestamp: string; request_id: string };
+  error: {
+    code: string;
+    message: string;
+    details?: Record<string, unknown>;
+    timestamp: string;
+    request_id: string;
+  };
 }
 
 export interface SuccessEnvelope<T = unknown> {
@@ -25,7 +31,10 @@ export interface SuccessEnvelope<T = unknown> {
 export const fuzzOptions = (numRuns: number): { numRuns: number; seed?: number } => {
   const scale = Number(process.env.FUZZ_SCALE ?? '1');
   const seed = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
-  return { numRuns: Math.max(1, Math.round(numRuns * (Number.isFinite(scale) ? scale : 1))), ...(seed === undefined ? {} : { seed }) };
+  return {
+    numRuns: Math.max(1, Math.round(numRuns * (Number.isFinite(scale) ? scale : 1))),
+    ...(seed === undefined ? {} : { seed }),
+  };
 };
 
 const ERROR_KEYS = new Set(['code', 'message', 'details', 'timestamp', 'request_id']);
@@ -52,8 +61,10 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 /** Why a reply breaks the response contract, or undefined when it keeps it. */
 export function replyProblem(reply: HttpReply): string | undefined {
   if (reply.status >= 500) return `server error ${reply.status}`;
-  if (reply.status !== 200 && (reply.status < 400 || reply.status > 499)) return `unexpected status ${reply.status}`;
-  if (!(reply.headers.get('content-type') ?? '').startsWith('application/json')) return 'content type is not JSON';
+  if (reply.status !== 200 && (reply.status < 400 || reply.status > 499))
+    return `unexpected status ${reply.status}`;
+  if (!(reply.headers.get('content-type') ?? '').startsWith('application/json'))
+    return 'content type is not JSON';
   const leaked = INTERNAL_TEXT.find((pattern) => pattern.test(reply.text));
   if (leaked) return `body carries internal text matching ${String(leaked)}`;
   const body: unknown = reply.json;
@@ -62,27 +73,37 @@ export function replyProblem(reply: HttpReply): string | undefined {
     const keys = Object.keys(body).sort().join(',');
     return body.success === true && keys === 'data,success' ? undefined : 'not a success envelope';
   }
-  if (body.success !== false || Object.keys(body).sort().join(',') !== 'error,success') return 'not an error envelope';
+  if (body.success !== false || Object.keys(body).sort().join(',') !== 'error,success')
+    return 'not an error envelope';
   const error = body.error;
   if (!isPlainObject(error)) return 'error is not an object';
   const extra = Object.keys(error).filter((key) => !ERROR_KEYS.has(key));
   if (extra.length > 0) return `error carries unexpected members ${extra.join(', ')}`;
-  if (typeof error.code !== 'string' || error.code.length === 0) return 'error.code is not a non-empty string';
-  if (typeof error.message !== 'string' || error.message.length === 0) return 'error.message is not a non-empty string';
-  if (typeof error.timestamp !== 'string' || !ISO_INSTANT.test(error.timestamp)) return 'error.timestamp is not an ISO instant';
-  if (typeof error.request_id !== 'string' || error.request_id.length === 0) return 'error.request_id is missing';
+  if (typeof error.code !== 'string' || error.code.length === 0)
+    return 'error.code is not a non-empty string';
+  if (typeof error.message !== 'string' || error.message.length === 0)
+    return 'error.message is not a non-empty string';
+  if (typeof error.timestamp !== 'string' || !ISO_INSTANT.test(error.timestamp))
+    return 'error.timestamp is not an ISO instant';
+  if (typeof error.request_id !== 'string' || error.request_id.length === 0)
+    return 'error.request_id is missing';
   const headerId = reply.headers.get('x-request-id');
   if (headerId !== null && headerId !== error.request_id) return 'error.request_id differs from X-Request-Id';
   if (error.details !== undefined && !isPlainObject(error.details)) return 'error.details is not an object';
   return undefined;
 }
 
-const clip = (text: string, max = 400): string => (text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text);
+// Head and tail: in a long body the damaged member is as likely to sit at the end as at the start.
+const clip = (text: string, max = 600): string =>
+  text.length > max ? `${text.slice(0, max / 2)} … ${text.slice(-max / 2)} (${text.length} chars)` : text;
 
 /** Throws with the request and the reply, so a fast-check counterexample reads as a bug report. */
 export function assertServiceReply(reply: HttpReply, request: string): void {
   const problem = replyProblem(reply);
-  if (problem) throw new Error(`${problem}\n  request:  ${clip(request)}\n  response: ${reply.status} ${clip(reply.text)}`);
+  if (problem)
+    throw new Error(
+      `${problem}\n  request:  ${clip(request)}\n  response: ${reply.status} ${clip(reply.text)}`,
+    );
 }
 
 export const describeRequest = (method: string, path: string, body?: string): string =>
@@ -104,12 +125,21 @@ export function pathsOf(value: Json, prefix: Step[] = [], out: Step[][] = []): S
 }
 
 const childOf = (value: Json, step: Step): Json | undefined =>
-  Array.isArray(value) ? value[step as number] : value !== null && typeof value === 'object' ? value[step as string] : undefined;
+  Array.isArray(value)
+    ? value[step as number]
+    : value !== null && typeof value === 'object'
+      ? value[step as string]
+      : undefined;
 
 // defineProperty rather than assignment: assigning to `__proto__` would change the prototype instead of
 // adding the own member that JSON.stringify has to write out.
 const put = (container: Json[] | { [key: string]: Json }, step: Step, item: Json): void => {
-  Object.defineProperty(container, step, { value: item, enumerable: true, writable: true, configurable: true });
+  Object.defineProperty(container, step, {
+    value: item,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
 };
 
 export type Mutation =
@@ -124,17 +154,24 @@ export function applyMutation(root: Json, mutation: Mutation): Json {
   const candidates =
     mutation.kind === 'addKey'
       ? all.filter((path) => {
-          const target = path.reduce<Json | undefined>((node, step) => (node === undefined ? undefined : childOf(node, step)), copy);
+          const target = path.reduce<Json | undefined>(
+            (node, step) => (node === undefined ? undefined : childOf(node, step)),
+            copy,
+          );
           return target !== null && typeof target === 'object' && !Array.isArray(target);
         })
       : all;
   const path = candidates.length > 0 ? candidates[mutation.at % candidates.length]! : [];
   const parentPath = path.slice(0, -1);
   const last = path[path.length - 1];
-  const parent = parentPath.reduce<Json | undefined>((node, step) => (node === undefined ? undefined : childOf(node, step)), copy);
+  const parent = parentPath.reduce<Json | undefined>(
+    (node, step) => (node === undefined ? undefined : childOf(node, step)),
+    copy,
+  );
   if (mutation.kind === 'addKey') {
     const target = last === undefined ? copy : childOf(parent as Json, last);
-    if (target !== null && typeof target === 'object' && !Array.isArray(target)) put(target, mutation.key, mutation.value);
+    if (target !== null && typeof target === 'object' && !Array.isArray(target))
+      put(target, mutation.key, mutation.value);
     return copy;
   }
   if (last === undefined || parent === undefined || parent === null || typeof parent !== 'object') {
@@ -182,20 +219,61 @@ const nastyFragments = [
 
 /** Printable graphemes of any script mixed with control, bidi, BOM and lone-surrogate code units. */
 export const unicodeText = fc.string({
-  unit: fc.oneof(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }), fc.constantFrom(...nastyFragments)),
+  unit: fc.oneof(
+    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }),
+    fc.constantFrom(...nastyFragments),
+  ),
   maxLength: 40,
 });
 
 /** Lengths just around the service's documented limits, and far past them. */
 export const hugeText = fc
   .tuple(
-    fc.constantFrom(0, 1, 32, 33, 64, 65, 128, 129, 256, 257, 320, 321, 1024, 2048, 2049, 4096, 4097, 16_384, 16_385, 100_000),
+    fc.constantFrom(
+      0,
+      1,
+      32,
+      33,
+      64,
+      65,
+      128,
+      129,
+      256,
+      257,
+      320,
+      321,
+      1024,
+      2048,
+      2049,
+      4096,
+      4097,
+      16_384,
+      16_385,
+      100_000,
+    ),
     fc.constantFrom('x', 'é', '😀', '0', 'A', '='),
   )
   .map(([length, unit]) => unit.repeat(length));
 
 export const edgeNumber = fc.oneof(
-  fc.constantFrom(-1, -0.5, 0.5, 0, 1e308, -1e308, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), 1e21, 5e-324, 1e-7, 0.1, 1e16, 1e-200, 1e200),
+  fc.constantFrom(
+    -1,
+    -0.5,
+    0.5,
+    0,
+    1e308,
+    -1e308,
+    2 ** 53,
+    2 ** 53 + 2,
+    -(2 ** 53),
+    1e21,
+    5e-324,
+    1e-7,
+    0.1,
+    1e16,
+    1e-200,
+    1e200,
+  ),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   fc.integer({ min: -(2 ** 40), max: 2 ** 40 }),
 );
@@ -212,7 +290,9 @@ const wrongType: fc.Arbitrary<Json> = fc.oneof(
 
 const garbage: fc.Arbitrary<Json> = fc.oneof(
   fc.jsonValue({ maxDepth: 4 }) as fc.Arbitrary<Json>,
-  fc.tuple(fc.integer({ min: 20, max: 80 }), fc.constantFrom('object' as const, 'array' as const)).map(([depth, kind]) => nested(depth, kind)),
+  fc
+    .tuple(fc.integer({ min: 20, max: 80 }), fc.constantFrom('object' as const, 'array' as const))
+    .map(([depth, kind]) => nested(depth, kind)),
 );
 
 const replacement: fc.Arbitrary<{ value: Json; label: string }> = fc.oneof(
@@ -251,15 +331,27 @@ const injectedValue: fc.Arbitrary<Json> = fc.oneof(
 
 export const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.nat().map((at): Mutation => ({ kind: 'drop', at })),
-  fc.tuple(fc.nat(), replacement).map(([at, { value, label }]): Mutation => ({ kind: 'replace', at, value, label })),
-  fc.tuple(fc.nat(), injectedKey, injectedValue).map(([at, key, value]): Mutation => ({ kind: 'addKey', at, key, value })),
+  fc
+    .tuple(fc.nat(), replacement)
+    .map(([at, { value, label }]): Mutation => ({ kind: 'replace', at, value, label })),
+  fc
+    .tuple(fc.nat(), injectedKey, injectedValue)
+    .map(([at, key, value]): Mutation => ({ kind: 'addKey', at, key, value })),
 );
 
 /** Text-level damage applied after serialising: the JSON parser sees these, not the schema. */
 export type RawDamage = 'none' | 'bom' | 'trailing-garbage' | 'duplicate-key' | 'truncate';
 export const rawDamage: fc.Arbitrary<RawDamage> = fc.oneof(
   { weight: 6, arbitrary: fc.constant('none' as const) },
-  { weight: 1, arbitrary: fc.constantFrom('bom' as const, 'trailing-garbage' as const, 'duplicate-key' as const, 'truncate' as const) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'bom' as const,
+      'trailing-garbage' as const,
+      'duplicate-key' as const,
+      'truncate' as const,
+    ),
+  },
 );
 
 export function damage(text: string, kind: RawDamage): string {
@@ -287,7 +379,7 @@ export function damage(text: string, kind: RawDamage): string {
 export function flipBits(bytes: Buffer, bits: number[]): Buffer {
   const copy = Buffer.from(bytes);
   const total = copy.length * 8;
-  for (const bit of new Set(bits.map((value) => value % total))) copy[Math.floor(bit / 8)]! ^= 1 << bit % 8;
+  for (const bit of new Set(bits.map((value) => value % total))) copy[Math.floor(bit / 8)]! ^= 1 << (bit % 8);
   return copy;
 }
 

@@ -46,8 +46,25 @@ afterAll(() => {
 });
 
 describe('function bundle', () => {
-  it('holds the ESM bundle and its source map, and not the esbuild metafile', () => {
-    expect(readdirSync(assetDir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+  it('holds the ESM bundle, its source map and the payment SDKs, and not the esbuild metafile', () => {
+    expect(readdirSync(assetDir).sort()).toEqual(['index.mjs', 'index.mjs.map', 'node_modules']);
+    expect(readdirSync(join(assetDir, 'node_modules')).sort()).toEqual(['square', 'stripe']);
+  });
+
+  it('keeps the payment SDKs out of the handler bundle and loads them from beside it on first use', () => {
+    const code = readFileSync(join(assetDir, 'index.mjs'), 'utf8');
+    expect(code).not.toContain('api.stripe.com');
+    expect(code).not.toContain('connect.squareup.com');
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const stripe = await import('stripe'); const square = await import('square'); console.log(typeof stripe.default, typeof square.SquareClient, typeof square.SquareEnvironment.Production);",
+      ],
+      { cwd: assetDir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' },
+    );
+    expect(out.trim()).toBe('function function string');
   });
 
   it('gives CommonJS dependencies a require() and is minified', () => {
@@ -74,6 +91,7 @@ describe('function bundle', () => {
       { cwd: assetDir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' },
     );
     expect(out.trim()).toBe('function');
-    expect(existsSync(join(assetDir, 'node_modules'))).toBe(false);
+    // Only the shipped SDKs: nothing else from the project's node_modules came along.
+    expect(existsSync(join(assetDir, 'node_modules', 'zod'))).toBe(false);
   });
 });

@@ -62,6 +62,28 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
     expect(reply.headers.get('x-ratelimit-limit')).toBe('10000');
   });
 
+  it('answers 503 service_unavailable naming the dependency that is down, and recovers', async () => {
+    stack.clock.advance(11_000);
+    stack.sandbox!.faults.add({
+      kind: 'status',
+      operation: 'square.locations.get',
+      status: 500,
+      times: 'always',
+    });
+    const down = await stack.request<ErrorEnvelope>('GET', '/api/v1/health');
+    expect(down.status).toBe(503);
+    expectEnvelope(down.json, 'service_unavailable');
+    expect(down.json.error.details).toMatchObject({
+      status: 'degraded',
+      dependencies: { gateway_b: { status: 'down' }, dynamodb: { status: 'up' } },
+    });
+    stack.sandbox!.reset();
+    // One report is reused for a few seconds, so a burst of health calls is one round of checks.
+    expect((await stack.request('GET', '/api/v1/health')).status).toBe(503);
+    stack.clock.advance(11_000);
+    expect((await stack.request('GET', '/api/v1/health')).status).toBe(200);
+  });
+
   it('refuses a missing, malformed or wrong API key with 401 unauthorized', async () => {
     const wrongSecret = `${issuer.apiKey.slice(0, -4)}AAAA`;
     for (const apiKey of [undefined, 'not-a-key', wrongSecret, `rk_${'0'.repeat(32)}_${'A'.repeat(43)}`]) {

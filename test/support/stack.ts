@@ -4,6 +4,7 @@ import { ManualClock } from '../../lib/clock.js';
 import type { Role } from '../../lib/routes.js';
 import type { TierName } from '../../lib/tiers.js';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack.js';
+import { contractValidator, type ContractViolation } from './contract.js';
 
 export interface HttpReply<T = unknown> {
   status: number;
@@ -14,6 +15,8 @@ export interface HttpReply<T = unknown> {
 
 export interface TestStack extends LocalStack {
   clock: ManualClock;
+  /** Responses that broke the OpenAPI contract; `request()` also throws on the first of each. */
+  contractViolations: readonly ContractViolation[];
   apiKey(
     roles: Role[],
     tier?: TierName,
@@ -44,9 +47,11 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
     clock,
     env: { ANON_RATE_LIMIT_PER_MINUTE: '10000', ...options.env },
   });
+  const contract = contractValidator();
   return {
     ...stack,
     clock,
+    contractViolations: contract.violations,
     async apiKey(roles, tier = 'enterprise', name = `test ${roles.join('+')}`) {
       const created = await createApiKey(
         { repository: stack.deps.repos.apiKeys, now: () => clock.now() },
@@ -74,6 +79,8 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
       } catch {
         json = undefined;
       }
+      // Every response is checked against the OpenAPI document: a departure fails the test that got it.
+      contract.assert({ method, path, status: response.status, headers: response.headers, text, json });
       return { status: response.status, headers: response.headers, text, json: json as never };
     },
   };

@@ -1,0 +1,338 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build, type Metafile } from 'esbuild';
+import { routes } from '../lib/routes.js';
+import { printTable, type TargetCheck } from './lib/report.js';
+import { median, round, rotated } from './lib/stats.js';
+
+/**
+ * Lambda cold-start proxies: each route's handler bundled the way infra/service-function.ts has CDK's
+ * NodejsFunction bundle it (esbuild, ESM, node24, minified, createRequire banner, nothing external),
+ * its size, and how long a fresh Node process takes to import it. The payment SDKs are loaded by
+ * dynamic import on first use, so each bundle is also built with them external: that build is
+ * imported from a directory where `stripe` and `square` cannot be resolved, which proves the handler
+ * module does not evaluate them at import.
+ */
+
+export interface ColdStartOptions {
+  /** Fresh processes per bundle and variant. */
+  imports: number;
+}
+
+const PAYMENT_SDKS = ['stripe', 'square'];
+const TARGET_BYTES = 1024 * 1024;
+const TARGET_IMPORT_MS = 150;
+
+// The same banner as infra/service-function.ts: CommonJS dependencies in an ESM bundle need require().
+const REQUIRE_BANNER =
+  "import { createRequire as __receiptServiceCreateRequire } from 'node:module';" +
+  'const require = __receiptServiceCreateRequire(import.meta.url);';
+
+type Variant = 'inlined' | 'sdks external';
+
+interface BundleMeasure {
+  bytes: number;
+  kilobytes: number;
+  importMsMedian: number | null;
+  importMsRuns: number[];
+  /** CPU time of the same imports: the cross-check that ignores time spent descheduled on a shared machine. */
+  importCpuMsMedian: number | null;
+  importCpuMsRuns: number[];
+  /** The packages contributing most to the output, in KB. */
+  largestPackages: { name: string; kilobytes: number }[];
+  error?: string;
+}
+
+export interface ColdStartRoute {
+  route: string;
+  entry: string;
+  /** Whether esbuild inlined stripe or square (routes that reach the gateways). */
+  paymentSdksInBundle: boolean;
+  variants: Partial<Record<Variant, BundleMeasure>>;
+}
+
+export interface ColdStartResult {
+  options: ColdStartOptions;
+  routes: ColdStartRoute[];
+  targets: TargetCheck[];
+}
+
+const projectRoot = fileURLToPath(new URL('..', import.meta.url));
+
+/** Groups a metafile's output bytes by package (node_modules/<name> or @scope/name), else "(project)". */
+function largestPackages(metafile: Metafile): { name: string; kilobytes: number }[] {
+  const totals = new Map<string, number>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+      const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input.replace(/\\/g, '/'));
+      const name = match?.[1] ?? '(project)';
+      totals.set(name, (totals.get(name) ?? 0) + bytesInOutput);
+    }
+  }
+  return [...totals]
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, 5)
+    .map(([name, bytes]) => ({ name, kilobytes: round(bytes / 1024, 1) }));
+}
+
+function containsPaymentSdk(metafile: Metafile): boolean {
+  return Object.keys(metafile.inputs).some((input) =>
+    PAYMENT_SDKS.some((sdk) => input.replace(/\\/g, '/').includes(`node_modules/${sdk}/`)),
+  );
+}
+
+async function bundle(
+  entry: string,
+  outdir: string,
+  variant: Variant,
+): Promise<{ file: string; metafile: Metafile }> {
+  await mkdir(outdir, { recursive: true });
+  const file = join(outdir, 'index.mjs');
+  const result = await build({
+    entryPoints: [entry],
+    outfile: file,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node24',
+    mainFields: ['module', 'main'],
+    minify: true,
+    keepNames: true,
+    sourcemap: 'external',
+    sourcesContent: false,
+    banner: { js: REQUIRE_BANNER },
+    external: variant === 'inlined' ? [] : PAYMENT_SDKS,
+    metafile: true,
+    absWorkingDir: projectRoot,
+    logLevel: 'silent',
+  });
+  return { file, metafile: result.metafile };
+}
+
+function parseTiming(line: string): ImportTiming | undefined {
+  try {
+    const parsed: unknown = JSON.parse(line);
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    const { ms, cpuMs } = parsed as Record<string, unknown>;
+    return typeof ms === 'number' && typeof cpuMs === 'number' ? { ms, cpuMs } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface ImportTiming {
+  ms: number;
+  /** Process CPU (all threads: V8 compiles and collects garbage off the main thread too). */
+  cpuMs: number;
+}
+
+/** One fresh process: wall and CPU milliseconds from before to after `await import(bundle)`. */
+function timeImport(file: string, cwd: string): Promise<ImportTiming> {
+  const source = [
+    'const c = process.cpuUsage();',
+    'const t = performance.now();',
+    `await import(${JSON.stringify(pathToFileURL(file).href)});`,
+    'const ms = performance.now() - t;',
+    'const u = process.cpuUsage(c);',
+    'console.log(JSON.stringify({ ms, cpuMs: (u.user + u.system) / 1000 }));',
+  ].join(' ');
+  // Without AWS_LAMBDA_FUNCTION_NAME the handler does not start building its clients at import.
+  const env = { ...process.env };
+  delete env.AWS_LAMBDA_FUNCTION_NAME;
+  delete env.NODE_OPTIONS;
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('exit', (code) => {
+      clearTimeout(killer);
+      const timing = code === 0 ? parseTiming(out.trim().split('\n').pop() ?? '') : undefined;
+      if (timing) resolvePromise(timing);
+      else reject(new Error(`import failed (exit ${code}): ${err.trim().split('\n').slice(0, 3).join(' ')}`));
+    });
+  });
+}
+
+export async function runColdStartBench(options: ColdStartOptions): Promise<ColdStartResult> {
+  // Outside the project, so nothing in node_modules is resolvable from the bundles.
+  const workDir = await mkdtemp(join(tmpdir(), 'receipt-bench-bundles-'));
+  try {
+    return await measureAll(options, workDir);
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+async function measureAll(options: ColdStartOptions, workDir: string): Promise<ColdStartResult> {
+  const variants: Variant[] = ['inlined', 'sdks external'];
+  const results: ColdStartRoute[] = [];
+  const toImport: { measure: BundleMeasure; file: string }[] = [];
+  for (const route of routes) {
+    const entry = resolve(projectRoot, route.entry);
+    const routeResult: ColdStartRoute = {
+      route: route.name,
+      entry: route.entry,
+      variants: {},
+      paymentSdksInBundle: false,
+    };
+    results.push(routeResult);
+    for (const variant of variants) {
+      const measure: BundleMeasure = {
+        bytes: 0,
+        kilobytes: 0,
+        importMsMedian: null,
+        importMsRuns: [],
+        importCpuMsMedian: null,
+        importCpuMsRuns: [],
+        largestPackages: [],
+      };
+      if (variant === 'sdks external' && !routeResult.paymentSdksInBundle && routeResult.variants.inlined) {
+        // No SDK in the bundle: marking them external changes nothing, so the same figures stand for both.
+        routeResult.variants[variant] = routeResult.variants.inlined;
+        continue;
+      }
+      routeResult.variants[variant] = measure;
+      if (!existsSync(entry)) {
+        measure.error = `entry ${route.entry} does not exist`;
+        continue;
+      }
+      try {
+        const { file, metafile } = await bundle(
+          entry,
+          join(workDir, route.name, variant.replace(/\W+/g, '-')),
+          variant,
+        );
+        measure.bytes = (await stat(file)).size;
+        measure.kilobytes = round(measure.bytes / 1024, 1);
+        measure.largestPackages = largestPackages(metafile);
+        if (variant === 'inlined') routeResult.paymentSdksInBundle = containsPaymentSdk(metafile);
+        toImport.push({ measure, file });
+      } catch (error) {
+        measure.error = `bundle failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+      }
+    }
+  }
+
+  // Rounds over every bundle in rotating order, so a noisy moment does not land on one bundle only.
+  for (let roundIndex = 0; roundIndex < options.imports; roundIndex++) {
+    for (const { measure, file } of rotated(toImport, roundIndex)) {
+      if (measure.error) continue;
+      try {
+        const timing = await timeImport(file, workDir);
+        measure.importMsRuns.push(round(timing.ms, 1));
+        measure.importCpuMsRuns.push(round(timing.cpuMs, 1));
+      } catch (error) {
+        measure.error = error instanceof Error ? error.message : String(error);
+      }
+    }
+  }
+  for (const { measure } of toImport) {
+    if (measure.importMsRuns.length > 0 && !measure.error) {
+      measure.importMsMedian = round(median(measure.importMsRuns), 1);
+      measure.importCpuMsMedian = round(median(measure.importCpuMsRuns), 1);
+    }
+  }
+
+  printTable(
+    `Cold start: esbuild bundles as CDK builds them (minified ESM, node24); KB = 1024 bytes; import = median of ${options.imports} fresh processes, wall ms (CPU ms)`,
+    [
+      'route',
+      'SDKs',
+      'KB inlined',
+      'import inlined',
+      'KB SDKs external',
+      'import SDKs external',
+      'largest packages (KB, inlined)',
+    ],
+    results.map((result) => {
+      const inlined = result.variants.inlined;
+      const external = result.variants['sdks external'];
+      const size = (measure: BundleMeasure | undefined) =>
+        measure?.error ? 'error' : (measure?.kilobytes ?? Number.NaN);
+      const time = (measure: BundleMeasure | undefined) =>
+        measure?.error || measure?.importMsMedian === null || measure === undefined
+          ? 'error'
+          : `${measure.importMsMedian} (${measure.importCpuMsMedian})`;
+      return [
+        result.route,
+        result.paymentSdksInBundle ? 'yes' : 'no',
+        size(inlined),
+        time(inlined),
+        size(external),
+        time(external),
+        (inlined?.largestPackages ?? [])
+          .slice(0, 3)
+          .map((entry) => `${entry.name} ${entry.kilobytes}`)
+          .join(', '),
+      ];
+    }),
+  );
+  const failures = results.flatMap((result) =>
+    Object.entries(result.variants)
+      .filter(([, measure]) => measure?.error)
+      .map(([variant, measure]) => `${result.route} (${variant}): ${measure?.error}`),
+  );
+  for (const failure of failures) console.log(`  ! ${failure}`);
+
+  const external = results
+    .map((result) => ({ route: result.route, measure: result.variants['sdks external'] }))
+    .filter((entry): entry is { route: string; measure: BundleMeasure } => entry.measure !== undefined);
+  const measured = external.filter((entry) => !entry.measure.error);
+  const largest = measured.reduce<{ route: string; measure: BundleMeasure } | undefined>(
+    (best, entry) => (!best || entry.measure.bytes > best.measure.bytes ? entry : best),
+    undefined,
+  );
+  const slowest = measured.reduce<{ route: string; measure: BundleMeasure } | undefined>(
+    (best, entry) =>
+      !best || (entry.measure.importMsMedian ?? 0) > (best.measure.importMsMedian ?? 0) ? entry : best,
+    undefined,
+  );
+  const inlinedLargest = results
+    .map((result) => ({ route: result.route, kilobytes: result.variants.inlined?.kilobytes ?? 0 }))
+    .sort((a, b) => b.kilobytes - a.kilobytes)[0];
+  const complete = failures.length === 0 && measured.length === results.length;
+  const targets: TargetCheck[] = [
+    {
+      section: 'coldstart',
+      target: 'every bundle < 1 MB (MiB) minified (payment SDKs external)',
+      measured: largest
+        ? `largest ${largest.route} ${largest.measure.kilobytes} KB = ${largest.measure.bytes.toLocaleString('en-US')} bytes; ${measured.filter((entry) => entry.measure.bytes >= TARGET_BYTES).length}/${measured.length} over`
+        : 'no bundle built',
+      met:
+        measured.length === 0
+          ? null
+          : complete && measured.every((entry) => entry.measure.bytes < TARGET_BYTES),
+      note: inlinedLargest
+        ? `with the SDKs inlined (esbuild's default) the largest is ${inlinedLargest.route} at ${inlinedLargest.kilobytes} KB`
+        : undefined,
+    },
+    {
+      section: 'coldstart',
+      target: `import < ${TARGET_IMPORT_MS} ms (payment SDKs external, not evaluated at import)`,
+      measured: slowest
+        ? `slowest ${slowest.route} ${slowest.measure.importMsMedian} ms wall, ${slowest.measure.importCpuMsMedian} ms CPU (median of ${options.imports}); ${measured.filter((entry) => (entry.measure.importMsMedian ?? Infinity) >= TARGET_IMPORT_MS).length}/${measured.length} over`
+        : 'nothing imported',
+      met:
+        measured.length === 0
+          ? null
+          : complete &&
+            measured.every((entry) => (entry.measure.importMsMedian ?? Infinity) < TARGET_IMPORT_MS),
+    },
+  ];
+  if (failures.length > 0) {
+    for (const target of targets)
+      target.note = `${failures.length} bundle(s) failed; see the cold-start table`;
+  }
+  return { options, routes: results, targets };
+}

@@ -1,0 +1,3 @@
+// Entry for the Stripe SDK shipped beside a payment function's bundle (see payment-sdks.ts).
+export { default } from 'stripe';
+export * from 'stripe';

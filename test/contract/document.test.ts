@@ -1,0 +1,125 @@
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from '@jest/globals';
+import { buildOpenApiDocument } from '../../lib/openapi/document.js';
+import { operations, tags } from '../../lib/openapi/operations.js';
+import { routes } from '../../lib/routes.js';
+import { openApiPath, renderOpenApiDocument } from '../../scripts/openapi.js';
+
+interface Operation {
+  operationId?: string;
+  tags?: string[];
+  summary?: string;
+  security?: unknown[];
+  requestBody?: { content: Record<string, { schema: unknown }> };
+  responses: Record<string, unknown>;
+}
+
+const document = buildOpenApiDocument();
+const paths = (document.paths ?? {}) as Record<string, Record<string, Operation>>;
+const documented = Object.entries(paths).flatMap(([path, item]) =>
+  Object.entries(item).map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, operation })),
+);
+const operationOf = (method: string, path: string): Operation | undefined =>
+  paths[path]?.[method.toLowerCase()];
+
+describe('the OpenAPI document against the route table', () => {
+  it('documents every route of lib/routes.ts by method and path', () => {
+    const missing = routes
+      .map((route) => `${route.method} ${route.path}`)
+      .filter((key) => !documented.some((entry) => entry.key === key));
+    expect(missing).toEqual([]);
+  });
+
+  it('documents nothing that is not a route, and describes no route that is gone', () => {
+    const routeKeys = new Set(routes.map((route) => `${route.method} ${route.path}`));
+    expect(documented.map((entry) => entry.key).filter((key) => !routeKeys.has(key))).toEqual([]);
+    expect(Object.keys(operations).filter((name) => !routes.some((route) => route.name === name))).toEqual(
+      [],
+    );
+  });
+
+  it('gives each operation a summary, an id and one tag from the spec groups', () => {
+    const groups: string[] = tags.map((tag) => tag.name);
+    expect(groups).toEqual(['health', 'onboarding', 'keys', 'receipts', 'transactions', 'payments']);
+    for (const { key, operation } of documented) {
+      expect({ key, summary: Boolean(operation.summary), id: Boolean(operation.operationId) }).toEqual({
+        key,
+        summary: true,
+        id: true,
+      });
+      expect(operation.tags).toHaveLength(1);
+      expect(groups).toContain(operation.tags?.[0]);
+    }
+  });
+
+  it('requires X-API-Key everywhere except health and openapi.json', () => {
+    expect(document.security).toEqual([{ ApiKeyAuth: [] }]);
+    expect(document.components?.securitySchemes?.ApiKeyAuth).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-API-Key',
+    });
+    for (const route of routes) {
+      const operation = operationOf(route.method, route.path);
+      expect({ route: route.name, security: operation?.security }).toEqual({
+        route: route.name,
+        security: route.apiKeyRequired ? undefined : [],
+      });
+      if (route.apiKeyRequired)
+        expect(Object.keys(operation?.responses ?? {})).toEqual(expect.arrayContaining(['401', '403']));
+    }
+  });
+
+  it('declares 404, 405, 429 and 500 on every operation, and the endpoint statuses of DECISIONS.md', () => {
+    for (const { key, operation } of documented) {
+      expect({ key, statuses: Object.keys(operation.responses) }).toEqual({
+        key,
+        statuses: expect.arrayContaining(['200', '404', '405', '429', '500']),
+      });
+    }
+    const statuses = (method: string, path: string) =>
+      Object.keys(operationOf(method, path)?.responses ?? {});
+    expect(statuses('POST', '/api/v1/onboarding/register')).toEqual(
+      expect.arrayContaining(['400', '404', '409', '413', '415']),
+    );
+    expect(statuses('POST', '/api/v1/payments/{gateway}/create')).toEqual(
+      expect.arrayContaining(['402', '409', '502']),
+    );
+    expect(statuses('POST', '/api/v1/payments/decrypt')).toEqual(
+      expect.arrayContaining(['403', '404', '502']),
+    );
+    expect(statuses('GET', '/api/v1/health')).toContain('503');
+    const createPayment = JSON.stringify(operationOf('POST', '/api/v1/payments/{gateway}/create'));
+    expect(createPayment).toContain('"Idempotency-Key"');
+    expect(JSON.stringify(document.components?.responses?.RateLimited)).toContain(
+      '#/components/headers/Retry-After',
+    );
+  });
+
+  it('documents encrypt as oneOf the nested and flattened schemas the handler validates with', () => {
+    const body = operationOf('POST', '/api/v1/receipts/encrypt')?.requestBody?.content['application/json']
+      ?.schema;
+    expect(body).toEqual({
+      oneOf: [
+        { $ref: '#/components/schemas/NestedEncryptRequest' },
+        { $ref: '#/components/schemas/FlattenedEncryptRequest' },
+      ],
+    });
+    const schemas = document.components?.schemas ?? {};
+    for (const name of [
+      'NestedEncryptRequest',
+      'FlattenedEncryptRequest',
+      'DigitalReceipt',
+      'ErrorEnvelope',
+      'PaymentResult',
+    ]) {
+      expect(schemas).toHaveProperty(name);
+    }
+  });
+
+  it('is committed up to date in docs/openapi.json (run `npm run openapi` after changing a schema)', async () => {
+    const committed = await readFile(openApiPath, 'utf8').catch(() => '(docs/openapi.json is missing)');
+    // Comparing text, not objects: a hand edit or a formatting change to the file is stale too.
+    expect(committed === renderOpenApiDocument()).toBe(true);
+  });
+});

@@ -1,0 +1,53 @@
+import { describe, expect, it } from '@jest/globals';
+import { systemClock } from '../../lib/clock.js';
+import { ConfigError, loadConfig } from '../../lib/config.js';
+import { createDynamoClients } from '../../lib/db/client.js';
+import { createCoreDeps } from '../../lib/deps.js';
+import { createLogger } from '../../lib/log.js';
+import { tiers } from '../../lib/tiers.js';
+
+describe('configuration', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({ TABLE_PREFIX: 'x-' });
+    expect(config).toMatchObject({
+      stage: 'local',
+      tokenTtlSeconds: 180,
+      maxActiveTokens: 5,
+      receiptRetentionDays: 2557,
+      escrowRetentionDays: 90,
+      maxBodyBytes: 131_072,
+    });
+    expect(config.tables.users).toBe('x-users');
+  });
+
+  it.each([
+    ['TOKEN_TTL_SECONDS', '60'],
+    ['TOKEN_TTL_SECONDS', '181'],
+    ['LOG_LEVEL', 'LOUD'],
+    ['DYNAMODB_ENDPOINT', 'not a url'],
+  ])('fails fast naming %s=%s', (variable, value) => {
+    expect(() => loadConfig({ TABLE_PREFIX: 'x-', [variable]: value })).toThrow(new RegExp(variable));
+  });
+
+  it("builds a function's dependencies from only the tables it was granted, and names a missing one on use", () => {
+    // What the CDK stack gives the grant-access function: its own tables and nothing else.
+    const config = loadConfig({
+      TABLE_API_KEYS: 'k',
+      TABLE_RATE_LIMITS: 'r',
+      TABLE_AUDIT: 'a',
+      TABLE_USERS: 'u',
+      TABLE_ACCESS_TOKENS: 't',
+    });
+    const deps = createCoreDeps({
+      config,
+      dynamo: createDynamoClients({ region: 'us-east-1' }),
+      clock: systemClock,
+      logger: createLogger({ level: 'SILENT' }),
+      tiers,
+    });
+    expect(deps.repos.users).toBeDefined();
+    expect(deps.repos.accessTokens).toBeDefined();
+    expect(() => deps.repos.receipts).toThrow(ConfigError);
+    expect(() => deps.repos.receipts).toThrow(/TABLE_RECEIPTS is not set/);
+  });
+});
