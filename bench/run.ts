@@ -58,7 +58,7 @@ const settings = {
     : { samples: 40, loopRounds: 3, keysPerPhase: 8, concurrency: 4 },
   http: quick
     ? { connections: 16, durationSec: 3, users: 80, floorRounds: 2, floorSliceMs: 500 }
-    : { connections: 16, durationSec: 10, users: 240, floorRounds: 3, floorSliceMs: 1000 },
+    : { connections: 16, durationSec: 10, users: 300, floorRounds: 3, floorSliceMs: 1000 },
   coldstart: { imports: quick ? 3 : 5 },
 };
 

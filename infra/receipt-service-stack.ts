@@ -39,6 +39,7 @@ export class ReceiptServiceStack extends Stack {
   readonly settings: ServiceSettings;
   readonly data: DataTables;
   readonly escrowKey: Key;
+  readonly escrowKeyAlias: Alias;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
   readonly api: ServiceApi;
   readonly monitoring: Monitoring;
@@ -69,8 +70,9 @@ export class ReceiptServiceStack extends Stack {
       keyUsage: KeyUsage.ENCRYPT_DECRYPT,
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    // The alias goes with the stack so a redeploy of the stage can create it again.
-    new Alias(this, 'EscrowKeyAlias', {
+    // The alias goes with the stack so a redeploy of the stage can create it again. Functions name the
+    // key by alias: the id is shown in envelopes (escrowKeyId), and an ARN would show the account.
+    this.escrowKeyAlias = new Alias(this, 'EscrowKeyAlias', {
       aliasName: `alias/${settings.resourcePrefix}-escrow`,
       targetKey: this.escrowKey,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -155,7 +157,7 @@ export class ReceiptServiceStack extends Stack {
     for (const key of Object.keys(route.tables) as TableKey[]) {
       environment[tableEnvVar(key)] = this.data.tables[key].tableName;
     }
-    if (route.escrow) environment.ESCROW_KMS_KEY_ID = this.escrowKey.keyArn;
+    if (route.escrow) environment.ESCROW_KMS_KEY_ID = this.escrowKeyAlias.aliasName;
     if (route.gateways) {
       environment.STRIPE_SECRET_NAME = settings.stripeSecretName;
       environment.SQUARE_SECRET_NAME = settings.squareSecretName;

@@ -34,7 +34,7 @@ export const flattenedEncryptBody = flattenedReceiptSchema.superRefine(checkAmou
     'Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; ' +
     'items may be empty only with mockItems: true.',
   // Documents how encryptBody below tells the forms apart, so the document's oneOf is exact.
-  not: { required: ['receipt'] },
+  not: { type: 'object', properties: { receipt: {} }, required: ['receipt'] },
 });
 
 export type NestedEncryptBody = z.infer<typeof nestedEncryptBody>;

@@ -10,12 +10,12 @@ import {
   applyMutation,
   assertServiceReply,
   damage,
+  errorOf,
   describeRequest,
   fuzzOptions,
   mutation,
   nested,
   rawDamage,
-  type ErrorEnvelope,
   type Json,
   type SuccessEnvelope,
 } from './support.js';
@@ -251,7 +251,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
           const reply = await post(fill(route), keyFor(route), text);
           assertServiceReply(reply, describeRequest('POST', fill(route), text));
           expect(reply.status).toBe(hasBody ? 400 : 200);
-          if (hasBody) expect((reply.json as ErrorEnvelope).error.code).toBe('INVALID_REQUEST');
+          if (hasBody) expect(errorOf(reply)?.code).toBe('INVALID_REQUEST');
         }),
         fuzzOptions(runsFor(route, 20)),
       );
@@ -315,7 +315,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
         // Path matching may not even reach the function (404/405); when it does, the gateway is refused.
         expect([400, 404, 405]).toContain(reply.status);
         if (reply.status === 400) {
-          const fields = ((reply.json as ErrorEnvelope).error.details?.fields ?? []) as { field: string }[];
+          const fields = (errorOf(reply)?.details?.fields ?? []) as { field: string }[];
           expect(fields.map((entry) => entry.field)).toContain('gateway');
         }
       }),

@@ -94,6 +94,14 @@ export function replyProblem(reply: HttpReply): string | undefined {
 }
 
 // Head and tail: in a long body the damaged member is as likely to sit at the end as at the start.
+/** The error member of an error reply, if the reply has one. */
+export const errorOf = (reply: HttpReply): ErrorEnvelope['error'] | undefined =>
+  (reply.json as Partial<ErrorEnvelope> | undefined)?.error;
+
+/** The data member of a success reply, if the reply has one. */
+export const dataOf = (reply: HttpReply): unknown =>
+  (reply.json as Partial<SuccessEnvelope> | undefined)?.data;
+
 const clip = (text: string, max = 600): string =>
   text.length > max ? `${text.slice(0, max / 2)} … ${text.slice(-max / 2)} (${text.length} chars)` : text;
 
@@ -283,8 +291,8 @@ const wrongType: fc.Arbitrary<Json> = fc.oneof(
   fc.boolean(),
   fc.integer(),
   fc.string({ maxLength: 8 }),
-  fc.constant([]),
-  fc.constant({}),
+  fc.constant<Json>([]),
+  fc.constant<Json>({}),
   fc.array(fc.integer(), { maxLength: 3 }),
 );
 

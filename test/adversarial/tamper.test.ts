@@ -9,6 +9,7 @@ import { startTestStack, type HttpReply, type TestStack } from '../support/stack
 import {
   assertServiceReply,
   base64Field,
+  dataOf,
   describeRequest,
   flipBits,
   fuzzOptions,
@@ -167,7 +168,7 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
     uniform = withoutRequestIdentity(reference.text);
     const opened = await decryptEnvelope(envelopes.a);
     expect(opened.status).toBe(200);
-    plaintextA = (opened.json as SuccessEnvelope).data;
+    plaintextA = dataOf(opened);
   });
 
   afterAll(async () => {
@@ -351,7 +352,7 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
           reply,
           describeRequest('POST', '/api/v1/receipts/decrypt', `private key ${JSON.stringify(edit)}`),
         );
-        if (reply.status === 200) expect((reply.json as SuccessEnvelope).data).toEqual(plaintextA);
+        if (reply.status === 200) expect(dataOf(reply)).toEqual(plaintextA);
         else expectUniformRefusal(reply, `private key ${JSON.stringify(edit)}`);
       }),
       fuzzOptions(25),

@@ -1,9 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from '@jest/globals';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formatsModule from 'ajv-formats';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
 import { operations, tags } from '../../lib/openapi/operations.js';
 import { routes } from '../../lib/routes.js';
 import { openApiPath, renderOpenApiDocument } from '../../scripts/openapi.js';
+import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 
 interface Operation {
   operationId?: string;
@@ -117,9 +120,36 @@ describe('the OpenAPI document against the route table', () => {
     }
   });
 
+  it('tells the encrypt forms apart exactly as the handler does, so each body matches one branch of the oneOf', () => {
+    const ajv = new Ajv2020({ strict: false });
+    formatsModule.default(ajv);
+    ajv.addSchema({ ...JSON.parse(JSON.stringify(document)), $id: 'https://receipts.local/openapi.json' });
+    const branches = ['NestedEncryptRequest', 'FlattenedEncryptRequest'];
+    const matches = (body: unknown) =>
+      branches.filter((name) =>
+        ajv.validate(`https://receipts.local/openapi.json#/components/schemas/${name}`, body),
+      );
+    const nested = {
+      receipt: sampleReceipt(),
+      recipientIdentifier: { type: 'email', value: 'a@example.com' },
+    };
+    expect(matches(nested)).toEqual(['NestedEncryptRequest']);
+    expect(matches(flattenedReceipt({ recipientHashedPan: newHashedPan() }))).toEqual([
+      'FlattenedEncryptRequest',
+    ]);
+    // A body carrying both is the nested form to the handler, and only to the document too.
+    expect(matches({ ...flattenedReceipt(), ...nested })).toEqual(['NestedEncryptRequest']);
+    expect(
+      ajv.validate('https://receipts.local/openapi.json#/components/schemas/CreatePaymentRequest', {
+        ...flattenedReceipt(),
+        amount: 1548,
+      }),
+    ).toBe(true);
+  });
+
   it('is committed up to date in docs/openapi.json (run `npm run openapi` after changing a schema)', async () => {
     const committed = await readFile(openApiPath, 'utf8').catch(() => '(docs/openapi.json is missing)');
     // Comparing text, not objects: a hand edit or a formatting change to the file is stale too.
-    expect(committed === renderOpenApiDocument()).toBe(true);
+    expect(committed === (await renderOpenApiDocument())).toBe(true);
   });
 });
