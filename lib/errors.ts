@@ -19,9 +19,18 @@ export abstract class AppError extends Error {
   }
 }
 
+/** One problem with one field of a request: what every 400 names in `details.fields`. */
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
 export class InvalidRequestError extends AppError {
   readonly status = 400;
   readonly code = 'INVALID_REQUEST';
+  constructor(message: string, fields: FieldProblem[], extra: ErrorDetails = {}) {
+    super(message, { ...extra, fields });
+  }
 }
 
 export class UnauthorizedError extends AppError {
@@ -160,4 +169,44 @@ export class GatewayError extends AppError {
 export class ServiceUnavailableError extends AppError {
   readonly status = 503;
   readonly code = 'service_unavailable';
+  constructor(message: string, details?: ErrorDetails) {
+    super(message, details, { 'Retry-After': '1' });
+  }
+}
+
+const OUTAGE_NAMES = new Set([
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'InternalServerError',
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'TimeoutError',
+]);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+]);
+
+/**
+ * An AWS dependency that is down, throttling or unreachable, as opposed to a bug: such failures are
+ * 503 service_unavailable (retry), not 500.
+ */
+export function isDependencyOutage(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const candidate = error as { name?: unknown; code?: unknown; $fault?: unknown; errors?: unknown };
+  if (candidate.$fault === 'server') return true;
+  if (typeof candidate.name === 'string' && OUTAGE_NAMES.has(candidate.name)) return true;
+  if (typeof candidate.code === 'string' && NETWORK_CODES.has(candidate.code)) return true;
+  // The SDK's retry layer can re-wrap a socket error as a plain Error whose message alone names it.
+  const message = (error as { message?: unknown }).message;
+  if (typeof message === 'string' && [...NETWORK_CODES].some((networkCode) => message.includes(networkCode))) {
+    return true;
+  }
+  // Node reports a refused dual-stack connection as an AggregateError of per-address errors.
+  return Array.isArray(candidate.errors) && candidate.errors.some((inner) => isDependencyOutage(inner));
 }

@@ -4,7 +4,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { AppDeps } from '../lib/deps.js';
-import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError } from '../lib/errors.js';
+import {
+  InvalidRequestError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+} from '../lib/errors.js';
 import { errorResponse } from '../lib/http/error-envelope.js';
 import { httpEndpoint, type HttpHandler, type ServiceContext } from '../lib/http/pipeline.js';
 import { routes, type RouteDefinition } from '../lib/routes.js';
@@ -169,6 +174,24 @@ function send(response: ServerResponse, result: APIGatewayProxyResult): void {
   response.end(result.body);
 }
 
+/** The path's parameters, or the name of the first one that is not valid percent-encoded UTF-8. */
+function decodeParameters(
+  names: string[],
+  values: string[],
+): { parameters: Record<string, string> | null } | { malformed: string } {
+  if (names.length === 0) return { parameters: null };
+  const parameters: Record<string, string> = {};
+  for (const [index, name] of names.entries()) {
+    try {
+      parameters[name] = decodeURIComponent(values[index] ?? '');
+    } catch {
+      // API Gateway refuses such paths before any function runs.
+      return { malformed: name };
+    }
+  }
+  return { parameters };
+}
+
 export interface HttpServerHandle {
   url: string;
   server: Server;
@@ -181,6 +204,21 @@ export async function startHttpServer(
 ): Promise<HttpServerHandle> {
   const loaded = await loadRoutes(deps);
   const notFound = fallbackHandler(deps, () => new NotFoundError('No such resource'));
+  const badPath = new Map<string, HttpHandler>();
+  const badPathFor = (name: string): HttpHandler => {
+    let handler = badPath.get(name);
+    if (!handler) {
+      handler = fallbackHandler(
+        deps,
+        () =>
+          new InvalidRequestError('Invalid path parameter', [
+            { field: name, message: 'is not valid percent-encoded UTF-8' },
+          ]),
+      );
+      badPath.set(name, handler);
+    }
+    return handler;
+  };
   const byPath = new Map<string, LoadedRoute[]>();
   for (const entry of loaded) byPath.set(entry.route.path, [...(byPath.get(entry.route.path) ?? []), entry]);
   const wrongMethod = new Map(
@@ -209,12 +247,9 @@ export async function startHttpServer(
       let resourcePath = '/{proxy+}';
       if (match) {
         const values = match.pattern.exec(url.pathname)?.slice(1) ?? [];
-        pathParameters = match.paramNames.length
-          ? Object.fromEntries(
-              match.paramNames.map((name, index) => [name, decodeURIComponent(values[index] ?? '')]),
-            )
-          : null;
-        handler = match.handler;
+        const decoded = decodeParameters(match.paramNames, values);
+        pathParameters = 'parameters' in decoded ? decoded.parameters : null;
+        handler = 'malformed' in decoded ? badPathFor(decoded.malformed) : match.handler;
         resourcePath = match.route.path;
       } else if (candidates[0]) {
         handler = wrongMethod.get(candidates[0].route.path) ?? notFound;

@@ -30,7 +30,7 @@ function parseRequest(request: AuthenticatedRequest<CreatePaymentRequestBody>) {
       ? [{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' }]
       : []),
   ];
-  if (!path.success || (key && !key.success)) throw new InvalidRequestError('Invalid request', { fields });
+  if (!path.success || (key && !key.success)) throw new InvalidRequestError('Invalid request', fields);
   return { kind: path.data.gateway, idempotencyKey: key?.data };
 }
 

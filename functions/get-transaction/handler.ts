@@ -14,9 +14,9 @@ const transactionIdParam = z.object({ transactionId: uuid });
 export const readTransaction = (deps: CoreDeps, request: AuthenticatedRequest<undefined>) => {
   const params = transactionIdParam.safeParse(request.pathParameters);
   if (!params.success) {
-    throw new InvalidRequestError('Invalid path parameter', {
-      fields: [{ field: 'transactionId', message: 'must be a UUID string' }],
-    });
+    throw new InvalidRequestError('Invalid path parameter', [
+      { field: 'transactionId', message: 'must be a UUID string' },
+    ]);
   }
   return getTransaction(deps, params.data.transactionId, request.caller);
 };

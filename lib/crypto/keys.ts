@@ -87,14 +87,12 @@ function decodePublicKey(input: string): KeyObject | string {
 }
 
 function invalidPublicKey(field: string, problem: string): InvalidRequestError {
-  return new InvalidRequestError(`${field} is not an acceptable RSA public key`, {
-    fields: [
-      {
-        field,
-        message: `${problem}; expected base64 DER SubjectPublicKeyInfo or PEM, RSA 2048 to 4096 bits`,
-      },
-    ],
-  });
+  return new InvalidRequestError(`${field} is not an acceptable RSA public key`, [
+    {
+      field,
+      message: `${problem}; expected base64 DER SubjectPublicKeyInfo or PEM, RSA 2048 to 4096 bits`,
+    },
+  ]);
 }
 
 /** Base64 DER SPKI or PEM; RSA 2048..4096 only. Cached: a hot recipient key is parsed once. */

@@ -8,6 +8,17 @@ export interface RateLimitState {
   allowed: boolean;
 }
 
+const windowOf = (windowSeconds: number, now: Date) => {
+  const nowSeconds = Math.floor(now.getTime() / 1000);
+  const windowStart = nowSeconds - (nowSeconds % windowSeconds);
+  return { windowStart, resetAt: windowStart + windowSeconds };
+};
+
+/** The window's headers when the counter store cannot be reached: the request is not counted. */
+export function uncountedWindow(limit: number, windowSeconds: number, now: Date): RateLimitState {
+  return { limit, remaining: limit, resetAt: windowOf(windowSeconds, now).resetAt, allowed: true };
+}
+
 /**
  * Fixed-window counters in DynamoDB: one atomic ADD per request, so every Lambda instance shares the
  * count. Counters expire through TTL shortly after their window.
@@ -19,9 +30,7 @@ export class RateLimiter {
   ) {}
 
   async hit(bucket: string, limit: number, windowSeconds: number, now: Date): Promise<RateLimitState> {
-    const nowSeconds = Math.floor(now.getTime() / 1000);
-    const windowStart = nowSeconds - (nowSeconds % windowSeconds);
-    const resetAt = windowStart + windowSeconds;
+    const { windowStart, resetAt } = windowOf(windowSeconds, now);
     const result = await this.doc.send(
       new UpdateCommand({
         TableName: this.tableName,

@@ -16,6 +16,22 @@ export interface TransactionMappingRecord {
   paymentId?: string;
 }
 
+/**
+ * Free-form gateway metadata is stored as a JSON string: DynamoDB's own types refuse much valid JSON
+ * (empty keys, nesting past 32 levels, numbers beyond its precision), and that is not the caller's fault.
+ */
+type StoredMapping = Omit<TransactionMappingRecord, 'gatewayMetadata'> & { gatewayMetadataJson: string };
+
+const toStored = ({ gatewayMetadata, ...rest }: TransactionMappingRecord): StoredMapping => ({
+  ...rest,
+  gatewayMetadataJson: JSON.stringify(gatewayMetadata),
+});
+
+const fromStored = ({ gatewayMetadataJson, ...rest }: StoredMapping): TransactionMappingRecord => ({
+  ...rest,
+  gatewayMetadata: JSON.parse(gatewayMetadataJson) as Record<string, unknown>,
+});
+
 /** One mapping per transactionId; the first write wins and later writes get it back. */
 export class TransactionRepository {
   constructor(
@@ -23,16 +39,24 @@ export class TransactionRepository {
     private readonly tableName: string,
   ) {}
 
-  putIfAbsent(mapping: TransactionMappingRecord): Promise<PutIfAbsentOutcome<TransactionMappingRecord>> {
-    return putIfAbsent(this.doc, this.tableName, mapping, 'transactionId', () =>
-      this.get(mapping.transactionId),
+  async putIfAbsent(
+    mapping: TransactionMappingRecord,
+  ): Promise<PutIfAbsentOutcome<TransactionMappingRecord>> {
+    const outcome = await putIfAbsent(this.doc, this.tableName, toStored(mapping), 'transactionId', () =>
+      this.getStored(mapping.transactionId),
     );
+    return outcome.stored ? outcome : { stored: false, existing: fromStored(outcome.existing) };
   }
 
   async get(transactionId: string): Promise<TransactionMappingRecord | null> {
+    const stored = await this.getStored(transactionId);
+    return stored ? fromStored(stored) : null;
+  }
+
+  private async getStored(transactionId: string): Promise<StoredMapping | null> {
     const result = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: { transactionId }, ConsistentRead: true }),
     );
-    return (result.Item as TransactionMappingRecord | undefined) ?? null;
+    return (result.Item as StoredMapping | undefined) ?? null;
   }
 }

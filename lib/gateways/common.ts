@@ -9,22 +9,26 @@ import type { ReceiptPointers } from './port.js';
  */
 export function providerIdempotencyKey(prefix: string, idempotencyKey: string): string {
   if (prefix.length > 4) throw new Error('Idempotency key prefixes are at most 4 characters');
-  if (idempotencyKey.length === 0) throw new InvalidRequestError('idempotencyKey must not be empty');
+  if (idempotencyKey.length === 0)
+    throw new InvalidRequestError('idempotencyKey must not be empty', [
+      { field: 'idempotencyKey', message: 'must not be empty' },
+    ]);
   const digest = createHash('sha256').update(idempotencyKey, 'utf8').digest('base64url');
   return `${prefix}-${digest.slice(0, 40)}`;
 }
 
 export function assertMinorUnits(field: string, value: number, { allowZero }: { allowZero: boolean }): void {
   if (!Number.isSafeInteger(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new InvalidRequestError(`${field} must be a ${allowZero ? 'non-negative' : 'positive'} integer`, {
-      [field]: value,
-    });
+    const message = `must be a ${allowZero ? 'non-negative' : 'positive'} integer`;
+    throw new InvalidRequestError(`${field} ${message}`, [{ field, message }]);
   }
 }
 
 export function normaliseCurrency(currency: string): string {
   if (!/^[A-Za-z]{3}$/.test(currency)) {
-    throw new InvalidRequestError('currency must be a three-letter ISO 4217 code', { currency });
+    throw new InvalidRequestError('currency must be a three-letter ISO 4217 code', [
+      { field: 'currency', message: 'must be a three-letter ISO 4217 code' },
+    ]);
   }
   return currency.toUpperCase();
 }

@@ -49,7 +49,10 @@ export function validateSquareMetadata(metadata: Record<string, string>): void {
     }
   }
   if (problems.length > 0) {
-    throw new InvalidRequestError('Payment metadata exceeds the gateway_b limits', { problems });
+    throw new InvalidRequestError(
+      'Payment metadata exceeds the gateway_b limits',
+      problems.map((message) => ({ field: 'metadata', message })),
+    );
   }
 }
 
@@ -195,15 +198,21 @@ export class SquareGateway implements PaymentGateway {
     assertMinorUnits('amount', request.amount, { allowZero: false });
     assertMinorUnits('taxAmount', request.taxAmount, { allowZero: true });
     if (request.lines.length === 0) {
-      throw new InvalidRequestError('gateway_b payments need at least one line item');
+      throw new InvalidRequestError('gateway_b payments need at least one line item', [
+        { field: 'items', message: 'must not be empty for gateway_b' },
+      ]);
     }
     const linesTotal = request.lines.reduce((sum, line) => sum + line.totalPrice, 0);
     if (linesTotal + request.taxAmount !== request.amount) {
-      throw new InvalidRequestError('Line totals plus tax must equal the amount charged', {
-        linesTotal,
-        taxAmount: request.taxAmount,
-        amount: request.amount,
-      });
+      throw new InvalidRequestError(
+        'Line totals plus tax must equal the amount charged',
+        [{ field: 'amount', message: 'must equal the line totals plus tax' }],
+        {
+          linesTotal,
+          taxAmount: request.taxAmount,
+          amount: request.amount,
+        },
+      );
     }
     const metadata = pointerMetadata(request.pointers);
     validateSquareMetadata(metadata);
@@ -248,6 +257,16 @@ export class SquareGateway implements PaymentGateway {
       }
       if (error.errors.some((e) => e.code === 'IDEMPOTENCY_KEY_REUSED')) {
         return new ConflictError('This receipt was already sent to gateway_b with different payment details');
+      }
+      // Square refusing what the caller sent (an unknown card nonce, say) is the caller's to fix, and
+      // a 502 would tell the caller to retry the same request.
+      const refused = error.errors.filter((e) => e.category === 'INVALID_REQUEST_ERROR');
+      if (refused.length > 0 && (error.statusCode === 400 || error.statusCode === 404)) {
+        return new InvalidRequestError(
+          'gateway_b refused the payment details',
+          [{ field: 'cardNonce', message: 'was refused by gateway_b' }],
+          { gateway: 'gateway_b', codes: refused.map((e) => e.code ?? 'UNKNOWN') },
+        );
       }
       return new GatewayError('gateway_b did not complete the request', {
         gateway: 'gateway_b',

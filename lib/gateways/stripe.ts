@@ -42,7 +42,10 @@ export function validateStripeMetadata(metadata: Record<string, string>): void {
     }
   }
   if (problems.length > 0) {
-    throw new InvalidRequestError('Payment metadata exceeds the gateway_a limits', { problems });
+    throw new InvalidRequestError(
+      'Payment metadata exceeds the gateway_a limits',
+      problems.map((message) => ({ field: 'metadata', message })),
+    );
   }
 }
 
@@ -130,10 +133,11 @@ export class StripeGateway implements PaymentGateway {
     }
     // Parameter errors (amount too small, unsupported currency) are the caller's to fix, not an outage.
     if (error instanceof errors.StripeInvalidRequestError && error.param) {
-      return new InvalidRequestError('gateway_a rejected the payment parameters', {
-        param: error.param,
-        code: error.code ?? null,
-      });
+      return new InvalidRequestError(
+        'gateway_a rejected the payment parameters',
+        [{ field: error.param, message: 'rejected by gateway_a' }],
+        { code: error.code ?? null },
+      );
     }
     if (error instanceof errors.StripeError) {
       // Provider messages can quote key prefixes, so only the classification goes into the details.

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { AppError, isDependencyOutage } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /** The one place an error becomes an HTTP response. 5xx details never leave the service. */
@@ -61,6 +61,11 @@ export function errorResponse(error: unknown, requestId: string, now: Date, logg
   if (error instanceof AppError) {
     ({ status, code, message, details } = error);
     headers = error.headers;
+  } else if (isDependencyOutage(error)) {
+    status = 503;
+    code = 'service_unavailable';
+    message = 'A service dependency is temporarily unavailable; retry shortly';
+    headers = { 'Retry-After': '1' };
   } else if (isMiddyHttpError(error)) {
     ({ status, code, message } = fromMiddy(error));
   } else {

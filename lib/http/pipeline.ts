@@ -8,12 +8,14 @@ import type { z } from 'zod';
 import type { ApiKeyAuthenticator, Caller } from '../api-key-auth.js';
 import type { Clock } from '../clock.js';
 import type { ServiceConfig } from '../config.js';
-import type { RateLimiter, RateLimitState } from '../db/rate-limits.js';
+import { uncountedWindow, type RateLimiter, type RateLimitState } from '../db/rate-limits.js';
 import {
   ForbiddenError,
   InvalidRequestError,
   PayloadTooLargeError,
+  isDependencyOutage,
   RateLimitExceededError,
+  ServiceUnavailableError,
   UnauthorizedError,
 } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -121,24 +123,31 @@ function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
   return {
     before: async (request) => {
       const meta = metaOf(request.context);
-      const caller = await deps.authenticator.authenticate(request.event.headers?.['x-api-key']);
       const now = deps.clock.now();
-      meta.rateLimit = caller
-        ? await deps.rateLimiter.hit(
-            `key#${caller.keyId}`,
-            deps.tiers[caller.tier].requestsPerMinute,
-            RATE_WINDOW_SECONDS,
-            now,
-          )
-        : await deps.rateLimiter.hit(
-            `ip#${meta.sourceIp}`,
-            deps.config.anonymousRequestsPerMinute,
-            RATE_WINDOW_SECONDS,
-            now,
-          );
+      // While DynamoDB is unreachable, keys cannot be checked nor requests counted: keyed routes answer
+      // 503, and the public ones carry on uncounted so that health can still report the outage.
+      let outage = false;
+      const unlessOutage =
+        <T>(fallback: T) =>
+        (error: unknown): T => {
+          if (!isDependencyOutage(error)) throw error;
+          outage = true;
+          return fallback;
+        };
+      const caller = await deps.authenticator
+        .authenticate(request.event.headers?.['x-api-key'])
+        .catch(unlessOutage(null));
+      const [bucket, limit] = caller
+        ? [`key#${caller.keyId}`, deps.tiers[caller.tier].requestsPerMinute]
+        : [`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute];
+      meta.rateLimit = await deps.rateLimiter
+        .hit(bucket, limit, RATE_WINDOW_SECONDS, now)
+        .catch(unlessOutage(uncountedWindow(limit, RATE_WINDOW_SECONDS, now)));
       if (!meta.rateLimit.allowed)
         throw new RateLimitExceededError(meta.rateLimit.resetAt - now.getTime() / 1000);
       if (!route.apiKeyRequired) return;
+      if (outage)
+        throw new ServiceUnavailableError('The service cannot verify API keys right now; retry shortly');
       if (!caller) throw new UnauthorizedError();
       if (!route.roles.some((role) => caller.roles.includes(role))) throw new ForbiddenError();
       meta.caller = caller;
@@ -169,12 +178,13 @@ function validate(schema: z.ZodType): Middleware {
     before: (request) => {
       const parsed = schema.safeParse(request.event.body);
       if (!parsed.success) {
-        throw new InvalidRequestError('Invalid request body', {
-          fields: parsed.error.issues.map((issue) => ({
+        throw new InvalidRequestError(
+          'Invalid request body',
+          parsed.error.issues.map((issue) => ({
             field: describePath(issue.path),
             message: issue.message,
           })),
-        });
+        );
       }
       (request.event as { body: unknown }).body = parsed.data;
     },

@@ -261,7 +261,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
   }
   for (const status of errorStatuses) {
     const { name, description, codes } = platformErrors[status];
-    // Statuses without a platform code exist only with an endpoint's own code, so inline.
+    // 402, 409 and 502 carry only endpoint codes, so each operation declares them inline.
     if (codes.length === 0) continue;
     registry.registerComponent(
       'responses',
@@ -301,7 +301,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         variables: {
           apiId: { default: 'api-id', description: 'The REST API id printed by `cdk deploy`.' },
           region: { default: 'us-east-1' },
-          stage: { default: 'prod' },
+          stage: { default: 'dev', description: 'The stage given to `cdk deploy -c stage=…`.' },
         },
       },
     ],

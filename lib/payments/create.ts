@@ -36,7 +36,7 @@ export function chargedAmount(kind: GatewayKind, body: CreatePaymentBody): numbe
   }
   if (body.totalAmount <= 0)
     fields.push({ field: 'totalAmount', message: 'must be greater than zero to charge a payment' });
-  if (fields.length > 0) throw new InvalidRequestError('Invalid request body', { fields });
+  if (fields.length > 0) throw new InvalidRequestError('Invalid request body', fields);
   return body.totalAmount;
 }
 
@@ -45,11 +45,9 @@ export async function configuredGateway(
   kind: GatewayKind,
 ): Promise<PaymentGateway> {
   if (!deps.gateways.configured().includes(kind)) {
-    throw new InvalidRequestError(`Gateway ${kind} is not configured on this deployment`, {
-      fields: [
-        { field: 'gateway', message: `must be one of: ${deps.gateways.configured().join(', ') || '(none)'}` },
-      ],
-    });
+    throw new InvalidRequestError(`Gateway ${kind} is not configured on this deployment`, [
+      { field: 'gateway', message: `must be one of: ${deps.gateways.configured().join(', ') || '(none)'}` },
+    ]);
   }
   return deps.gateways.get(kind);
 }

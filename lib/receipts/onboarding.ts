@@ -80,9 +80,9 @@ export async function registerUser(
     throw new AlreadyRegisteredError('This keyId is already bound to a user', { field: 'keyId' });
   const presented = publicKeyDer(parsePublicKey(input.publicKey)).toString('base64');
   if (presented !== keyPair.publicKey) {
-    throw new InvalidRequestError('publicKey is not the public key generated for this keyId', {
-      fields: [{ field: 'publicKey', message: 'does not match the key pair generated for keyId' }],
-    });
+    throw new InvalidRequestError('publicKey is not the public key generated for this keyId', [
+      { field: 'publicKey', message: 'does not match the key pair generated for keyId' },
+    ]);
   }
   const user: UserRecord = {
     userId: randomUUID(),

@@ -9,9 +9,12 @@ export const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 
 export const money = z.number().int('must be an integer amount in the smallest currency unit');
 const nonNegativeMoney = money.min(0, 'must not be negative');
 const shortText = (max = 256) => z.string().max(max);
+/** ISO 4217 codes as the runtime's ICU knows them: a made-up code would otherwise fail at the gateway. */
+const isoCurrencies = new Set(Intl.supportedValuesOf('currency'));
 export const currency = z
   .string()
   .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD')
+  .refine((code) => isoCurrencies.has(code), 'is not an ISO 4217 currency code')
   .meta({ description: 'ISO 4217 currency code, upper case.', examples: ['USD'] });
 export const hashedPan = z
   .string()

@@ -3,16 +3,7 @@ import type { ErrorBody } from '../../lib/http/error-envelope.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
-interface ErrorEnvelope {
-  success: false;
-  error: {
-    code: string;
-    message: string;
-    details?: Record<string, unknown>;
-    timestamp: string;
-    request_id: string;
-  };
-}
+type ErrorEnvelope = ErrorBody;
 
 const expectEnvelope = (json: unknown, code: string) => {
   const body = json as ErrorEnvelope;

@@ -16,7 +16,7 @@ const bodyOf = (response: { body: string }) =>
 describe('error envelope', () => {
   it('renders a named error with its status, code, details and the request identity', () => {
     const response = errorResponse(
-      new InvalidRequestError('Invalid request body', { fields: [{ field: 'x' }] }),
+      new InvalidRequestError('Invalid request body', [{ field: 'x', message: 'bad' }]),
       'req-1',
       now,
     );
@@ -26,7 +26,7 @@ describe('error envelope', () => {
       error: {
         code: 'INVALID_REQUEST',
         message: 'Invalid request body',
-        details: { fields: [{ field: 'x' }] },
+        details: { fields: [{ field: 'x', message: 'bad' }] },
         timestamp: now.toISOString(),
         request_id: 'req-1',
       },
@@ -97,5 +97,39 @@ describe('log redaction', () => {
 
   it('leaves ordinary fields alone', () => {
     expect(render({ requestId: 'r-1', status: 200 })).toBe('{"requestId":"r-1","status":200}');
+  });
+});
+
+describe('dependency outages', () => {
+  it.each([
+    [
+      'a refused connection',
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' }),
+    ],
+    [
+      'a wrapped socket error',
+      new Error('AWS SDK error wrapper for Error: connect ECONNREFUSED 127.0.0.1:1'),
+    ],
+    [
+      'DynamoDB throttling',
+      Object.assign(new Error('slow down'), { name: 'ProvisionedThroughputExceededException' }),
+    ],
+    ['an AWS server fault', Object.assign(new Error('oops'), { $fault: 'server' })],
+  ])('answers %s with 503 service_unavailable and Retry-After', (_name, error) => {
+    const response = errorResponse(error, 'r', now);
+    expect([response.statusCode, bodyOf(response).error.code, response.headers['Retry-After']]).toEqual([
+      503,
+      'service_unavailable',
+      '1',
+    ]);
+  });
+
+  it('keeps a client-side AWS error a 500', () => {
+    const response = errorResponse(
+      Object.assign(new Error('bad'), { name: 'ValidationException', $fault: 'client' }),
+      'r',
+      now,
+    );
+    expect(response.statusCode).toBe(500);
   });
 });
