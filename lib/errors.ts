@@ -204,7 +204,10 @@ export function isDependencyOutage(error: unknown): boolean {
   if (typeof candidate.code === 'string' && NETWORK_CODES.has(candidate.code)) return true;
   // The SDK's retry layer can re-wrap a socket error as a plain Error whose message alone names it.
   const message = (error as { message?: unknown }).message;
-  if (typeof message === 'string' && [...NETWORK_CODES].some((networkCode) => message.includes(networkCode))) {
+  if (
+    typeof message === 'string' &&
+    [...NETWORK_CODES].some((networkCode) => message.includes(networkCode))
+  ) {
     return true;
   }
   // Node reports a refused dual-stack connection as an AggregateError of per-address errors.

@@ -8,7 +8,7 @@ import {
 } from 'node:crypto';
 import { DecryptionError, InvalidRequestError, KeyGenerationError } from '../errors.js';
 import { decodeBase64 } from './base64.js';
-import { LruCache } from './lru.js';
+import { LruCache } from '../lru.js';
 
 export const MIN_MODULUS_BITS = 2048;
 export const MAX_MODULUS_BITS = 4096;

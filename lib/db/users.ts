@@ -1,4 +1,5 @@
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { LruCache } from '../lru.js';
 import { transactWrite } from './transact.js';
 
 export interface UserRecord {
@@ -19,6 +20,8 @@ const userPk = (userId: string) => `USER#${userId}`;
 const panPk = (hashedPan: string) => `PAN#${hashedPan}`;
 
 export class UserRepository {
+  private readonly registered = new LruCache<string, UserRecord>(10_000);
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tableName: string,
@@ -76,8 +79,16 @@ export class UserRepository {
     return this.read(userPk(userId));
   }
 
-  getByHashedPan(hashedPan: string): Promise<UserRecord | null> {
-    return this.read(panPk(hashedPan));
+  /**
+   * Registered users never change, so a found one is kept in memory: encrypting for a regular
+   * recipient then costs no read. Misses are not kept, or a new registration would go unseen.
+   */
+  async getByHashedPan(hashedPan: string): Promise<UserRecord | null> {
+    const known = this.registered.get(hashedPan);
+    if (known) return known;
+    const user = await this.read(panPk(hashedPan));
+    if (user) this.registered.set(hashedPan, user);
+    return user;
   }
 
   private async read(pk: string): Promise<UserRecord | null> {

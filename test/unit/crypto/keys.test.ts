@@ -22,7 +22,7 @@ import {
   publicKeyDer,
   publicKeyFingerprint,
 } from '../../../lib/crypto/keys.js';
-import { LruCache } from '../../../lib/crypto/lru.js';
+import { LruCache } from '../../../lib/lru.js';
 import { DecryptionError, InvalidRequestError } from '../../../lib/errors.js';
 import { expectDecryptionError, testKeyPair, type TestKeyPair } from './support.js';
 
