@@ -94,7 +94,23 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     createdAt: now.toISOString(),
     ttl: Math.floor(expiresAt.getTime() / 1000),
   };
-  const outcome = await deps.repos.receipts.putIfAbsent(stored);
+  // The audit record is of the cryptographic operation, which has happened whatever storing finds, so
+  // the two writes go out together rather than one after the other.
+  const [outcome] = await Promise.all([
+    deps.repos.receipts.putIfAbsent(stored),
+    deps.audit.record({
+      action: isEscrowed ? 'escrow.wrap' : 'receipt.encrypt',
+      outcome: 'success',
+      requestId: input.requestId,
+      clientId: caller.clientId,
+      receiptId: receipt.receiptId,
+      transactionId: receipt.transaction.transactionId,
+      keyId: recipient.keyId,
+      ...(userId ? { userId } : {}),
+      ...(isEscrowed ? { escrowKeyId: deps.escrow.keyId } : {}),
+      ...(input.recipientHashedPan ? { panHashPrefix: panHashPrefix(input.recipientHashedPan) } : {}),
+    }),
+  ]);
   if (!outcome.stored) {
     const { existing } = outcome;
     if (existing.merchantClientId === caller.clientId && existing.requestDigest === input.requestDigest) {
@@ -102,17 +118,5 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     }
     throw new ConflictError('A different receipt with this receiptId already exists', { field: 'receiptId' });
   }
-  await deps.audit.record({
-    action: isEscrowed ? 'escrow.wrap' : 'receipt.encrypt',
-    outcome: 'success',
-    requestId: input.requestId,
-    clientId: caller.clientId,
-    receiptId: receipt.receiptId,
-    transactionId: receipt.transaction.transactionId,
-    keyId: recipient.keyId,
-    ...(userId ? { userId } : {}),
-    ...(isEscrowed ? { escrowKeyId: deps.escrow.keyId } : {}),
-    ...(input.recipientHashedPan ? { panHashPrefix: panHashPrefix(input.recipientHashedPan) } : {}),
-  });
   return { envelope, recipientUserId: userId };
 }
