@@ -16,7 +16,7 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly' } },
   },
   {
     files: ['local/**', 'scripts/**', 'bench/**', 'test/**'],
