@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import type { ErrorBody } from '../../lib/http/error-envelope.js';
 import type { HttpReply } from '../support/stack.js';
 
 /**
@@ -8,16 +9,8 @@ import type { HttpReply } from '../support/stack.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export interface ErrorEnvelope {
-  success: false;
-  error: {
-    code: string;
-    message: string;
-    details?: Record<string, unknown>;
-    timestamp: string;
-    request_id: string;
-  };
-}
+/** The service's one error body. */
+export type ErrorEnvelope = ErrorBody;
 
 export interface SuccessEnvelope<T = unknown> {
   success: true;
