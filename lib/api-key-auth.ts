@@ -20,10 +20,10 @@ export interface Caller {
 
 const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
 
-export function newApiKey(): { keyId: string; secret: string; apiKey: string; secretHash: string } {
+function newApiKey(): { keyId: string; apiKey: string; secretHash: string } {
   const keyId = randomBytes(16).toString('hex');
   const secret = randomBytes(32).toString('base64url');
-  return { keyId, secret, apiKey: `rk_${keyId}_${secret}`, secretHash: sha256(secret).toString('hex') };
+  return { keyId, apiKey: `rk_${keyId}_${secret}`, secretHash: sha256(secret).toString('hex') };
 }
 
 export function newApiKeyRecord(

@@ -43,9 +43,3 @@ export function decodeBase64(s: string): Buffer | undefined {
 export function decodeBase64Url(s: string): Buffer | undefined {
   return isCanonicalBase64Url(s) ? Buffer.from(s, 'base64url') : undefined;
 }
-
-/** Re-spells canonical standard base64 as unpadded base64url; undefined when not canonical. */
-export function base64ToBase64Url(s: string): string | undefined {
-  if (!isCanonicalBase64(s)) return undefined;
-  return s.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
-}

@@ -14,7 +14,7 @@ export interface KeyPairRecord {
 export class KeyPairRepository {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
-    readonly tableName: string,
+    private readonly tableName: string,
   ) {}
 
   async create(record: KeyPairRecord): Promise<void> {

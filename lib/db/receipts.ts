@@ -46,6 +46,8 @@ export class ReceiptRepository {
   }
 
   async get(receiptId: string): Promise<StoredReceipt | null> {
+    // Ids can come straight from a caller's envelope; DynamoDB refuses an empty key rather than finding nothing.
+    if (receiptId === '') return null;
     const result = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: { receiptId }, ConsistentRead: true }),
     );

@@ -54,6 +54,8 @@ export class TransactionRepository {
   }
 
   private async getStored(transactionId: string): Promise<StoredMapping | null> {
+    // Ids can come straight from a caller's envelope; DynamoDB refuses an empty key rather than finding nothing.
+    if (transactionId === '') return null;
     const result = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: { transactionId }, ConsistentRead: true }),
     );

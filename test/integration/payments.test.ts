@@ -286,6 +286,26 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
     expect((await decryptPayment(paymentId, 'gateway_a', token)).status).toBe(200);
   });
 
+  it("refuses a payment whose metadata copies another payment's receipt pointers", async () => {
+    const body = paymentBody('gateway_a');
+    const genuine = await create('gateway_a', body);
+    expect(genuine.status).toBe(200);
+    // Anyone can put any metadata on a payment of their own; the stored mapping names the real payment.
+    const gateway = await stack.deps.gateways.get('gateway_a');
+    const forged = await gateway.createPayment({
+      idempotencyKey: randomUUID(),
+      amount: 100,
+      currency: 'USD',
+      pointers: { receiptId: body.receiptId, transactionId: body.transactionId, merchantId: body.merchantId },
+      lines: [{ name: 'x', quantity: 1, unitPrice: 100, totalPrice: 100 }],
+      taxAmount: 0,
+    });
+    const token = await grantToken(stack, issuer.apiKey, user);
+    const refused = await decryptPayment(forged.paymentId, 'gateway_a', token);
+    expect([refused.status, (refused.json as unknown as ErrorBody).error.code]).toEqual([404, 'not_found']);
+    expect((await decryptPayment(genuine.json.data.paymentId, 'gateway_a', token)).status).toBe(200);
+  });
+
   it('requires all four payments/decrypt fields', async () => {
     const reply = await stack.request<ErrorBody>('POST', '/api/v1/payments/decrypt', {
       apiKey: issuer.apiKey,

@@ -465,6 +465,15 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     expect(foreign.status).toBe(404);
   });
 
+  it('answers an envelope with empty identifiers 404 on transactions, never 500', async () => {
+    const { envelope } = await encryptNested();
+    const reply = await stack.request('POST', '/api/v1/transactions', {
+      apiKey: merchant.apiKey,
+      body: { envelope: { ...envelope, receiptId: '', transactionId: '' }, paymentGateway: 'other' },
+    });
+    expect(reply.status).toBe(404);
+  });
+
   it('audits every operation without keys, token ids, full PAN hashes or receipt content', async () => {
     const records = await stack.deps.audit.forClient(issuer.clientId, 500);
     const actions = new Set(records.map((record) => record.action));
