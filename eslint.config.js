@@ -12,6 +12,15 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': ['error', { allow: ['warn', 'error'] }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "ImportDeclaration[source.value='zod'] > :matches(ImportSpecifier[imported.name='z'], ImportDefaultSpecifier)",
+          message:
+            "Use `import * as z from 'zod'`: the `z` object holds all of zod, every locale included, and esbuild cannot leave any of it out of a Lambda bundle (~470 KB against ~105 KB).",
+        },
+      ],
     },
   },
   {

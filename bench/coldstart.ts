@@ -30,7 +30,14 @@ const COMPONENTS: { name: string; contents: string }[] = [
   { name: '(empty module)', contents: 'export const nothing = 0;' },
   // Node's own http module: not bundled, but Middy's util and the SDK's HTTP handler load it at import.
   { name: 'node:http (built-in, not bundled)', contents: "export { STATUS_CODES } from 'node:http';" },
-  { name: 'zod', contents: "export { z } from 'zod';" },
+  // As the schemas import it (`import * as z`), so esbuild keeps only what they use: the namespace
+  // object itself (`import { z }`) would drag in every locale and JSON-Schema converter, ~470 KB.
+  {
+    name: 'zod (a strict object schema)',
+    contents:
+      "import * as z from 'zod';\n" +
+      "export const schema = z.object({ id: z.string().min(1), n: z.number().int(), tags: z.array(z.enum(['a'])).optional() }).strict();",
+  },
   {
     name: 'AWS SDK DynamoDB (client + lib-dynamodb)',
     contents:
@@ -47,7 +54,8 @@ const COMPONENTS: { name: string; contents: string }[] = [
       "export { default as security } from '@middy/http-security-headers';",
   },
 ];
-const TARGET_BYTES = 1024 * 1024;
+// 1 MB read strictly (10^6 bytes), so the target holds whichever megabyte is meant.
+const TARGET_BYTES = 1_000_000;
 const TARGET_IMPORT_MS = 150;
 
 // The same banner as infra/service-function.ts: CommonJS dependencies in an ESM bundle need require().
@@ -372,7 +380,7 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
   const targets: TargetCheck[] = [
     {
       section: 'coldstart',
-      target: 'every bundle < 1 MB (MiB) minified (payment SDKs external)',
+      target: 'every bundle < 1 MB (1,000,000 bytes) minified (payment SDKs external)',
       measured: largest
         ? `largest ${largest.route} ${largest.measure.kilobytes} KB = ${largest.measure.bytes.toLocaleString('en-US')} bytes; ${measured.filter((entry) => entry.measure.bytes >= TARGET_BYTES).length}/${measured.length} over`
         : 'no bundle built',

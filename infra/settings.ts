@@ -1,6 +1,6 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { serviceEnvSchema } from '../lib/config.js';
 import { tierNames, tiers as serviceTiers, type TierTable } from '../lib/tiers.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { tableDefinitions, tableEnvVar, tableKeys, type TableKey, type TableNames } from './tables.js';
 
 /**

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { checkAmounts, flattenedReceiptFields } from '../../lib/receipts/flattened.js';
 import { money, paymentGatewayKind } from '../../lib/receipts/schemas.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { paymentGatewayKind, uuid } from '../../lib/receipts/schemas.js';
 
 /** All four fields are required (spec endpoint 5). */

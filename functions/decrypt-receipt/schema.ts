@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { envelopeInputSchema, uuid } from '../../lib/receipts/schemas.js';
 
 export const decryptReceiptBody = z

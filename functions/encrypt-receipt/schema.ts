@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { checkAmounts, flattenedReceiptSchema } from '../../lib/receipts/flattened.js';
 import { digitalReceiptSchema, hashedPan } from '../../lib/receipts/schemas.js';
 

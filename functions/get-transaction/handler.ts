@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { CoreDeps } from '../../lib/deps.js';
 import { InvalidRequestError } from '../../lib/errors.js';
 import { lambdaHandler } from '../../lib/http/lambda.js';

@@ -1,6 +1,6 @@
 import type Stripe from 'stripe';
 import type { SquareClient } from 'square';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from '../config.js';
 import { ServiceUnavailableError } from '../errors.js';
 import { parseGatewayKind, type GatewayKind, type GatewayRegistry, type PaymentGateway } from './port.js';

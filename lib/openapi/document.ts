@@ -1,5 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
-import { z } from 'zod';
+import * as z from 'zod';
 import { routes, type RouteDefinition } from '../routes.js';
 import { tiers } from '../tiers.js';
 import { describeApi } from './description.js';

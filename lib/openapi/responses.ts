@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ReceiptEnvelope } from '../db/receipts.js';
 import type { HealthReport } from '../health.js';
 import type { PaymentResult } from '../payments/create.js';

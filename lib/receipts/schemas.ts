@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The spec's receipt resources as zod schemas, field for field. Unknown fields are stripped: they are

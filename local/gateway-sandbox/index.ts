@@ -11,7 +11,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { z } from 'zod';
+import * as z from 'zod';
 import { systemClock, type Clock } from '../../lib/clock.js';
 import type { ApiResponse, ProviderApi, SandboxContext } from './api.js';
 import { emptyStats, faultSpecSchema, FaultRegistry, resetStats, type SandboxStats } from './faults.js';
