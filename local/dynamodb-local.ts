@@ -73,6 +73,9 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
       '-jar',
       join(dir, 'DynamoDBLocal.jar'),
       ...storage,
+      // DynamoDB Local 1.24+ reports usage to AWS unless told not to: a local emulator has no business
+      // phoning home, and offline the attempts cost CPU on every request.
+      '-disableTelemetry',
       '-port',
       String(port),
     ],
