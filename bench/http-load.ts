@@ -74,7 +74,9 @@ async function main(specPath: string | undefined, outcomePath: string | undefine
     all.push(ms);
     if (statusCode >= 200 && statusCode < 300) ok.push(ms);
   });
+  const cpuBefore = process.cpuUsage();
   const result = await new Promise<Result>((resolve) => instance.on('done', resolve));
+  const cpu = process.cpuUsage(cpuBefore);
   const statusCodes = Object.fromEntries(
     Object.entries(result.statusCodeStats).map(([code, stats]) => [code, stats.count]),
   );
@@ -90,6 +92,7 @@ async function main(specPath: string | undefined, outcomePath: string | undefine
     errors: result.errors,
     timeouts: result.timeouts,
     firstErrorBody,
+    cpuMs: round((cpu.user + cpu.system) / 1000, 1),
   };
   await writeFile(outcomePath, JSON.stringify(outcome));
 }

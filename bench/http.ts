@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { cpus } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -46,6 +47,7 @@ export interface HttpOptions {
 type EndpointName =
   | 'receipts/encrypt'
   | 'receipts/encrypt @1 connection'
+  | 'receipts/encrypt @4 connections'
   | 'receipts/decrypt'
   | 'keys/grant-access'
   | 'payments/gateway_a/create';
@@ -66,7 +68,19 @@ interface EndpointResult {
   dynamoMsPerRequestInSitu: number;
   /** Mean latency minus dynamoMsPerRequestInSitu. */
   beyondDynamoMeanMsInSitu: number;
-  cpuMsPerRequest: { service: number; dynamoDbLocal: number | null };
+  cpuMsPerRequest: {
+    service: number;
+    dynamoDbLocal: number | null;
+    loadGenerator: number;
+    /** All three: what one request costs the machine. */
+    total: number | null;
+  };
+  /**
+   * What the machine's cores allow at that cost: cores ÷ total CPU per request is the most requests
+   * per second it can serve, and with a fixed number of connections (Little's law) no mean latency
+   * can be lower than connections ÷ that rate. A p99 is at least the mean.
+   */
+  capacity: { maxRequestsPerSecond: number; meanLatencyFloorMs: number } | null;
   note?: string;
 }
 
@@ -163,6 +177,8 @@ const withIds = (template: unknown): unknown =>
   );
 
 // -------------------------------------------------------------------------------------------------
+
+const cores = cpus().length;
 
 const loadScript = fileURLToPath(new URL('./http-load.ts', import.meta.url));
 
@@ -296,8 +312,14 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     const cpu = process.cpuUsage(cpuBefore);
     const javaAfter = javaPid === null ? null : processCpuMs(javaPid);
     const byKind = counter.byKind();
-    const millis = counter.millisByKind();
     const requests = Math.max(1, load.sent);
+    const serviceCpu = (cpu.user + cpu.system) / 1000 / requests;
+    const javaCpu = javaBefore === null || javaAfter === null ? null : (javaAfter - javaBefore) / requests;
+    // The load generator's work ends with its last response; the service's with the last request sent.
+    const loadCpu = load.cpuMs / Math.max(1, load.requests);
+    const totalCpu = javaCpu === null ? null : serviceCpu + javaCpu + loadCpu;
+    const maxRequestsPerSecond = totalCpu === null ? null : (cores * 1000) / totalCpu;
+    const millis = counter.millisByKind();
     const callsPerRequestUnderLoad = Object.fromEntries(
       callKinds.map((kind) => [kind, round(byKind[kind] / requests, 2)]),
     ) as Record<CallKind, number>;
@@ -322,10 +344,18 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
       beyondDynamoMeanMsInSitu: round(load.latencyMs.mean - dynamoMsInSitu, 2),
       cpuMsPerRequest: {
         // The parent's CPU is the service (server, handlers, SDK clients); the load generator is a child process.
-        service: round((cpu.user + cpu.system) / 1000 / requests, 3),
-        dynamoDbLocal:
-          javaBefore === null || javaAfter === null ? null : round((javaAfter - javaBefore) / requests, 3),
+        service: round(serviceCpu, 3),
+        dynamoDbLocal: javaCpu === null ? null : round(javaCpu, 3),
+        loadGenerator: round(loadCpu, 3),
+        total: totalCpu === null ? null : round(totalCpu, 3),
       },
+      capacity:
+        maxRequestsPerSecond === null
+          ? null
+          : {
+              maxRequestsPerSecond: round(maxRequestsPerSecond, 0),
+              meanLatencyFloorMs: round((connections / maxRequestsPerSecond) * 1000, 1),
+            },
       ...(extra.note ? { note: extra.note } : {}),
     };
     const status = Object.entries(load.statusCodes)
@@ -337,23 +367,23 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
   }
 
   // ---- receipts/encrypt: nested form, to a registered user's hashedPan, a new receiptId every request.
-  await measureEndpoint(
-    'receipts/encrypt',
-    '/api/v1/receipts/encrypt',
-    encryptKey,
-    users.map(encryptBody),
-    () => withIds(encryptBody(users[0] as User)),
-  );
-
-  // The same with one connection: the latency of one request when nothing queues behind another.
-  await measureEndpoint(
-    'receipts/encrypt @1 connection',
-    '/api/v1/receipts/encrypt',
-    encryptKey,
-    users.map(encryptBody),
-    () => withIds(encryptBody(users[0] as User)),
-    { connections: 1, note: 'one connection: no queueing in the service or in DynamoDB Local' },
-  );
+  // The same endpoint at the target's concurrency, then with one connection (the latency of a request
+  // nothing queues behind, as a Lambda instance serves) and four (where the cores fill up).
+  const encryptRuns: [EndpointName, number, string | undefined][] = [
+    ['receipts/encrypt', options.connections, undefined],
+    ['receipts/encrypt @1 connection', 1, 'one connection: no queueing in the service or in DynamoDB Local'],
+    ['receipts/encrypt @4 connections', 4, 'four connections: between no queueing and the target load'],
+  ];
+  for (const [name, connections, note] of encryptRuns) {
+    await measureEndpoint(
+      name,
+      '/api/v1/receipts/encrypt',
+      encryptKey,
+      users.map(encryptBody),
+      () => withIds(encryptBody(users[0] as User)),
+      { connections, ...(note ? { note } : {}) },
+    );
+  }
 
   // ---- receipts/decrypt: tokens are granted now, so they are live (≤ 180 s) for the run; one slot each.
   const tokens = await inPool(users, 8, async (user) =>
@@ -412,7 +442,10 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
       section: 'http',
       target: `encrypt p99 < 50 ms at ${options.connections} connections`,
       measured: encrypt
-        ? `p99 ${encrypt.load.latencyMs.p99} ms (p50 ${encrypt.load.latencyMs.p50} ms, ${encrypt.load.requestsPerSecond} req/s, ${encrypt.load.non2xx} non-2xx)`
+        ? `p99 ${encrypt.load.latencyMs.p99} ms (p50 ${encrypt.load.latencyMs.p50} ms, ${encrypt.load.requestsPerSecond} req/s, ${encrypt.load.non2xx} non-2xx)` +
+          (encrypt.capacity
+            ? `; ${encrypt.cpuMsPerRequest.total} ms CPU/request on ${cores} cores → mean ≥ ${encrypt.capacity.meanLatencyFloorMs} ms`
+            : '')
         : 'not run',
       met: encrypt ? encrypt.load.latencyMs.p99 < 50 && encrypt.load.non2xx === 0 : null,
     },
@@ -478,12 +511,29 @@ function printHttpTables(
     }),
   );
   printTable(
-    'HTTP: CPU per request (ms) — the service process vs DynamoDB Local (java); 2 cores shared by both and the load generator',
-    ['endpoint', 'service CPU', 'DynamoDB Local CPU'],
+    `HTTP: CPU per request (ms) — the service, DynamoDB Local (java) and the load generator share ${cores} cores; ` +
+      "max req/s = cores ÷ total; mean floor = connections ÷ max req/s (Little's law)",
+    [
+      'endpoint',
+      'service',
+      'DynamoDB Local',
+      'load gen',
+      'total',
+      'max req/s',
+      'req/s',
+      'mean floor',
+      'mean',
+    ],
     rows.map(([name, result]) => [
       name,
       result.cpuMsPerRequest.service,
       result.cpuMsPerRequest.dynamoDbLocal ?? Number.NaN,
+      result.cpuMsPerRequest.loadGenerator,
+      result.cpuMsPerRequest.total ?? Number.NaN,
+      result.capacity?.maxRequestsPerSecond ?? Number.NaN,
+      result.load.requestsPerSecond,
+      result.capacity?.meanLatencyFloorMs ?? Number.NaN,
+      result.load.latencyMs.mean,
     ]),
   );
   for (const [name, result] of rows) {

@@ -44,4 +44,6 @@ export interface LoadOutcome {
   timeouts: number;
   /** The first non-2xx body seen, to say why without a second run. */
   firstErrorBody: string | null;
+  /** CPU the load generator itself used during the run (it shares the machine's cores with the service). */
+  cpuMs: number;
 }
