@@ -26,7 +26,11 @@ const tierSchema = z.object({
   ratePerSecond: z.number().positive(),
   burst: z.number().int().min(1),
   dailyQuota: z.number().int().min(1),
-  requestsPerMinute: z.number().int().min(1),
+  requestsPerMinute: z.strictObject({
+    general: z.number().int().min(1),
+    keyGeneration: z.number().int().min(1),
+    payments: z.number().int().min(1),
+  }),
 });
 
 const tierOverrides = z.preprocess(

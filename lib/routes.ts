@@ -1,4 +1,5 @@
 import type { TableKey } from './tables.js';
+import type { RateGroup } from './tiers.js';
 
 /**
  * The route table: read by the CDK stack (one Lambda per entry) and by the local server. Adding an
@@ -25,6 +26,8 @@ export interface RouteDefinition {
   escrow?: 'wrap' | 'wrapAndUnwrap';
   /** Reaches the payment gateways (reads their credentials). */
   gateways?: boolean;
+  /** Whose per-minute budget a keyed call spends (lib/tiers.ts); `general` when absent. */
+  rateGroup?: RateGroup;
   memoryMb?: number;
   timeoutSeconds?: number;
 }
@@ -52,6 +55,7 @@ export const routes: RouteDefinition[] = [
     apiKeyRequired: true,
     roles: ['issuer'],
     tables: { ...platform, keyPairs: 'write' },
+    rateGroup: 'keyGeneration',
     memoryMb: 1024,
   },
   {
@@ -127,6 +131,7 @@ export const routes: RouteDefinition[] = [
     },
     escrow: 'wrap',
     gateways: true,
+    rateGroup: 'payments',
     timeoutSeconds: 29,
   },
   {
@@ -145,6 +150,7 @@ export const routes: RouteDefinition[] = [
       transactions: 'read',
     },
     gateways: true,
+    rateGroup: 'payments',
     timeoutSeconds: 29,
   },
   {

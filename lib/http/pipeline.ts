@@ -118,7 +118,7 @@ function responseHeaders(deps: PlatformDeps, route: RouteDefinition): Middleware
   };
 }
 
-/** API key, role and per-key (or per-source-IP, for keyless calls) rate limit. */
+/** API key, role and rate limit: per key and endpoint group, or per source IP for keyless calls. */
 function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
   return {
     before: async (request) => {
@@ -137,8 +137,9 @@ function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
       const caller = await deps.authenticator
         .authenticate(request.event.headers?.['x-api-key'])
         .catch(unlessOutage(null));
+      const group = route.rateGroup ?? 'general';
       const [bucket, limit] = caller
-        ? [`key#${caller.keyId}`, deps.tiers[caller.tier].requestsPerMinute]
+        ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]
         : [`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute];
       meta.rateLimit = await deps.rateLimiter
         .hit(bucket, limit, RATE_WINDOW_SECONDS, now)

@@ -1,4 +1,18 @@
-import type { TierTable } from '../tiers.js';
+import { routes } from '../routes.js';
+import { rateGroups, type RateGroup, type TierTable } from '../tiers.js';
+
+const groupTitles: Record<RateGroup, string> = {
+  general: 'other keyed endpoints',
+  keyGeneration: 'key generation',
+  payments: 'payments',
+};
+
+/** `POST /api/v1/...` of each keyed route in the group. */
+const endpointsOf = (group: RateGroup): string =>
+  routes
+    .filter((route) => route.apiKeyRequired && (route.rateGroup ?? 'general') === group)
+    .map((route) => `\`${route.method} ${route.path}\``)
+    .join(', ');
 
 /**
  * The document's description: the choices the spec leaves open ("not shown") and how this service
@@ -7,8 +21,11 @@ import type { TierTable } from '../tiers.js';
 export function describeApi(tiers: TierTable): string {
   const tierRows = Object.entries(tiers).map(
     ([name, tier]) =>
-      `| ${name} | ${tier.requestsPerMinute} | ${tier.ratePerSecond} | ${tier.burst} | ${tier.dailyQuota} |`,
+      `| ${name} | ${rateGroups.map((group) => tier.requestsPerMinute[group]).join(' | ')} | ${tier.ratePerSecond} | ${tier.burst} | ${tier.dailyQuota} |`,
   );
+  const groupRows = rateGroups
+    .filter((group) => group !== 'general')
+    .map((group) => `- ${groupTitles[group]}: ${endpointsOf(group)}`);
   return [
     'End-to-end encrypted digital receipts. Merchants encrypt receipts for cardholders identified only by the',
     "SHA-256 hash of their card number; the cardholder's issuer application decrypts them with the user's",
@@ -49,11 +66,19 @@ export function describeApi(tiers: TierTable): string {
     'Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix epoch',
     'seconds at which the one-minute window ends) and `X-Request-Id`. Past the limit the answer is 429',
     '`rate_limit_exceeded` with `Retry-After`. Calls without a valid key count against a small per-source-IP',
-    'budget (60 a minute by default) and their headers describe that budget. Default tiers (a deployment may',
-    'override them):',
+    'budget (60 a minute by default) and their headers describe that budget.',
     '',
-    '| tier | requests per minute (service) | per second (edge) | burst (edge) | per day (edge) |',
-    '|---|---|---|---|---|',
+    'Limits vary by tier and endpoint: a key has one per-minute budget for each group of endpoints below,',
+    "each counted apart, and the headers of a response describe the budget of that response's group. A burst",
+    'of key generation or payment calls therefore never eats the budget receipts are encrypted with.',
+    '',
+    ...groupRows,
+    `- ${groupTitles.general}: every other endpoint that takes an API key`,
+    '',
+    'Default tiers (a deployment may override the edge figures):',
+    '',
+    `| tier | ${rateGroups.map((group) => `per minute: ${groupTitles[group]} (service)`).join(' | ')} | per second (edge) | burst (edge) | per day (edge) |`,
+    `|---|${rateGroups.map(() => '---|').join('')}---|---|---|`,
     ...tierRows,
     '',
     '## Errors, and 404 versus 403',

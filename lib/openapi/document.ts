@@ -51,7 +51,7 @@ const headerComponents: Record<string, RawHeader> = {
   },
   'X-RateLimit-Limit': {
     description:
-      "Requests allowed in the current window: the key's tier, or the per-source-IP budget without a key.",
+      "Requests allowed in the current window: the key's budget for this endpoint's group (by tier), or the per-source-IP budget without a key.",
     schema: { type: 'integer', minimum: 0 },
   },
   'X-RateLimit-Remaining': {

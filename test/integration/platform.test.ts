@@ -25,9 +25,24 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
     logs = captureLogs();
     stack = await startTestStack({
       tiers: {
-        free: { ratePerSecond: 1, burst: 1, dailyQuota: 10, requestsPerMinute: 3 },
-        standard: { ratePerSecond: 10, burst: 10, dailyQuota: 1000, requestsPerMinute: 1000 },
-        enterprise: { ratePerSecond: 10, burst: 10, dailyQuota: 1000, requestsPerMinute: 1000 },
+        free: {
+          ratePerSecond: 1,
+          burst: 1,
+          dailyQuota: 10,
+          requestsPerMinute: { general: 3, keyGeneration: 2, payments: 4 },
+        },
+        standard: {
+          ratePerSecond: 10,
+          burst: 10,
+          dailyQuota: 1000,
+          requestsPerMinute: { general: 1000, keyGeneration: 1000, payments: 1000 },
+        },
+        enterprise: {
+          ratePerSecond: 10,
+          burst: 10,
+          dailyQuota: 1000,
+          requestsPerMinute: { general: 1000, keyGeneration: 1000, payments: 1000 },
+        },
       },
     });
     merchant = await stack.apiKey(['merchant'], 'standard');
@@ -144,6 +159,52 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
     expect(nextWindow.status).toBe(400);
   });
 
+  it('keeps a budget per endpoint group: spending one leaves the others whole', async () => {
+    const issuerKey = await stack.apiKey(['issuer'], 'free');
+    const merchantKey = await stack.apiKey(['merchant'], 'free');
+    stack.clock.set(Math.ceil(stack.clock.now().getTime() / 60_000) * 60_000 + 1_000);
+    const budget = (reply: { headers: Headers }) => [
+      reply.headers.get('x-ratelimit-limit'),
+      reply.headers.get('x-ratelimit-remaining'),
+    ];
+    const generate = () =>
+      stack.request('POST', '/api/v1/onboarding/generate-keys', { apiKey: issuerKey.apiKey });
+
+    // Key generation: 2 a minute on this tier, then 429 while the general budget is untouched.
+    const generated = [await generate(), await generate()];
+    expect(generated.map((reply) => reply.status)).toEqual([200, 200]);
+    expect(generated.map(budget)).toEqual([
+      ['2', '1'],
+      ['2', '0'],
+    ]);
+    const refused = await generate();
+    expect(refused.status).toBe(429);
+    expectEnvelope(refused.json, 'rate_limit_exceeded');
+    expect(budget(refused)).toEqual(['2', '0']);
+    const general = await stack.request('POST', '/api/v1/keys/grant-access', {
+      apiKey: issuerKey.apiKey,
+      body: {},
+    });
+    expect(general.status).toBe(400);
+    expect(budget(general)).toEqual(['3', '2']);
+
+    // Payments have their own budget (4), counted apart from the merchant's other calls (3).
+    const payment = await stack.request('POST', '/api/v1/payments/gateway_a/create', {
+      apiKey: merchantKey.apiKey,
+      body: {},
+    });
+    expect(payment.status).toBe(400);
+    expect(budget(payment)).toEqual(['4', '3']);
+    const transaction = await stack.request('GET', '/api/v1/transactions/unknown-transaction', {
+      apiKey: merchantKey.apiKey,
+    });
+    expect(budget(transaction)).toEqual(['3', '2']);
+    // Neither group is reached through the other: the refused group stays refused until its window ends.
+    expect((await generate()).status).toBe(429);
+    stack.clock.advance(60_000);
+    expect((await generate()).status).toBe(200);
+  });
+
   it.each([
     [
       'malformed JSON',
@@ -206,7 +267,8 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
     expect(text.length).toBeGreaterThan(0);
     for (const key of [merchant.apiKey, issuer.apiKey]) {
       expect(text).not.toContain(key);
-      expect(text).not.toContain(key.split('_')[2]);
+      // The secret alone, which may itself hold '_' (base64url): everything after `rk_<keyId>_`.
+      expect(text).not.toContain(key.replace(/^rk_[0-9a-f]{32}_/, ''));
     }
   });
 });
