@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ErrorBody } from '../../lib/http/error-envelope.js';
+import { tiers } from '../../lib/tiers.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -24,23 +25,15 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
   beforeAll(async () => {
     logs = captureLogs();
     stack = await startTestStack({
+      // Only the service's per-minute budgets matter here; the edge figures are API Gateway's.
       tiers: {
-        free: {
-          ratePerSecond: 1,
-          burst: 1,
-          dailyQuota: 10,
-          requestsPerMinute: { general: 3, keyGeneration: 2, payments: 4 },
-        },
+        free: { ...tiers.free, requestsPerMinute: { general: 3, keyGeneration: 2, payments: 4 } },
         standard: {
-          ratePerSecond: 10,
-          burst: 10,
-          dailyQuota: 1000,
+          ...tiers.standard,
           requestsPerMinute: { general: 1000, keyGeneration: 1000, payments: 1000 },
         },
         enterprise: {
-          ratePerSecond: 10,
-          burst: 10,
-          dailyQuota: 1000,
+          ...tiers.enterprise,
           requestsPerMinute: { general: 1000, keyGeneration: 1000, payments: 1000 },
         },
       },
