@@ -2,7 +2,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import * as z from 'zod';
 import { serviceEnvSchema } from '../lib/config.js';
-import { tierNames, tiers as serviceTiers, type TierTable } from '../lib/tiers.js';
+import { rateGroups, tierNames, tiers as serviceTiers, type TierTable } from '../lib/tiers.js';
 
 /**
  * Deployment settings. Each one comes from stack props, else from CDK context (`cdk.json` or
@@ -26,11 +26,9 @@ const tierSchema = z.object({
   ratePerSecond: z.number().positive(),
   burst: z.number().int().min(1),
   dailyQuota: z.number().int().min(1),
-  requestsPerMinute: z.strictObject({
-    general: z.number().int().min(1),
-    keyGeneration: z.number().int().min(1),
-    payments: z.number().int().min(1),
-  }),
+  requestsPerMinute: z.strictObject(
+    Object.fromEntries(rateGroups.map((group) => [group, z.number().int().min(1)])),
+  ),
 });
 
 const tierOverrides = z.preprocess(

@@ -26,11 +26,13 @@ export interface RouteDefinition {
   escrow?: 'wrap' | 'wrapAndUnwrap';
   /** Reaches the payment gateways (reads their credentials). */
   gateways?: boolean;
-  /** Whose per-minute budget a keyed call spends (lib/tiers.ts); `general` when absent. */
+  /** Whose per-minute budget a keyed call spends (lib/tiers.ts); read it with `rateGroupOf`. */
   rateGroup?: RateGroup;
   memoryMb?: number;
   timeoutSeconds?: number;
 }
+
+export const rateGroupOf = (route: RouteDefinition): RateGroup => route.rateGroup ?? 'general';
 
 // Every authenticated call reads its key and counts against its limit; every call may write audit.
 const platform = { apiKeys: 'read', rateLimits: 'readWrite', audit: 'write' } as const;

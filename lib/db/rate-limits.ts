@@ -114,7 +114,7 @@ export class RateLimiter {
       size = 1;
       last = await this.claim(bucket, windowStart, resetAt, size);
     }
-    if (this.leases.size >= MAX_TRACKED_BUCKETS) this.forgetPastWindows(windowStart);
+    if (this.leases.size >= MAX_TRACKED_BUCKETS) this.makeRoom(windowStart);
     this.leases.set(bucket, { windowStart, next: last - size + 1, last, size });
   }
 
@@ -149,10 +149,10 @@ export class RateLimiter {
     return Number(result.Attributes?.count ?? units);
   }
 
-  private forgetPastWindows(currentWindowStart: number): void {
+  /** Drops past windows' leases, then, with many busy buckets in one window, the oldest ones. */
+  private makeRoom(currentWindowStart: number): void {
     for (const [bucket, lease] of this.leases)
       if (lease.windowStart !== currentWindowStart) this.leases.delete(bucket);
-    // Many busy buckets in one window (per-IP budgets under a wide attack): drop the oldest leases.
     for (const bucket of this.leases.keys()) {
       if (this.leases.size < MAX_TRACKED_BUCKETS) break;
       this.leases.delete(bucket);

@@ -19,7 +19,7 @@ import {
   UnauthorizedError,
 } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { RouteDefinition } from '../routes.js';
+import { rateGroupOf, type RouteDefinition } from '../routes.js';
 import type { TierTable } from '../tiers.js';
 import { errorResponse } from './error-envelope.js';
 
@@ -137,7 +137,7 @@ function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
       const caller = await deps.authenticator
         .authenticate(request.event.headers?.['x-api-key'])
         .catch(unlessOutage(null));
-      const group = route.rateGroup ?? 'general';
+      const group = rateGroupOf(route);
       const [bucket, limit] = caller
         ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]
         : [`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute];

@@ -1,4 +1,4 @@
-import { routes } from '../routes.js';
+import { rateGroupOf, routes } from '../routes.js';
 import { rateGroups, type RateGroup, type TierTable } from '../tiers.js';
 
 const groupTitles: Record<RateGroup, string> = {
@@ -10,7 +10,7 @@ const groupTitles: Record<RateGroup, string> = {
 /** `POST /api/v1/...` of each keyed route in the group. */
 const endpointsOf = (group: RateGroup): string =>
   routes
-    .filter((route) => route.apiKeyRequired && (route.rateGroup ?? 'general') === group)
+    .filter((route) => route.apiKeyRequired && rateGroupOf(route) === group)
     .map((route) => `\`${route.method} ${route.path}\``)
     .join(', ');
 

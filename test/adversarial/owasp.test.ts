@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { openEnvelopeWith } from '../../lib/crypto/envelope.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { routes, type RouteDefinition } from '../../lib/routes.js';
+import { rateGroupOf, routes, type RouteDefinition } from '../../lib/routes.js';
 import { tiers } from '../../lib/tiers.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
@@ -781,10 +781,9 @@ describe('OWASP API Top 10 attacks over HTTP', () => {
       const limited = await stack.apiKey(['issuer'], 'free');
       stack.clock.set(Math.ceil(stack.clock.now().getTime() / 60_000) * 60_000 + 1_000);
       const issuerRoutes = protectedRoutes.filter((candidate) => candidate.roles.includes('issuer'));
-      const groupOf = (route: RouteDefinition) => route.rateGroup ?? 'general';
       // Each endpoint group has its own budget (3 a minute each here): spend every one the key reaches.
-      for (const group of new Set(issuerRoutes.map(groupOf))) {
-        const route = issuerRoutes.find((candidate) => groupOf(candidate) === group) as RouteDefinition;
+      for (const group of new Set(issuerRoutes.map(rateGroupOf))) {
+        const route = issuerRoutes.find((candidate) => rateGroupOf(candidate) === group) as RouteDefinition;
         const remaining: (string | null)[] = [];
         for (let index = 0; index < 3; index += 1) {
           const reply = await call(route.method, concretePath(route), {
