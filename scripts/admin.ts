@@ -27,6 +27,8 @@ Target: the local stack started by \`npm start\` (found through .local-data/stac
 deployed stack with --aws (needs AWS credentials, AWS_REGION, STAGE and TABLE_API_KEYS; see docs/DEPLOY.md).`;
 
 class UsageError extends Error {}
+/** The CLI's target is not there: one line that says what to do, and exit status 1. */
+class NotRunningError extends Error {}
 
 const roles: readonly Role[] = ['merchant', 'issuer'];
 
@@ -46,6 +48,16 @@ function parseTier(value: string | undefined): TierName {
   return value;
 }
 
+/** Any HTTP answer will do: DynamoDB Local answers a bare GET with an error body. */
+async function answers(endpoint: string): Promise<boolean> {
+  try {
+    await fetch(endpoint, { signal: AbortSignal.timeout(3_000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function localDeps(): Promise<ApiKeyAdminDeps> {
   let endpoint = process.env.DYNAMODB_ENDPOINT;
   let prefix = process.env.TABLE_PREFIX ?? 'local-';
@@ -61,6 +73,13 @@ async function localDeps(): Promise<ApiKeyAdminDeps> {
     );
     endpoint = state.dynamoDbEndpoint;
     prefix = state.tablePrefix;
+  }
+  // stack.json outlives the stack it describes; without this check a stopped stack surfaces as the
+  // SDK's bare `connect ECONNREFUSED` after its retries.
+  if (!(await answers(endpoint))) {
+    throw new NotRunningError(
+      `The local stack is not running: start it with \`npm start\` (no DynamoDB at ${endpoint})`,
+    );
   }
   const { doc } = createDynamoClients({ region: process.env.AWS_REGION ?? 'us-east-1', endpoint });
   return { repository: new ApiKeyRepository(doc, `${prefix}api-keys`), now: () => new Date() };
@@ -147,8 +166,9 @@ async function main(argv: string[]): Promise<void> {
 main(process.argv.slice(2)).then(
   () => process.exit(0),
   (error: unknown) => {
-    if (error instanceof UsageError || error instanceof UnknownKeyError) console.error(error.message);
-    else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
+    if (error instanceof UsageError || error instanceof UnknownKeyError || error instanceof NotRunningError) {
+      console.error(error.message);
+    } else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(error instanceof UsageError ? 2 : 1);
   },
 );

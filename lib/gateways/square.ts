@@ -22,8 +22,17 @@ import type {
   PaymentLine,
 } from './port.js';
 
-/** Square's sandbox test nonce; production callers always send a real one. */
+/** The test nonce that Square's sandbox (and the local gateway sandbox) approves. */
 export const DEFAULT_CARD_NONCE = 'cnon:card-nonce-ok';
+
+export interface SquareGatewayOptions {
+  /**
+   * Charge DEFAULT_CARD_NONCE when the request has no `cardNonce`. Only the local gateway sandbox
+   * wiring sets it: against real credentials a missing nonce must be the caller's 400, never a charge
+   * attempted with a test card.
+   */
+  testNonceFallback?: boolean;
+}
 
 export const squareMetadataLimits = { maxEntries: 10, maxKeyLength: 60, maxValueLength: 255 } as const;
 const REFERENCE_ID_MAX = 40;
@@ -114,14 +123,26 @@ function isSquareError(error: unknown): error is Error & { statusCode?: number; 
 export class SquareGateway implements PaymentGateway {
   readonly kind = 'gateway_b' as const;
 
+  private readonly testNonceFallback: boolean;
+
   constructor(
     private readonly client: SquareClient,
     private readonly locationId: string,
-  ) {}
+    options: SquareGatewayOptions = {},
+  ) {
+    this.testNonceFallback = options.testNonceFallback ?? false;
+  }
 
   async createPayment(request: CreatePaymentRequest): Promise<CreatedPayment> {
     const currency = normaliseCurrency(request.currency) as Square.Currency;
     const order = this.buildOrder(request, currency);
+    const sourceId = request.cardNonce ?? (this.testNonceFallback ? DEFAULT_CARD_NONCE : undefined);
+    // Checked before the order is created, so a refused request leaves nothing at Square.
+    if (!sourceId) {
+      throw new InvalidRequestError('gateway_b payments need the card nonce from the point of sale', [
+        { field: 'cardNonce', message: 'is required for gateway_b' },
+      ]);
+    }
     const referenceId =
       request.pointers.receiptId.length <= REFERENCE_ID_MAX ? request.pointers.receiptId : undefined;
     try {
@@ -141,7 +162,7 @@ export class SquareGateway implements PaymentGateway {
         });
       }
       const { payment } = await this.client.payments.create({
-        sourceId: request.cardNonce ?? DEFAULT_CARD_NONCE,
+        sourceId,
         idempotencyKey: providerIdempotencyKey('pay', request.idempotencyKey),
         amountMoney: money(total, currency),
         orderId,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Clock } from '../../lib/clock.js';
 import type { SandboxOperation, SandboxStats } from './faults.js';
+import type { SandboxJournal, Store } from './journal.js';
 
 /** What the server hands a provider route: the parsed request plus whether a decline fault is armed. */
 export interface ApiRequest {
@@ -36,6 +37,7 @@ export interface ProviderApi {
 export interface SandboxContext {
   clock: Clock;
   stats: SandboxStats;
+  journal: SandboxJournal;
 }
 
 const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -54,7 +56,8 @@ export function bearerToken(headers: IncomingHttpHeaders): string | null {
  * with different parameters is the caller's bug, reported by `mismatch`.
  */
 export class IdempotencyStore {
-  private readonly entries = new Map<string, { fingerprint: string; response: ApiResponse }>();
+  /** Kept with the payments, so a retry after a restart still finds the payment it made. */
+  constructor(private readonly entries: Store<{ fingerprint: string; response: ApiResponse }>) {}
 
   run(
     key: string,

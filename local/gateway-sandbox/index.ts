@@ -8,13 +8,19 @@
  *   POST /__sandbox/faults  body: a FaultSpec or an array of them
  *   GET  /__sandbox/stats   requests per operation, payments and orders created
  *   POST /__sandbox/reset   clears faults and counters (stored payments stay, so earlier receipts resolve)
+ *
+ * With `dataDir`, payments, orders and idempotency results are kept in `gateway-sandbox.jsonl` there
+ * and read back on the next start, so receipts attached to earlier payments still resolve after a
+ * restart of `npm start`; without it they live in memory only.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import * as z from 'zod';
 import { systemClock, type Clock } from '../../lib/clock.js';
 import type { ApiResponse, ProviderApi, SandboxContext } from './api.js';
 import { emptyStats, faultSpecSchema, FaultRegistry, resetStats, type SandboxStats } from './faults.js';
+import { fileJournal, memoryJournal } from './journal.js';
 import { squareApi } from './square-api.js';
 import { stripeApi } from './stripe-api.js';
 
@@ -25,7 +31,11 @@ export interface GatewaySandboxOptions {
   /** 0 or omitted: any free port. */
   port?: number;
   clock?: Clock;
+  /** Keep payments in this folder across restarts; omitted: in memory only. */
+  dataDir?: string;
 }
+
+export const SANDBOX_JOURNAL_FILE = 'gateway-sandbox.jsonl';
 
 export interface GatewaySandbox {
   url: string;
@@ -56,7 +66,13 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
 }
 
 export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): Promise<GatewaySandbox> {
-  const context: SandboxContext = { clock: options.clock ?? systemClock, stats: emptyStats() };
+  const journal = options.dataDir
+    ? fileJournal(join(options.dataDir, SANDBOX_JOURNAL_FILE))
+    : memoryJournal();
+  if (journal.skipped > 0) {
+    console.warn(`gateway sandbox: skipped ${journal.skipped} unreadable line(s) of its journal`);
+  }
+  const context: SandboxContext = { clock: options.clock ?? systemClock, stats: emptyStats(), journal };
   const faults = new FaultRegistry();
   const providers: ProviderApi[] = [stripeApi(context), squareApi(context)];
   const held = new Set<NodeJS.Timeout>();
@@ -138,6 +154,9 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  }).catch((error: unknown) => {
+    journal.close();
+    throw error;
   });
   const { port } = server.address() as AddressInfo;
 
@@ -153,6 +172,7 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
       await new Promise<void>((resolve, reject) =>
         server.close((error) => (error ? reject(error) : resolve())),
       );
+      journal.close();
     },
   };
 }

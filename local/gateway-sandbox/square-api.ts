@@ -1,5 +1,6 @@
 import { bearerToken, canonicalJson, IdempotencyStore, randomId } from './api.js';
 import type { ApiRequest, ApiResponse, ProviderApi, SandboxContext } from './api.js';
+import type { Store } from './journal.js';
 
 /**
  * The slice of Square's v2 wire API that lib/gateways/square.ts uses: ad hoc orders with fixed-amount
@@ -55,9 +56,9 @@ function checkMetadata(metadata: unknown): ApiResponse | null {
 }
 
 export function squareApi(context: SandboxContext): ProviderApi {
-  const orders = new Map<string, Json>();
-  const payments = new Map<string, Json>();
-  const idempotency = new IdempotencyStore();
+  const orders = context.journal.store<Json>('square.orders');
+  const payments = context.journal.store<Json>('square.payments');
+  const idempotency = new IdempotencyStore(context.journal.store('square.idempotency'));
   const now = () => context.clock.now().toISOString();
 
   /** Orders may omit the key; payments must send one (at most 45 characters). */
@@ -264,7 +265,7 @@ export function squareApi(context: SandboxContext): ProviderApi {
   }
 
   const read =
-    (store: Map<string, Json>, name: string) =>
+    (store: Store<Json>, name: string) =>
     ({ params: [id = ''] }: ApiRequest) => {
       const found = store.get(id);
       return found

@@ -63,8 +63,8 @@ function checkMetadata(metadata: FormValue | undefined): ApiResponse | null {
 }
 
 export function stripeApi(context: SandboxContext): ProviderApi {
-  const intents = new Map<string, Record<string, unknown>>();
-  const idempotency = new IdempotencyStore();
+  const intents = context.journal.store<Record<string, unknown>>('stripe.paymentIntents');
+  const idempotency = new IdempotencyStore(context.journal.store('stripe.idempotency'));
 
   function createIntent(params: FormObject, decline: boolean): ApiResponse {
     const { amount, currency, metadata } = params;
