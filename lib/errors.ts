@@ -4,9 +4,37 @@
  */
 export type ErrorDetails = Record<string, unknown>;
 
-export abstract class AppError extends Error {
-  abstract readonly status: number;
-  abstract readonly code: string;
+/**
+ * Every status the service answers with an error, and the codes each can carry. `platform` codes
+ * can come from any route (the pipeline, API Gateway itself); `endpoint` codes only from routes that
+ * declare them. The OpenAPI document's status and code tables are derived from this table, and an
+ * error class cannot name a code its status does not list (AppError's type parameters).
+ */
+export const errorCatalogue = {
+  400: { platform: ['INVALID_REQUEST', 'invalid_request'], endpoint: [] },
+  401: { platform: ['unauthorized'], endpoint: [] },
+  402: { platform: [], endpoint: ['PAYMENT_DECLINED'] },
+  403: { platform: ['forbidden'], endpoint: ['GRANT_ERROR', 'DECRYPTION_ERROR'] },
+  404: { platform: ['not_found'], endpoint: ['KEY_NOT_FOUND'] },
+  405: { platform: ['method_not_allowed'], endpoint: [] },
+  409: { platform: [], endpoint: ['CONFLICT', 'ALREADY_REGISTERED'] },
+  413: { platform: ['payload_too_large'], endpoint: [] },
+  415: { platform: ['unsupported_media_type'], endpoint: [] },
+  429: { platform: ['rate_limit_exceeded'], endpoint: ['GRANT_ERROR'] },
+  500: { platform: ['internal_server_error'], endpoint: ['ENCRYPTION_ERROR', 'KEY_GENERATION_FAILED'] },
+  502: { platform: [], endpoint: ['GATEWAY_ERROR'] },
+  503: { platform: ['service_unavailable'], endpoint: [] },
+} as const satisfies Record<number, { platform: readonly string[]; endpoint: readonly string[] }>;
+
+export type ErrorStatus = keyof typeof errorCatalogue;
+export const errorStatuses = (Object.keys(errorCatalogue).map(Number) as ErrorStatus[]).sort((a, b) => a - b);
+export type PlatformCode<S extends ErrorStatus> = (typeof errorCatalogue)[S]['platform'][number];
+export type EndpointCode<S extends ErrorStatus> = (typeof errorCatalogue)[S]['endpoint'][number];
+export type ErrorCode<S extends ErrorStatus = ErrorStatus> = PlatformCode<S> | EndpointCode<S>;
+
+export abstract class AppError<S extends ErrorStatus = ErrorStatus> extends Error {
+  abstract readonly status: S;
+  abstract readonly code: ErrorCode<S>;
   readonly details: ErrorDetails | undefined;
   /** Extra response headers (Retry-After and the like). */
   readonly headers: Record<string, string>;
@@ -25,79 +53,79 @@ export interface FieldProblem {
   message: string;
 }
 
-export class InvalidRequestError extends AppError {
-  readonly status = 400;
+export class InvalidRequestError extends AppError<400> {
+  readonly status = 400 as const;
   readonly code = 'INVALID_REQUEST';
   constructor(message: string, fields: FieldProblem[], extra: ErrorDetails = {}) {
     super(message, { ...extra, fields });
   }
 }
 
-export class UnauthorizedError extends AppError {
-  readonly status = 401;
+export class UnauthorizedError extends AppError<401> {
+  readonly status = 401 as const;
   readonly code = 'unauthorized';
   constructor(message = 'Missing or invalid API key') {
     super(message);
   }
 }
 
-export class ForbiddenError extends AppError {
-  readonly status = 403;
+export class ForbiddenError extends AppError<403> {
+  readonly status = 403 as const;
   readonly code = 'forbidden';
   constructor(message = 'This API key may not call this operation') {
     super(message);
   }
 }
 
-export class NotFoundError extends AppError {
-  readonly status = 404;
+export class NotFoundError extends AppError<404> {
+  readonly status = 404 as const;
   readonly code = 'not_found';
 }
 
-export class KeyNotFoundError extends AppError {
-  readonly status = 404;
+export class KeyNotFoundError extends AppError<404> {
+  readonly status = 404 as const;
   readonly code = 'KEY_NOT_FOUND';
   constructor(message = 'No generated key pair has this keyId') {
     super(message);
   }
 }
 
-export class MethodNotAllowedError extends AppError {
-  readonly status = 405;
+export class MethodNotAllowedError extends AppError<405> {
+  readonly status = 405 as const;
   readonly code = 'method_not_allowed';
   constructor(allowed: string[]) {
     super('This method is not allowed on this resource', { allowed }, { Allow: allowed.join(', ') });
   }
 }
 
-export class AlreadyRegisteredError extends AppError {
-  readonly status = 409;
+export class AlreadyRegisteredError extends AppError<409> {
+  readonly status = 409 as const;
   readonly code = 'ALREADY_REGISTERED';
 }
 
-export class ConflictError extends AppError {
-  readonly status = 409;
+export class ConflictError extends AppError<409> {
+  readonly status = 409 as const;
   readonly code = 'CONFLICT';
 }
 
-export class PayloadTooLargeError extends AppError {
-  readonly status = 413;
+export class PayloadTooLargeError extends AppError<413> {
+  readonly status = 413 as const;
   readonly code = 'payload_too_large';
   constructor(limitBytes: number) {
     super(`Request body is larger than ${limitBytes} bytes`, { limitBytes });
   }
 }
 
-export class UnsupportedMediaTypeError extends AppError {
-  readonly status = 415;
+export class UnsupportedMediaTypeError extends AppError<415> {
+  readonly status = 415 as const;
   readonly code = 'unsupported_media_type';
   constructor() {
     super('Request body must be sent with Content-Type: application/json');
   }
 }
 
-export class RateLimitExceededError extends AppError {
-  readonly status = 429;
+export class RateLimitExceededError extends AppError<429> {
+  readonly status = 429 as const;
   readonly code = 'rate_limit_exceeded';
   constructor(retryAfterSeconds: number) {
     super('Too many requests; retry after the rate-limit window resets', undefined, {
@@ -107,8 +135,8 @@ export class RateLimitExceededError extends AppError {
 }
 
 /** Grant refused because the user or key is not the caller's, or the pair does not match. */
-export class GrantForbiddenError extends AppError {
-  readonly status = 403;
+export class GrantForbiddenError extends AppError<403> {
+  readonly status = 403 as const;
   readonly code = 'GRANT_ERROR';
   constructor() {
     super('Failed to grant access: the user and key are not a registered pair of this client');
@@ -116,8 +144,8 @@ export class GrantForbiddenError extends AppError {
 }
 
 /** A user already holds the maximum number of live tokens. */
-export class GrantLimitError extends AppError {
-  readonly status = 429;
+export class GrantLimitError extends AppError<429> {
+  readonly status = 429 as const;
   readonly code = 'GRANT_ERROR';
   constructor(retryAfterSeconds: number, maxActive: number) {
     super(`Failed to grant access: at most ${maxActive} access tokens may be active per user`, undefined, {
@@ -130,8 +158,8 @@ export class GrantLimitError extends AppError {
  * Every decryption failure looks the same on the wire. `reason` goes to the audit log only and is
  * never serialised into a response.
  */
-export class DecryptionError extends AppError {
-  readonly status = 403;
+export class DecryptionError extends AppError<403> {
+  readonly status = 403 as const;
   readonly code = 'DECRYPTION_ERROR';
   readonly reason: string;
   constructor(reason: string) {
@@ -140,34 +168,34 @@ export class DecryptionError extends AppError {
   }
 }
 
-export class EncryptionError extends AppError {
-  readonly status = 500;
+export class EncryptionError extends AppError<500> {
+  readonly status = 500 as const;
   readonly code = 'ENCRYPTION_ERROR';
   constructor() {
     super('Failed to encrypt receipt');
   }
 }
 
-export class KeyGenerationError extends AppError {
-  readonly status = 500;
+export class KeyGenerationError extends AppError<500> {
+  readonly status = 500 as const;
   readonly code = 'KEY_GENERATION_FAILED';
   constructor() {
     super('Failed to generate key pair');
   }
 }
 
-export class PaymentDeclinedError extends AppError {
-  readonly status = 402;
+export class PaymentDeclinedError extends AppError<402> {
+  readonly status = 402 as const;
   readonly code = 'PAYMENT_DECLINED';
 }
 
-export class GatewayError extends AppError {
-  readonly status = 502;
+export class GatewayError extends AppError<502> {
+  readonly status = 502 as const;
   readonly code = 'GATEWAY_ERROR';
 }
 
-export class ServiceUnavailableError extends AppError {
-  readonly status = 503;
+export class ServiceUnavailableError extends AppError<503> {
+  readonly status = 503 as const;
   readonly code = 'service_unavailable';
   constructor(message: string, details?: ErrorDetails) {
     super(message, details, { 'Retry-After': '1' });

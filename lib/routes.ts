@@ -1,173 +1,51 @@
-import type { TableKey } from './tables.js';
-import type { RateGroup } from './tiers.js';
+import type { RouteDeclaration } from './contract/route.js';
+import { createPaymentRoute } from './routes/create-payment.js';
+import { decryptPaymentRoute } from './routes/decrypt-payment.js';
+import { decryptReceiptRoute } from './routes/decrypt-receipt.js';
+import { encryptReceiptRoute } from './routes/encrypt-receipt.js';
+import { generateKeysRoute } from './routes/generate-keys.js';
+import { getTransactionRoute } from './routes/get-transaction.js';
+import { grantAccessRoute } from './routes/grant-access.js';
+import { healthRoute } from './routes/health.js';
+import { openApiRoute } from './routes/openapi.js';
+import { registerRoute } from './routes/register.js';
+import { storeTransactionRoute } from './routes/store-transaction.js';
+
+export {
+  rateGroupOf,
+  type HttpMethod,
+  type Role,
+  type RouteDeclaration,
+  type RouteDefinition,
+  type TableAccess,
+} from './contract/route.js';
 
 /**
- * The route table: read by the CDK stack (one Lambda per entry) and by the local server. Adding an
- * endpoint is one entry here plus one handler file exporting `createHandler` and `handler`.
+ * The route table. Each declaration (lib/routes/<name>.ts) is read by its handler, the pipeline, the
+ * OpenAPI generator, the CDK stack (one Lambda per entry) and the local server. Adding an endpoint is
+ * one declaration, one entry here and one handler file exporting `createHandler` and `handler`.
+ * Handlers import their own declaration rather than this table, so a bundle carries only its route.
  */
-export type Role = 'merchant' | 'issuer';
-export type HttpMethod = 'GET' | 'POST';
-export type TableAccess = 'read' | 'write' | 'readWrite';
+export const routeTable = {
+  health: healthRoute,
+  'generate-keys': generateKeysRoute,
+  register: registerRoute,
+  'grant-access': grantAccessRoute,
+  'encrypt-receipt': encryptReceiptRoute,
+  'decrypt-receipt': decryptReceiptRoute,
+  'store-transaction': storeTransactionRoute,
+  'get-transaction': getTransactionRoute,
+  'create-payment': createPaymentRoute,
+  'decrypt-payment': decryptPaymentRoute,
+  openapi: openApiRoute,
+} as const satisfies Record<string, RouteDeclaration>;
 
-export interface RouteDefinition {
-  /** Function name; also the folder under functions/. */
-  name: string;
-  method: HttpMethod;
-  /** API Gateway style path; `{param}` segments are path parameters. */
-  path: string;
-  /** Handler module, relative to the project root. */
-  entry: string;
-  /** False only for the public health and contract endpoints. */
-  apiKeyRequired: boolean;
-  roles: Role[];
-  /** Tables the function touches and how: the CDK stack grants exactly this. */
-  tables: Partial<Record<TableKey, TableAccess>>;
-  /** Escrow key use: wrapping needs only the public key, unwrapping needs kms:Decrypt. */
-  escrow?: 'wrap' | 'wrapAndUnwrap';
-  /** Reaches the payment gateways (reads their credentials). */
-  gateways?: boolean;
-  /** Whose per-minute budget a keyed call spends (lib/tiers.ts); read it with `rateGroupOf`. */
-  rateGroup?: RateGroup;
-  memoryMb?: number;
-  timeoutSeconds?: number;
-}
+export type RouteName = keyof typeof routeTable;
 
-export const rateGroupOf = (route: RouteDefinition): RateGroup => route.rateGroup ?? 'general';
+/** Every route, in table order: the document, the stack and the local server iterate this. */
+export const routes: readonly RouteDeclaration[] = Object.values(routeTable);
 
-// Every authenticated call reads its key and counts against its limit; every call may write audit.
-const platform = { apiKeys: 'read', rateLimits: 'readWrite', audit: 'write' } as const;
+export const findRoute = <N extends RouteName>(name: N): (typeof routeTable)[N] => routeTable[name];
 
-export const routes: RouteDefinition[] = [
-  {
-    name: 'health',
-    method: 'GET',
-    path: '/api/v1/health',
-    entry: 'functions/health/handler.ts',
-    apiKeyRequired: false,
-    roles: [],
-    tables: { rateLimits: 'readWrite', apiKeys: 'read' },
-    escrow: 'wrap',
-    gateways: true,
-  },
-  {
-    name: 'generate-keys',
-    method: 'POST',
-    path: '/api/v1/onboarding/generate-keys',
-    entry: 'functions/generate-keys/handler.ts',
-    apiKeyRequired: true,
-    roles: ['issuer'],
-    tables: { ...platform, keyPairs: 'write' },
-    rateGroup: 'keyGeneration',
-    memoryMb: 1024,
-  },
-  {
-    name: 'register',
-    method: 'POST',
-    path: '/api/v1/onboarding/register',
-    entry: 'functions/register/handler.ts',
-    apiKeyRequired: true,
-    roles: ['issuer'],
-    tables: { ...platform, keyPairs: 'readWrite', users: 'readWrite', receipts: 'readWrite' },
-    escrow: 'wrapAndUnwrap',
-  },
-  {
-    name: 'grant-access',
-    method: 'POST',
-    path: '/api/v1/keys/grant-access',
-    entry: 'functions/grant-access/handler.ts',
-    apiKeyRequired: true,
-    roles: ['issuer'],
-    tables: { ...platform, users: 'read', accessTokens: 'readWrite' },
-  },
-  {
-    name: 'encrypt-receipt',
-    method: 'POST',
-    path: '/api/v1/receipts/encrypt',
-    entry: 'functions/encrypt-receipt/handler.ts',
-    apiKeyRequired: true,
-    roles: ['merchant'],
-    tables: { ...platform, users: 'read', keyPairs: 'read', receipts: 'write' },
-    escrow: 'wrap',
-  },
-  {
-    name: 'decrypt-receipt',
-    method: 'POST',
-    path: '/api/v1/receipts/decrypt',
-    entry: 'functions/decrypt-receipt/handler.ts',
-    apiKeyRequired: true,
-    roles: ['issuer'],
-    tables: { ...platform, users: 'read', keyPairs: 'read', accessTokens: 'read' },
-  },
-  {
-    name: 'store-transaction',
-    method: 'POST',
-    path: '/api/v1/transactions',
-    entry: 'functions/store-transaction/handler.ts',
-    apiKeyRequired: true,
-    roles: ['merchant'],
-    tables: { ...platform, transactions: 'readWrite', receipts: 'readWrite' },
-  },
-  {
-    name: 'get-transaction',
-    method: 'GET',
-    path: '/api/v1/transactions/{transactionId}',
-    entry: 'functions/get-transaction/handler.ts',
-    apiKeyRequired: true,
-    roles: ['merchant', 'issuer'],
-    tables: { ...platform, transactions: 'read', receipts: 'read', users: 'read' },
-  },
-  {
-    name: 'create-payment',
-    method: 'POST',
-    path: '/api/v1/payments/{gateway}/create',
-    entry: 'functions/create-payment/handler.ts',
-    apiKeyRequired: true,
-    roles: ['merchant'],
-    tables: {
-      ...platform,
-      users: 'read',
-      keyPairs: 'read',
-      receipts: 'readWrite',
-      transactions: 'readWrite',
-      idempotency: 'readWrite',
-    },
-    escrow: 'wrap',
-    gateways: true,
-    rateGroup: 'payments',
-    timeoutSeconds: 29,
-  },
-  {
-    name: 'decrypt-payment',
-    method: 'POST',
-    path: '/api/v1/payments/decrypt',
-    entry: 'functions/decrypt-payment/handler.ts',
-    apiKeyRequired: true,
-    roles: ['issuer'],
-    tables: {
-      ...platform,
-      users: 'read',
-      keyPairs: 'read',
-      accessTokens: 'read',
-      receipts: 'read',
-      transactions: 'read',
-    },
-    gateways: true,
-    rateGroup: 'payments',
-    timeoutSeconds: 29,
-  },
-  {
-    name: 'openapi',
-    method: 'GET',
-    path: '/api/v1/openapi.json',
-    entry: 'functions/openapi/handler.ts',
-    apiKeyRequired: false,
-    roles: [],
-    tables: { rateLimits: 'readWrite', apiKeys: 'read' },
-  },
-];
-
-export const findRoute = (name: string): RouteDefinition => {
-  const route = routes.find((candidate) => candidate.name === name);
-  if (!route) throw new Error(`No route named ${name} in lib/routes.ts`);
-  return route;
-};
+// A table key that is not its route's name would send the stack and the document different names.
+const _keysAreNames: { [K in RouteName]: { name: K } } = routeTable;

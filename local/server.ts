@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import * as z from 'zod';
 import type { AppDeps } from '../lib/deps.js';
 import {
   InvalidRequestError,
@@ -12,7 +13,7 @@ import {
 } from '../lib/errors.js';
 import { errorResponse } from '../lib/http/error-envelope.js';
 import { httpEndpoint, type HttpHandler, type ServiceContext } from '../lib/http/pipeline.js';
-import { routes, type RouteDefinition } from '../lib/routes.js';
+import { routes, type RouteDeclaration } from '../lib/routes.js';
 
 /**
  * A stand-in for API Gateway's REST proxy integration: it turns HTTP requests into the events API
@@ -23,7 +24,7 @@ interface HandlerModule {
 }
 
 interface LoadedRoute {
-  route: RouteDefinition;
+  route: RouteDeclaration;
   handler: HttpHandler;
   pattern: RegExp;
   paramNames: string[];
@@ -42,9 +43,12 @@ const compilePath = (path: string): { pattern: RegExp; paramNames: string[] } =>
   return { pattern: new RegExp(`^${source}$`), paramNames };
 };
 
-export async function loadRoutes(deps: AppDeps): Promise<LoadedRoute[]> {
+export async function loadRoutes(
+  deps: AppDeps,
+  declared: readonly RouteDeclaration[] = routes,
+): Promise<LoadedRoute[]> {
   return Promise.all(
-    routes.map(async (route) => {
+    declared.map(async (route) => {
       const module = (await import(pathToFileURL(resolve(projectRoot, route.entry)).href)) as HandlerModule;
       return { route, handler: module.createHandler(deps), ...compilePath(route.path) };
     }),
@@ -52,7 +56,7 @@ export async function loadRoutes(deps: AppDeps): Promise<LoadedRoute[]> {
 }
 
 /** Unknown paths and methods still go through the pipeline, so they get the same headers and budget. */
-const fallbackRoute: RouteDefinition = {
+const fallbackRoute: RouteDeclaration = {
   name: 'fallback',
   method: 'GET',
   path: '/{proxy+}',
@@ -60,10 +64,18 @@ const fallbackRoute: RouteDefinition = {
   apiKeyRequired: false,
   roles: [],
   tables: {},
+  docs: {
+    tag: 'health',
+    summary: 'No such route',
+    description: 'Answers 404 or 405 for what no route declares.',
+  },
+  request: {},
+  response: { description: 'Never succeeds.', schema: z.never(), enveloped: true },
+  errors: {},
 };
 
 function fallbackHandler(deps: AppDeps, error: () => Error): HttpHandler {
-  return httpEndpoint({ route: fallbackRoute, deps }, async () => {
+  return httpEndpoint(fallbackRoute, deps, async () => {
     throw error();
   });
 }
@@ -200,9 +212,9 @@ export interface HttpServerHandle {
 
 export async function startHttpServer(
   deps: AppDeps,
-  options: { host: string; port: number },
+  options: { host: string; port: number; routes?: readonly RouteDeclaration[] },
 ): Promise<HttpServerHandle> {
-  const loaded = await loadRoutes(deps);
+  const loaded = await loadRoutes(deps, options.routes);
   const notFound = fallbackHandler(deps, () => new NotFoundError('No such resource'));
   const badPath = new Map<string, HttpHandler>();
   const badPathFor = (name: string): HttpHandler => {

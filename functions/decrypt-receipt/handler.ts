@@ -1,13 +1,11 @@
 import type { CoreDeps } from '../../lib/deps.js';
-import { lambdaHandler } from '../../lib/http/lambda.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
 import { decryptForCaller } from '../../lib/receipts/decrypt.js';
-import { findRoute } from '../../lib/routes.js';
-import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
-import { decryptReceiptBody, type DecryptReceiptBody } from './schema.js';
+import { decryptReceiptRoute as route } from '../../lib/routes/decrypt-receipt.js';
+import { awsHandler } from '../../lib/wiring/aws.js';
 
 /** POST /api/v1/receipts/decrypt — every failure is the same 403 DECRYPTION_ERROR. */
-export const decryptReceipt = (deps: CoreDeps, request: AuthenticatedRequest<DecryptReceiptBody>) =>
+export const decryptReceipt = (deps: CoreDeps, request: AuthenticatedRequest<typeof route>) =>
   decryptForCaller(deps, {
     ...request.body,
     caller: request.caller,
@@ -17,8 +15,6 @@ export const decryptReceipt = (deps: CoreDeps, request: AuthenticatedRequest<Dec
   });
 
 export const createHandler = (deps: CoreDeps) =>
-  httpEndpoint({ route: findRoute('decrypt-receipt'), deps, body: decryptReceiptBody }, async (request) => ({
-    data: await decryptReceipt(deps, request),
-  }));
+  httpEndpoint(route, deps, async (request) => ({ data: await decryptReceipt(deps, request) }));
 
-export const handler = lambdaHandler(() => createHandler(awsCoreDeps()));
+export const handler = awsHandler(route, createHandler);

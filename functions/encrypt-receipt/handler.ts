@@ -1,13 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { AppDeps } from '../../lib/deps.js';
-import { lambdaHandler } from '../../lib/http/lambda.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
 import { digestOf, encryptAndStore } from '../../lib/receipts/encrypt.js';
 import { toDigitalReceipt } from '../../lib/receipts/flattened.js';
-import { findRoute } from '../../lib/routes.js';
-import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
-import { awsEscrowKey } from '../../lib/wiring/aws-escrow.js';
-import { encryptBody, type EncryptBody } from './schema.js';
+import { encryptReceiptRoute as route } from '../../lib/routes/encrypt-receipt.js';
+import { awsHandler } from '../../lib/wiring/aws.js';
 
 type EncryptReceiptDeps = Omit<AppDeps, 'gateways'>;
 
@@ -17,7 +14,7 @@ type EncryptReceiptDeps = Omit<AppDeps, 'gateways'>;
  */
 export const encryptReceipt = async (
   deps: EncryptReceiptDeps,
-  request: AuthenticatedRequest<EncryptBody>,
+  request: AuthenticatedRequest<typeof route>,
 ) => {
   const { body } = request;
   const receipt = body.form === 'nested' ? body.receipt : toDigitalReceipt(body, deps.clock.now());
@@ -42,11 +39,6 @@ export const encryptReceipt = async (
 };
 
 export const createHandler = (deps: EncryptReceiptDeps) =>
-  httpEndpoint({ route: findRoute('encrypt-receipt'), deps, body: encryptBody }, async (request) => ({
-    data: await encryptReceipt(deps, request),
-  }));
+  httpEndpoint(route, deps, async (request) => ({ data: await encryptReceipt(deps, request) }));
 
-export const handler = lambdaHandler(() => {
-  const core = awsCoreDeps();
-  return createHandler({ ...core, escrow: awsEscrowKey(core.config) });
-});
+export const handler = awsHandler(route, createHandler);

@@ -1,17 +1,14 @@
-import { lambdaHandler } from '../../lib/http/lambda.js';
-import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
 import type { CoreDeps } from '../../lib/deps.js';
+import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
 import { generateKeyPairFor } from '../../lib/receipts/onboarding.js';
-import { findRoute } from '../../lib/routes.js';
-import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
+import { generateKeysRoute as route } from '../../lib/routes/generate-keys.js';
+import { awsHandler } from '../../lib/wiring/aws.js';
 
 /** POST /api/v1/onboarding/generate-keys — no body; the private key is in this response and nowhere else. */
-export const generateKeys = (deps: CoreDeps, request: AuthenticatedRequest<undefined>) =>
+export const generateKeys = (deps: CoreDeps, request: AuthenticatedRequest<typeof route>) =>
   generateKeyPairFor(deps, request.caller, request.meta.requestId);
 
 export const createHandler = (deps: CoreDeps) =>
-  httpEndpoint({ route: findRoute('generate-keys'), deps }, async (request) => ({
-    data: await generateKeys(deps, request),
-  }));
+  httpEndpoint(route, deps, async (request) => ({ data: await generateKeys(deps, request) }));
 
-export const handler = lambdaHandler(() => createHandler(awsCoreDeps()));
+export const handler = awsHandler(route, createHandler);

@@ -1,13 +1,11 @@
 import type { CoreDeps } from '../../lib/deps.js';
-import { lambdaHandler } from '../../lib/http/lambda.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
 import { grantAccess } from '../../lib/receipts/access.js';
-import { findRoute } from '../../lib/routes.js';
-import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
-import { grantAccessBody, type GrantAccessBody } from './schema.js';
+import { grantAccessRoute as route } from '../../lib/routes/grant-access.js';
+import { awsHandler } from '../../lib/wiring/aws.js';
 
 /** POST /api/v1/keys/grant-access — a short-lived decrypt token; the caller's source IP is audited. */
-export const grant = (deps: CoreDeps, request: AuthenticatedRequest<GrantAccessBody>) =>
+export const grant = (deps: CoreDeps, request: AuthenticatedRequest<typeof route>) =>
   grantAccess(deps, {
     ...request.body,
     caller: request.caller,
@@ -16,8 +14,6 @@ export const grant = (deps: CoreDeps, request: AuthenticatedRequest<GrantAccessB
   });
 
 export const createHandler = (deps: CoreDeps) =>
-  httpEndpoint({ route: findRoute('grant-access'), deps, body: grantAccessBody }, async (request) => ({
-    data: await grant(deps, request),
-  }));
+  httpEndpoint(route, deps, async (request) => ({ data: await grant(deps, request) }));
 
-export const handler = lambdaHandler(() => createHandler(awsCoreDeps()));
+export const handler = awsHandler(route, createHandler);

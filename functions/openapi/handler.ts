@@ -1,8 +1,7 @@
-import { lambdaHandler } from '../../lib/http/lambda.js';
 import { httpEndpoint, type PlatformDeps } from '../../lib/http/pipeline.js';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
-import { findRoute } from '../../lib/routes.js';
-import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
+import { openApiRoute as route } from '../../lib/routes/openapi.js';
+import { awsHandler } from '../../lib/wiring/aws.js';
 
 /**
  * GET /api/v1/openapi.json — no API key (anonymous calls count against the per-IP budget). The
@@ -10,7 +9,7 @@ import { awsCoreDeps } from '../../lib/wiring/aws-core.js';
  */
 export const createHandler = (deps: PlatformDeps) => {
   const document = buildOpenApiDocument();
-  return httpEndpoint({ route: findRoute('openapi'), deps }, async () => ({ document }));
+  return httpEndpoint(route, deps, async () => ({ document }));
 };
 
-export const handler = lambdaHandler(() => createHandler(awsCoreDeps()));
+export const handler = awsHandler(route, createHandler);

@@ -1,4 +1,12 @@
-import { AppError, isDependencyOutage } from '../errors.js';
+import * as cryptoErrors from '../crypto/errors.js';
+import {
+  AppError,
+  DecryptionError,
+  InvalidRequestError,
+  isDependencyOutage,
+  KeyGenerationError,
+  ServiceUnavailableError,
+} from '../errors.js';
 import type { Logger } from '../log.js';
 
 /** The one place an error becomes an HTTP response. 5xx details never leave the service. */
@@ -31,7 +39,12 @@ const isMiddyHttpError = (error: unknown): error is MiddyHttpError =>
   typeof (error as { message?: unknown }).message === 'string';
 
 /** Middy's own middlewares throw http-errors; translate the ones they raise into our codes. */
-function fromMiddy(error: MiddyHttpError): { status: number; code: string; message: string } {
+function fromMiddy(error: MiddyHttpError): {
+  status: number;
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+} {
   switch (error.statusCode) {
     case 415:
       return {
@@ -44,7 +57,12 @@ function fromMiddy(error: MiddyHttpError): { status: number; code: string; messa
     case 400:
     case 422:
       // Malformed JSON, or JSON with a forbidden key such as __proto__.
-      return { status: 400, code: 'INVALID_REQUEST', message: 'Invalid request body: not well-formed JSON' };
+      return {
+        status: 400,
+        code: 'INVALID_REQUEST',
+        message: 'Invalid request body: not well-formed JSON',
+        details: { fields: [{ field: '(body)', message: 'is not well-formed JSON' }] },
+      };
     default:
       return error.statusCode < 500
         ? { status: error.statusCode, code: 'invalid_request', message: error.message }
@@ -52,7 +70,28 @@ function fromMiddy(error: MiddyHttpError): { status: number; code: string; messa
   }
 }
 
+/** The crypto module throws its own errors and knows nothing of HTTP; this is their HTTP face. */
+function fromCrypto(error: cryptoErrors.CryptoError): AppError | undefined {
+  if (error instanceof cryptoErrors.DecryptionError) return new DecryptionError(error.reason);
+  if (error instanceof cryptoErrors.InvalidPublicKeyError) {
+    return new InvalidRequestError(error.message, [
+      {
+        field: error.field,
+        message: `${error.problem}; expected base64 DER SubjectPublicKeyInfo or PEM, RSA 2048 to 4096 bits`,
+      },
+    ]);
+  }
+  if (error instanceof cryptoErrors.KeyGenerationError)
+    return Object.assign(new KeyGenerationError(), { cause: error });
+  if (error instanceof cryptoErrors.KeyUnavailableError) {
+    return Object.assign(new ServiceUnavailableError(error.message, error.details), { cause: error });
+  }
+  return undefined;
+}
+
 export function errorResponse(error: unknown, requestId: string, now: Date, logger?: Logger): HttpResponse {
+  const translated = error instanceof cryptoErrors.CryptoError ? fromCrypto(error) : undefined;
+  if (translated) return errorResponse(translated, requestId, now, logger);
   let status: number;
   let code: string;
   let message: string;
@@ -67,7 +106,7 @@ export function errorResponse(error: unknown, requestId: string, now: Date, logg
     message = 'A service dependency is temporarily unavailable; retry shortly';
     headers = { 'Retry-After': '1' };
   } else if (isMiddyHttpError(error)) {
-    ({ status, code, message } = fromMiddy(error));
+    ({ status, code, message, details } = fromMiddy(error));
   } else {
     status = 500;
     code = 'internal_server_error';

@@ -4,7 +4,6 @@ import httpHeaderNormalizer from '@middy/http-header-normalizer';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpSecurityHeaders from '@middy/http-security-headers';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type * as z from 'zod';
 import type { ApiKeyAuthenticator, Caller } from '../api-key-auth.js';
 import type { Clock } from '../clock.js';
 import type { ServiceConfig } from '../config.js';
@@ -18,10 +17,18 @@ import {
   ServiceUnavailableError,
   UnauthorizedError,
 } from '../errors.js';
+import {
+  rateGroupOf,
+  type BodyOf,
+  type HeadersOf,
+  type ParamsOf,
+  type QueryOf,
+  type RouteDeclaration,
+} from '../contract/route.js';
 import type { Logger } from '../log.js';
-import { rateGroupOf, type RouteDefinition } from '../routes.js';
 import type { TierTable } from '../tiers.js';
 import { errorResponse } from './error-envelope.js';
+import { parseInput } from './validation.js';
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
 export interface PlatformDeps {
@@ -41,24 +48,32 @@ export interface RequestMeta {
   rateLimit?: RateLimitState;
 }
 
-export interface EndpointRequest<Body> {
-  body: Body;
-  pathParameters: Record<string, string | undefined>;
-  headers: Record<string, string | undefined>;
+/** What the pipeline hands an endpoint: every part its route declares, validated and typed. */
+export interface EndpointRequest<R extends RouteDeclaration> {
+  body: BodyOf<R>;
+  params: ParamsOf<R>;
+  query: QueryOf<R>;
+  headers: HeadersOf<R>;
   meta: RequestMeta;
   /** The Lambda context: remaining time bounds idempotency locks. */
   lambdaContext: Context;
 }
 
 /** A request whose route requires an API key always has a caller. */
-export interface AuthenticatedRequest<Body> extends EndpointRequest<Body> {
+export interface AuthenticatedRequest<R extends RouteDeclaration> extends EndpointRequest<R> {
   caller: Caller;
 }
 
 /** `data` is wrapped in the success envelope; `document` is sent as it is (the OpenAPI contract). */
 export type EndpointResult = { data: unknown; headers?: Record<string, string> } | { document: unknown };
 
-export type ServiceContext = Context & { meta?: RequestMeta };
+interface ParsedInput {
+  params?: unknown;
+  query?: unknown;
+  headers?: unknown;
+  body?: unknown;
+}
+export type ServiceContext = Context & { meta?: RequestMeta; input?: ParsedInput };
 export type HttpHandler = MiddyfiedHandler<
   APIGatewayProxyEvent,
   APIGatewayProxyResult,
@@ -75,7 +90,7 @@ const metaOf = (context: ServiceContext): RequestMeta => {
 const RATE_WINDOW_SECONDS = 60;
 
 /** Request id, rate-limit and caching headers on every response, success or error; one access log line. */
-function responseHeaders(deps: PlatformDeps, route: RouteDefinition): Middleware {
+function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Middleware {
   const decorate = (
     request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>,
   ) => {
@@ -119,7 +134,7 @@ function responseHeaders(deps: PlatformDeps, route: RouteDefinition): Middleware
 }
 
 /** API key, role and rate limit: per key and endpoint group, or per source IP for keyless calls. */
-function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
+function authorise(deps: PlatformDeps, route: RouteDeclaration): Middleware {
   return {
     before: async (request) => {
       const meta = metaOf(request.context);
@@ -134,9 +149,8 @@ function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
           outage = true;
           return fallback;
         };
-      const caller = await deps.authenticator
-        .authenticate(request.event.headers?.['x-api-key'])
-        .catch(unlessOutage(null));
+      const headers = request.event.headers ?? {};
+      const caller = await deps.authenticator.authenticate(headers['x-api-key']).catch(unlessOutage(null));
       const group = rateGroupOf(route);
       const [bucket, limit] = caller
         ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]
@@ -149,11 +163,24 @@ function authorise(deps: PlatformDeps, route: RouteDefinition): Middleware {
       if (!route.apiKeyRequired) return;
       if (outage)
         throw new ServiceUnavailableError('The service cannot verify API keys right now; retry shortly');
-      if (!caller) throw new UnauthorizedError();
-      if (!route.roles.some((role) => caller.roles.includes(role))) throw new ForbiddenError();
+      if (!caller) throw new UnauthorizedError(unauthorizedMessage(headers));
+      if (!route.roles.some((role) => caller.roles.includes(role))) {
+        throw new ForbiddenError(
+          `This operation needs an API key with the role ${route.roles.map((role) => `"${role}"`).join(' or ')}; ` +
+            `this key has ${caller.roles.length ? caller.roles.map((role) => `"${role}"`).join(' and ') : 'no role'}`,
+        );
+      }
       meta.caller = caller;
     },
   };
+}
+
+/** Says what to fix: the usual mistake is a key sent as a bearer token. */
+function unauthorizedMessage(headers: Record<string, string | undefined>): string {
+  if (headers['x-api-key']) return 'The API key in X-API-Key is not valid';
+  if (headers.authorization)
+    return 'Send the API key in the X-API-Key header; the Authorization header is not read';
+  return 'Missing API key: send it in the X-API-Key header';
 }
 
 function bodySizeLimit(maxBytes: number): Middleware {
@@ -170,24 +197,39 @@ function bodySizeLimit(maxBytes: number): Middleware {
   };
 }
 
-const describePath = (path: PropertyKey[]): string =>
-  path.length === 0 ? '(body)' : path.map(String).join('.');
-
-/** zod validation; the parsed (and stripped) value replaces the body. */
-function validate(schema: z.ZodType): Middleware {
+/** The declared request parts, parsed; every bad field of every part is named in one 400. */
+function validate(route: RouteDeclaration): Middleware {
+  const { params, query, headers, body } = route.request;
   return {
     before: (request) => {
-      const parsed = schema.safeParse(request.event.body);
-      if (!parsed.success) {
-        throw new InvalidRequestError(
-          'Invalid request body',
-          parsed.error.issues.map((issue) => ({
-            field: describePath(issue.path),
-            message: issue.message,
-          })),
-        );
-      }
-      (request.event as { body: unknown }).body = parsed.data;
+      const event = request.event;
+      const parts = [
+        params && parseInput(params, event.pathParameters ?? {}),
+        query && parseInput(query, event.queryStringParameters ?? {}),
+        // Headers arrive lower-cased (the normaliser); the schema spells them as documented.
+        headers &&
+          parseInput(
+            headers,
+            Object.fromEntries(
+              Object.keys(headers.shape).flatMap((name) => {
+                const value = event.headers?.[name.toLowerCase()];
+                return value === undefined ? [] : [[name, value]];
+              }),
+            ),
+          ),
+        body && parseInput(body.schema, event.body),
+      ] as const;
+      const fields = parts.flatMap((part) => (part && !part.success ? part.fields : []));
+      if (fields.length > 0) throw new InvalidRequestError('Invalid request', fields);
+      const [parsedParams, parsedQuery, parsedHeaders, parsedBody] = parts.map((part) =>
+        part && part.success ? part.data : undefined,
+      );
+      request.context.input = {
+        params: parsedParams,
+        query: parsedQuery,
+        headers: parsedHeaders,
+        body: parsedBody,
+      };
     },
   };
 }
@@ -201,33 +243,27 @@ function errorEnvelope(deps: PlatformDeps): Middleware {
   };
 }
 
-interface EndpointOptions<Schema extends z.ZodType | undefined> {
-  route: RouteDefinition;
-  deps: PlatformDeps;
-  /** Body schema; routes without one ignore any body sent. */
-  body?: Schema;
-}
-
-type BodyOf<Schema> = Schema extends z.ZodType ? z.infer<Schema> : undefined;
-
 /**
  * Wraps an endpoint's plain function in the shared Middy chain, in Middy's documented order: header
- * normaliser, (authorisation), body parser, validation, and the error handler last.
+ * normaliser, (authorisation), body parser, validation of every declared request part, and the error
+ * handler last.
  */
-export function httpEndpoint<Schema extends z.ZodType | undefined = undefined>(
-  options: EndpointOptions<Schema>,
-  handle: (request: AuthenticatedRequest<BodyOf<Schema>>) => Promise<EndpointResult>,
+export function httpEndpoint<R extends RouteDeclaration>(
+  route: R,
+  deps: PlatformDeps,
+  handle: (request: AuthenticatedRequest<R>) => Promise<EndpointResult>,
 ): HttpHandler {
-  const { route, deps, body } = options;
   const base = async (
-    event: APIGatewayProxyEvent,
+    _event: APIGatewayProxyEvent,
     context: ServiceContext,
   ): Promise<APIGatewayProxyResult> => {
     const meta = metaOf(context);
+    const input = context.input ?? {};
     const result = await handle({
-      body: (body ? event.body : undefined) as BodyOf<Schema>,
-      pathParameters: event.pathParameters ?? {},
-      headers: event.headers ?? {},
+      body: input.body as BodyOf<R>,
+      params: input.params as ParamsOf<R>,
+      query: input.query as QueryOf<R>,
+      headers: input.headers as HeadersOf<R>,
       meta,
       lambdaContext: context,
       // Keyless routes get a null caller; their handlers do not read it.
@@ -256,6 +292,6 @@ export function httpEndpoint<Schema extends z.ZodType | undefined = undefined>(
     .use(httpHeaderNormalizer())
     .use(authorise(deps, route))
     .use(bodySizeLimit(deps.config.maxBodyBytes));
-  if (body) handler.use(httpJsonBodyParser()).use(validate(body));
-  return handler.use(errorEnvelope(deps));
+  if (route.request.body) handler.use(httpJsonBodyParser());
+  return handler.use(validate(route)).use(errorEnvelope(deps));
 }

@@ -1,17 +1,23 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
-import { routes, type RouteDefinition } from '../routes.js';
+import type { ErrorDoc, RouteDeclaration, Tag } from '../contract/route.js';
+import { errorCatalogue, errorStatuses, type ErrorStatus } from '../errors.js';
+import { routes as serviceRoutes } from '../routes.js';
 import { tiers } from '../tiers.js';
 import { describeApi } from './description.js';
-import {
-  errorStatuses,
-  operations,
-  tags,
-  type ErrorDoc,
-  type ErrorStatus,
-  type OperationDoc,
-} from './operations.js';
 import { errorEnvelope, successEnvelope } from './responses.js';
+
+export const tags = [
+  { name: 'health', description: 'Service status and the published contract; neither needs an API key.' },
+  { name: 'onboarding', description: 'Key pairs and user registration, by the card issuer application.' },
+  { name: 'keys', description: 'Short-lived decrypt access tokens.' },
+  { name: 'receipts', description: 'Hybrid encryption and decryption of receipts.' },
+  { name: 'transactions', description: 'Mappings between payment transactions and encrypted receipts.' },
+  {
+    name: 'payments',
+    description: 'Gateway payments carrying an encrypted receipt, and decryption by payment id.',
+  },
+] as const satisfies readonly { name: Tag; description: string }[];
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
 
@@ -85,54 +91,46 @@ const headersFor = (status: number): Record<string, Ref> => {
   return Object.fromEntries(names.map((name) => [name, ref('headers', name)]));
 };
 
-/** What each status means wherever it occurs, with the platform code it carries. */
-const platformErrors: Record<ErrorStatus, { name: string; description: string; codes: string[] }> = {
+/** What each status means wherever it occurs; its platform codes come from lib/errors.ts. */
+const platformErrors: Record<ErrorStatus, { name: string; description: string }> = {
   400: {
     name: 'InvalidRequest',
     description:
       'The request is not valid: `error.details.fields` names every bad field. `invalid_request` only when API ' +
       'Gateway itself rejects the request.',
-    codes: ['INVALID_REQUEST', 'invalid_request'],
   },
-  401: { name: 'Unauthorized', description: 'Missing or invalid X-API-Key.', codes: ['unauthorized'] },
-  402: { name: 'PaymentDeclined', description: 'The payment was declined.', codes: [] },
+  401: { name: 'Unauthorized', description: 'Missing or invalid X-API-Key.' },
+  402: { name: 'PaymentDeclined', description: 'The payment was declined.' },
   403: {
     name: 'Forbidden',
     description: "The API key's roles do not include this operation.",
-    codes: ['forbidden'],
   },
-  404: { name: 'NotFound', description: 'No resource at this path.', codes: ['not_found'] },
+  404: { name: 'NotFound', description: 'No resource at this path.' },
   405: {
     name: 'MethodNotAllowed',
     description: 'The path exists but not with this method; `Allow` lists the methods it has.',
-    codes: ['method_not_allowed'],
   },
-  409: { name: 'Conflict', description: 'The request conflicts with stored state.', codes: [] },
+  409: { name: 'Conflict', description: 'The request conflicts with stored state.' },
   413: {
     name: 'PayloadTooLarge',
     description: 'The body is larger than 128 KiB.',
-    codes: ['payload_too_large'],
   },
   415: {
     name: 'UnsupportedMediaType',
     description: 'The body was not sent as `Content-Type: application/json`.',
-    codes: ['unsupported_media_type'],
   },
   429: {
     name: 'RateLimited',
     description: 'Too many requests in this window; retry after `Retry-After` seconds.',
-    codes: ['rate_limit_exceeded'],
   },
   500: {
     name: 'InternalError',
     description: 'An unexpected failure; the body never carries its cause.',
-    codes: ['internal_server_error'],
   },
-  502: { name: 'BadGateway', description: 'The payment gateway failed.', codes: [] },
+  502: { name: 'BadGateway', description: 'The payment gateway failed.' },
   503: {
     name: 'ServiceUnavailable',
     description: 'A dependency (storage, the escrow key service, a gateway) is temporarily unavailable.',
-    codes: ['service_unavailable'],
   },
 };
 
@@ -161,30 +159,33 @@ function errorResponseObject(
 }
 
 /** The error statuses a route can answer, from what its pipeline does before the endpoint runs. */
-function platformStatuses(route: RouteDefinition, doc: OperationDoc): ErrorStatus[] {
+function platformStatuses(route: RouteDeclaration): ErrorStatus[] {
   const statuses: ErrorStatus[] = [404, 405, 429, 500];
   if (route.apiKeyRequired) statuses.push(401, 403, 503);
   // Every POST is size-checked, with or without a body schema.
   if (route.method === 'POST') statuses.push(413);
-  if (doc.body) statuses.push(400, 415);
+  if (route.request.body) statuses.push(400, 415);
+  if (route.request.params || route.request.query || route.request.headers) statuses.push(400);
   return statuses;
 }
 
-function errorResponses(route: RouteDefinition, doc: OperationDoc): Record<string, AnyResponse> {
-  const own = doc.errors ?? {};
+const platformCodes = (status: ErrorStatus): readonly string[] => errorCatalogue[status].platform;
+
+function errorResponses(route: RouteDeclaration): Record<string, AnyResponse> {
+  const own: Partial<Record<ErrorStatus, ErrorDoc<ErrorStatus>>> = route.errors;
   const statuses = new Set<ErrorStatus>([
-    ...platformStatuses(route, doc),
+    ...platformStatuses(route),
     ...(Object.keys(own).map(Number) as ErrorStatus[]),
   ]);
   const responses: Record<string, AnyResponse> = {};
   for (const status of errorStatuses.filter((candidate) => statuses.has(candidate))) {
-    const specific: ErrorDoc | undefined = own[status];
+    const specific = own[status];
     const platform = platformErrors[status];
     if (!specific) {
       responses[status] = ref('responses', platform.name);
       continue;
     }
-    const codes = [...new Set([...(specific.codes ?? []), ...platform.codes])];
+    const codes = [...new Set([...(specific.codes ?? []), ...platformCodes(status)])];
     const details = specific.details ?? (status === 400 ? 'ValidationDetails' : undefined);
     responses[status] = errorResponseObject(status, specific.description, codes, details);
   }
@@ -193,43 +194,47 @@ function errorResponses(route: RouteDefinition, doc: OperationDoc): Record<strin
 
 const operationId = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
-function describeOperation(route: RouteDefinition, doc: OperationDoc): string {
+function describeOperation(route: RouteDeclaration): string {
   const access = route.apiKeyRequired
     ? `Requires an X-API-Key with the role ${route.roles.map((role) => `\`${role}\``).join(' or ')}.`
     : 'No API key.';
-  return `${doc.description}\n\n${access}`;
+  return `${route.docs.description}\n\n${access}`;
 }
 
-function routeConfig(route: RouteDefinition, doc: OperationDoc): RouteConfig {
-  const successSchema = doc.success.enveloped ? successEnvelope(doc.success.schema) : doc.success.schema;
+const methods = { GET: 'get', POST: 'post', DELETE: 'delete' } as const;
+
+function routeConfig(route: RouteDeclaration): RouteConfig {
+  const { request, response, docs } = route;
+  const successSchema = response.enveloped ? successEnvelope(response.schema) : response.schema;
   return {
-    method: route.method === 'GET' ? 'get' : 'post',
+    method: methods[route.method],
     path: route.path,
     operationId: operationId(route.name),
-    tags: [doc.tag],
-    summary: doc.summary,
-    description: describeOperation(route, doc),
+    tags: [docs.tag],
+    summary: docs.summary,
+    description: describeOperation(route),
     ...(route.apiKeyRequired ? {} : { security: [] }),
     request: {
-      ...(doc.params ? { params: doc.params } : {}),
-      ...(doc.headers ? { headers: doc.headers } : {}),
-      ...(doc.body
+      ...(request.params ? { params: request.params } : {}),
+      ...(request.query ? { query: request.query } : {}),
+      ...(request.headers ? { headers: request.headers } : {}),
+      ...(request.body
         ? {
             body: {
               required: true,
-              description: doc.body.description,
-              content: { 'application/json': { schema: doc.body.schema } },
+              description: request.body.description,
+              content: { 'application/json': { schema: request.body.documented ?? request.body.schema } },
             },
           }
         : {}),
     },
     responses: {
       200: {
-        description: doc.success.description,
+        description: response.description,
         headers: headersFor(200),
         content: { 'application/json': { schema: successSchema } },
       },
-      ...errorResponses(route, doc),
+      ...errorResponses(route),
     },
   };
 }
@@ -244,11 +249,10 @@ const validationDetails = z
   .meta({ id: 'ValidationDetails' });
 
 /**
- * The OpenAPI 3.1 document of the service, built from the route table and the zod schemas the
- * handlers validate with. Routes without an entry in operations.ts are left out, and the contract
- * test that compares the document with lib/routes.ts fails on them.
+ * The OpenAPI 3.1 document of the service, built from the route declarations and the zod schemas
+ * the pipeline validates with: every route is in it, and nothing else is.
  */
-export function buildOpenApiDocument(): OpenApiDocument {
+export function buildOpenApiDocument(routes: readonly RouteDeclaration[] = serviceRoutes): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'ApiKeyAuth', {
     type: 'apiKey',
@@ -260,7 +264,8 @@ export function buildOpenApiDocument(): OpenApiDocument {
     registry.registerComponent('headers', name, { ...header, required: true });
   }
   for (const status of errorStatuses) {
-    const { name, description, codes } = platformErrors[status];
+    const { name, description } = platformErrors[status];
+    const codes = [...platformCodes(status)];
     // 402, 409 and 502 carry only endpoint codes, so each operation declares them inline.
     if (codes.length === 0) continue;
     registry.registerComponent(
@@ -269,10 +274,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       errorResponseObject(status, description, codes, status === 400 ? 'ValidationDetails' : undefined),
     );
   }
-  for (const route of routes) {
-    const doc = operations[route.name];
-    if (doc) registry.registerPath(routeConfig(route, doc));
-  }
+  for (const route of routes) registry.registerPath(routeConfig(route));
   const generator = new OpenApiGeneratorV31(
     [
       ...registry.definitions,

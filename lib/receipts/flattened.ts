@@ -22,7 +22,7 @@ import {
 const text = (max = 256) => z.string().max(max);
 
 export const flattenedItemSchema = z
-  .object({
+  .strictObject({
     lineItemId: uuid,
     name: text().min(1),
     quantity: z.number().positive().max(1_000_000),
@@ -31,7 +31,7 @@ export const flattenedItemSchema = z
     category: text(128).optional(),
     taxes: z
       .array(
-        z.object({
+        z.strictObject({
           name: text().optional(),
           rate: z.number().min(0).max(1).optional(),
           amount: money.optional(),
@@ -72,7 +72,7 @@ export const flattenedReceiptFields = {
   recipientHashedPan: hashedPan.optional(),
 };
 
-export const flattenedReceiptSchema = z.object(flattenedReceiptFields);
+export const flattenedReceiptSchema = z.strictObject(flattenedReceiptFields);
 export type FlattenedReceipt = z.infer<typeof flattenedReceiptSchema>;
 
 /** Adds the DECISIONS.md amount rules to any object schema built from the flattened fields. */

@@ -1,8 +1,9 @@
 import * as z from 'zod';
 
 /**
- * The spec's receipt resources as zod schemas, field for field. Unknown fields are stripped: they are
- * never encrypted or stored. Money is always an integer in the currency's smallest unit.
+ * The spec's receipt resources as zod schemas, field for field. Unknown fields are refused (a 400
+ * naming each, with the closest known name): a misspelt field must never be dropped silently. Money
+ * is always an integer in the currency's smallest unit.
  */
 export const uuid = z.uuid({ message: 'must be a UUID string' });
 export const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' });
@@ -32,7 +33,7 @@ export const cardBrands = ['visa', 'mastercard', 'amex', 'discover', 'other'] as
 export const MAX_ITEMS = 500;
 
 export const addressSchema = z
-  .object({
+  .strictObject({
     street: shortText().optional(),
     city: shortText().optional(),
     state: shortText().optional(),
@@ -42,7 +43,7 @@ export const addressSchema = z
   .meta({ id: 'Address' });
 
 export const receiptMerchantSchema = z
-  .object({
+  .strictObject({
     merchantId: uuid,
     name: shortText().min(1),
     address: addressSchema.optional(),
@@ -54,7 +55,7 @@ export const receiptMerchantSchema = z
   .meta({ id: 'ReceiptMerchant' });
 
 export const cardDetailsSchema = z
-  .object({
+  .strictObject({
     last4: z
       .string()
       .regex(/^\d{4}$/, 'must be the last 4 digits')
@@ -66,7 +67,7 @@ export const cardDetailsSchema = z
   .meta({ id: 'CardDetails' });
 
 export const receiptTransactionSchema = z
-  .object({
+  .strictObject({
     transactionId: uuid,
     datetime: dateTime,
     timezone: shortText(64).optional(),
@@ -77,7 +78,7 @@ export const receiptTransactionSchema = z
   .meta({ id: 'ReceiptTransaction' });
 
 export const lineItemDiscountSchema = z
-  .object({
+  .strictObject({
     name: shortText().optional(),
     type: z.enum(['percentage', 'fixed']).optional(),
     value: z.number().min(0).optional(),
@@ -96,7 +97,7 @@ export const lineItemDiscountSchema = z
   });
 
 export const lineItemTaxSchema = z
-  .object({
+  .strictObject({
     name: shortText().optional(),
     rate: z.number().min(0).max(1).optional(),
     amount: money.optional(),
@@ -104,7 +105,7 @@ export const lineItemTaxSchema = z
   .meta({ id: 'LineItemTax', description: 'rate is a decimal fraction: 0.08 means 8%.' });
 
 export const receiptLineItemSchema = z
-  .object({
+  .strictObject({
     lineItemId: uuid,
     sku: shortText(128).nullable().optional(),
     name: shortText().min(1),
@@ -119,7 +120,7 @@ export const receiptLineItemSchema = z
   .meta({ id: 'ReceiptLineItem' });
 
 export const receiptSummarySchema = z
-  .object({
+  .strictObject({
     subtotal: money,
     totalTax: nonNegativeMoney,
     totalDiscount: nonNegativeMoney,
@@ -134,7 +135,7 @@ export const receiptSummarySchema = z
   });
 
 export const loyaltyInfoSchema = z
-  .object({
+  .strictObject({
     programName: shortText().optional(),
     pointsEarned: z.number().int().optional(),
     pointsBalance: z.number().int().optional(),
@@ -143,7 +144,7 @@ export const loyaltyInfoSchema = z
   .meta({ id: 'LoyaltyInfo' });
 
 export const digitalReceiptSchema = z
-  .object({
+  .strictObject({
     version: shortText(32).min(1),
     receiptId: uuid,
     merchant: receiptMerchantSchema,
@@ -181,11 +182,11 @@ export type ReceiptLineItem = z.infer<typeof receiptLineItemSchema>;
  */
 const opaque = (max: number) => z.string().max(max);
 export const envelopeInputSchema = z
-  .object({
+  .strictObject({
     version: opaque(64),
     receiptId: opaque(128),
     keyId: opaque(256),
-    keyBundle: z.object({ encryptedAesKey: opaque(2048), keyId: opaque(256), algorithm: opaque(64) }),
+    keyBundle: z.strictObject({ encryptedAesKey: opaque(2048), keyId: opaque(256), algorithm: opaque(64) }),
     ciphertext: opaque(180_000),
     iv: opaque(64),
     authTag: opaque(64),

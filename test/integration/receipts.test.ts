@@ -315,7 +315,11 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
       '/api/v1/onboarding/generate-keys',
       { apiKey: issuer.apiKey },
     );
-    const foreign = await register(otherIssuer.apiKey, { hashedPan: newHashedPan(), ...fresh.json.data });
+    const foreign = await register(otherIssuer.apiKey, {
+      hashedPan: newHashedPan(),
+      keyId: fresh.json.data.keyId,
+      publicKey: fresh.json.data.publicKey,
+    });
     expect([foreign.status, foreign.json.error.code]).toEqual([404, 'KEY_NOT_FOUND']);
     const mismatched = await register(issuer.apiKey, {
       hashedPan: newHashedPan(),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { encryptBody } from '../../functions/encrypt-receipt/schema.js';
-import { createPaymentBody } from '../../functions/create-payment/schema.js';
+import { encryptBody } from '../../lib/routes/encrypt-receipt.js';
+import { createPaymentBody } from '../../lib/routes/create-payment.js';
 import { mockItems, toDigitalReceipt } from '../../lib/receipts/flattened.js';
 import {
   digitalReceiptSchema,
@@ -50,14 +50,19 @@ describe('receipt schemas follow the spec tables', () => {
     );
   });
 
-  it('strips unknown fields so they are never encrypted or stored', () => {
-    const parsed = digitalReceiptSchema.parse({
+  it('refuses unknown fields at any depth, so nothing unchecked is encrypted or stored', () => {
+    const parsed = digitalReceiptSchema.safeParse({
       ...sampleReceipt(),
       isAdmin: true,
       merchant: { ...sampleReceipt().merchant, clientId: 'x' },
     });
-    expect(parsed).not.toHaveProperty('isAdmin');
-    expect(parsed.merchant).not.toHaveProperty('clientId');
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues.map((issue) => [issue.code, issue.path.join('.')])).toEqual(
+      expect.arrayContaining([
+        ['unrecognized_keys', ''],
+        ['unrecognized_keys', 'merchant'],
+      ]),
+    );
   });
 
   it('maps gateway aliases to the neutral names', () => {

@@ -1,0 +1,58 @@
+import * as z from 'zod';
+import { defineRoute } from '../contract/route.js';
+import { digitalReceiptResponse } from '../openapi/responses.js';
+import { paymentGatewayKind, uuid } from '../receipts/schemas.js';
+import { noStore, platformTables } from './platform.js';
+
+/** All four fields are required (spec endpoint 5). */
+export const decryptPaymentBody = z
+  .strictObject({
+    paymentId: z.string().min(1).max(255),
+    gateway: paymentGatewayKind,
+    accessTokenId: uuid,
+    privateKey: z.string().min(1).max(16_384),
+  })
+  .meta({ id: 'DecryptPaymentRequest' });
+
+export const decryptPaymentRoute = defineRoute({
+  name: 'decrypt-payment',
+  method: 'POST',
+  path: '/api/v1/payments/decrypt',
+  entry: 'functions/decrypt-payment/handler.ts',
+  apiKeyRequired: true,
+  roles: ['issuer'],
+  tables: {
+    ...platformTables,
+    users: 'read',
+    keyPairs: 'read',
+    accessTokens: 'read',
+    receipts: 'read',
+    transactions: 'read',
+  },
+  gateways: true,
+  rateGroup: 'payments',
+  timeoutSeconds: 29,
+  docs: {
+    tag: 'payments',
+    summary: 'Decrypt the receipt of a payment',
+    description:
+      'Step 5. Reads the payment from the gateway, follows its receipt pointers to the stored envelope, checks ' +
+      `them against the stored mapping, then decrypts exactly like receipts/decrypt. ${noStore}`,
+  },
+  request: {
+    body: { description: 'The payment, the token id and the private key.', schema: decryptPaymentBody },
+  },
+  response: { description: 'The plaintext receipt.', schema: digitalReceiptResponse, enveloped: true },
+  errors: {
+    400: { description: 'Invalid body, or a gateway not configured here.' },
+    403: {
+      description:
+        'Every decryption failure, identical as for receipts/decrypt: token, private key or envelope not valid.',
+      codes: ['DECRYPTION_ERROR'],
+    },
+    404: {
+      description: 'The gateway has no such payment, or the payment carries no receipt of this service.',
+    },
+    502: { description: 'The gateway could not be reached.', codes: ['GATEWAY_ERROR'] },
+  },
+});

@@ -1,0 +1,28 @@
+import * as z from 'zod';
+import { defineRoute } from '../contract/route.js';
+import { transactionMappingResponse } from '../openapi/responses.js';
+import { uuid } from '../receipts/schemas.js';
+import { platformTables } from './platform.js';
+
+export const getTransactionRoute = defineRoute({
+  name: 'get-transaction',
+  method: 'GET',
+  path: '/api/v1/transactions/{transactionId}',
+  entry: 'functions/get-transaction/handler.ts',
+  apiKeyRequired: true,
+  roles: ['merchant', 'issuer'],
+  tables: { ...platformTables, transactions: 'read', receipts: 'read', users: 'read' },
+  docs: {
+    tag: 'transactions',
+    summary: 'Read a transaction mapping',
+    description:
+      "Readable by the merchant that stored it and by the issuer of the receipt's registered recipient. Anyone " +
+      'else gets the same 404 as for an unknown transactionId.',
+  },
+  request: { params: z.object({ transactionId: uuid }) },
+  response: { description: 'The mapping.', schema: transactionMappingResponse, enveloped: true },
+  errors: {
+    400: { description: 'transactionId is not a UUID.' },
+    404: { description: 'No such transaction, or not readable by this client.' },
+  },
+});

@@ -1,0 +1,22 @@
+import { defineRoute } from '../contract/route.js';
+import { openApiDocumentResponse } from '../openapi/responses.js';
+
+export const openApiRoute = defineRoute({
+  name: 'openapi',
+  method: 'GET',
+  path: '/api/v1/openapi.json',
+  entry: 'functions/openapi/handler.ts',
+  apiKeyRequired: false,
+  roles: [],
+  tables: { rateLimits: 'readWrite', apiKeys: 'read' },
+  docs: {
+    tag: 'health',
+    summary: 'This OpenAPI document',
+    description:
+      'The contract of this API version, generated from the same route declarations and zod schemas the ' +
+      'endpoints validate with. No API key. Sent as it is, not inside the success envelope.',
+  },
+  request: {},
+  response: { description: 'The OpenAPI 3.1 document.', schema: openApiDocumentResponse, enveloped: false },
+  errors: {},
+});

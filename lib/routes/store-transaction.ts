@@ -1,0 +1,50 @@
+import * as z from 'zod';
+import { defineRoute } from '../contract/route.js';
+import { transactionMappingResponse } from '../openapi/responses.js';
+import { envelopeInputSchema, transactionGatewaySchema } from '../receipts/schemas.js';
+import { platformTables } from './platform.js';
+
+export const storeTransactionBody = z
+  .strictObject({
+    envelope: envelopeInputSchema,
+    paymentGateway: transactionGatewaySchema,
+    // Free-form by design: the merchant's own keys, bounded in number and size only.
+    metadata: z
+      .record(z.string().max(128), z.unknown())
+      .refine((metadata) => Object.keys(metadata).length <= 50, 'at most 50 metadata keys')
+      .refine(
+        (metadata) => JSON.stringify(metadata).length <= 8_192,
+        'metadata must be at most 8 KiB as JSON',
+      )
+      .optional(),
+  })
+  .meta({ id: 'StoreTransactionRequest' });
+
+export const storeTransactionRoute = defineRoute({
+  name: 'store-transaction',
+  method: 'POST',
+  path: '/api/v1/transactions',
+  entry: 'functions/store-transaction/handler.ts',
+  apiKeyRequired: true,
+  roles: ['merchant'],
+  tables: { ...platformTables, transactions: 'readWrite', receipts: 'readWrite' },
+  docs: {
+    tag: 'transactions',
+    summary: 'Map a transaction to its encrypted receipt',
+    description:
+      'The envelope must be one this merchant encrypted, unchanged. The first mapping of a transactionId wins: ' +
+      'storing the same envelope again returns it.',
+  },
+  request: {
+    body: { description: 'The envelope, the gateway and optional metadata.', schema: storeTransactionBody },
+  },
+  response: { description: 'The mapping.', schema: transactionMappingResponse, enveloped: true },
+  errors: {
+    404: { description: 'No receipt with this receiptId was encrypted by this merchant.' },
+    409: {
+      description:
+        'The envelope differs from the one stored for its receiptId, or the transactionId is mapped to another receipt.',
+      codes: ['CONFLICT'],
+    },
+  },
+});

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { ReceiptServiceStack } from '../../infra/receipt-service-stack.js';
+import { buildOpenApiDocument } from '../../lib/openapi/document.js';
+import { routes } from '../../lib/routes.js';
+import { captureLogs, type LogCapture } from '../support/logs.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+import { cdkJsonContext } from '../infra/support.js';
+import { echoRoute } from './fixtures/extra-route/route.js';
+
+/** One declaration is all an endpoint needs: the document, the stack and the local server all follow it. */
+const withFixture = [...routes, echoRoute];
+
+describe('a route declared only in a fixture', () => {
+  it('appears in the OpenAPI document with its parameters and response', () => {
+    const document = buildOpenApiDocument(withFixture);
+    const operation = document.paths?.['/api/v1/echo/{word}']?.get;
+    expect(operation?.operationId).toBe('echoFixture');
+    expect(operation?.parameters?.map((parameter) => ('name' in parameter ? parameter.name : ''))).toEqual([
+      'word',
+      'times',
+    ]);
+    expect(Object.keys(operation?.responses ?? {})).toEqual(
+      expect.arrayContaining(['200', '400', '401', '403']),
+    );
+    expect(buildOpenApiDocument().paths?.['/api/v1/echo/{word}']).toBeUndefined();
+  });
+
+  it('gets a function, a role and an API method in the CDK stack', () => {
+    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+    const stack = new ReceiptServiceStack(app, 'FixtureRouteTest', {
+      settings: { stage: 'test' },
+      routes: withFixture,
+    });
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: 'receipt-service-test-echo-fixture',
+      Description: 'GET /api/v1/echo/{word}',
+    });
+    template.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: '{word}' });
+    template.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'GET', ApiKeyRequired: true });
+  });
+
+  describe('on the local server', () => {
+    let stack: TestStack;
+    let logs: LogCapture;
+    let apiKey: string;
+    beforeAll(async () => {
+      logs = captureLogs();
+      stack = await startTestStack({ routes: withFixture });
+      ({ apiKey } = await stack.apiKey(['merchant']));
+    });
+    afterAll(async () => {
+      await stack?.close();
+      logs?.restore();
+    });
+    // Plain fetch: the test stack's contract check knows only the service's own document.
+    const get = async (path: string) => {
+      const response = await fetch(`${stack.url}${path}`, { headers: { 'X-API-Key': apiKey } });
+      return { status: response.status, json: (await response.json()) as Record<string, never> };
+    };
+
+    it('serves it with its path and query parameters parsed and typed', async () => {
+      expect(await get('/api/v1/echo/hi?times=2')).toEqual({
+        status: 200,
+        json: { success: true, data: { echo: 'hi hi' } },
+      });
+    });
+
+    it('refuses bad path and query parameters in one 400 naming each', async () => {
+      const reply = await get('/api/v1/echo/HI?times=9&loud=1');
+      expect(reply.status).toBe(400);
+      expect(reply.json.error).toMatchObject({
+        code: 'INVALID_REQUEST',
+        details: {
+          fields: expect.arrayContaining([
+            { field: 'word', message: 'must be lower-case letters' },
+            { field: 'times', message: expect.stringMatching(/3/) },
+            { field: 'loud', message: 'is not a known field' },
+          ]),
+        },
+      });
+    });
+  });
+});
