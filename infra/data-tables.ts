@@ -1,21 +1,80 @@
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { Aws, RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { AccountRootPrincipal, Effect, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { tableDefinitions, tableKeys, type TableDefinition, type TableKey } from '../lib/tables.js';
+import { keyAdministrationActions } from './permissions.js';
 
 export interface DataTablesProps {
   /** Physical names are `${prefix}-${definition.name}`, so operators and the admin CLI can find them. */
   prefix: string;
+  /** For key descriptions. */
+  stage: string;
 }
+
+/**
+ * Tables whose items carry card tags (or a prefix of one): a copy of one of them, with the card-tag
+ * key, links receipts to cards, so they are encrypted under a key of ours whose use is logged in
+ * CloudTrail and can be revoked, not under the AWS-owned default. A new table keyed by a card tag
+ * belongs here.
+ */
+export const cardTagTables: readonly TableKey[] = ['users', 'receipts', 'audit', 'accessTokens'];
+
+/** Only through DynamoDB's own calls: Decrypt of the key used elsewhere would be a way around the tables' IAM. */
+export const dynamoViaService = (): Record<string, unknown> => ({
+  StringEquals: {
+    'kms:ViaService': `dynamodb.${Aws.REGION}.amazonaws.com`,
+    'kms:CallerAccount': Aws.ACCOUNT_ID,
+  },
+});
 
 const logicalId = (key: TableKey): string => `${key.charAt(0).toUpperCase()}${key.slice(1)}Table`;
 
 /** Every table in lib/tables.ts, configured the same way the definitions describe them. */
 export class DataTables extends Construct {
   readonly tables: Record<TableKey, Table>;
+  /** The customer-managed key of the card-tag tables. */
+  readonly encryptionKey: Key;
 
   constructor(scope: Construct, id: string, props: DataTablesProps) {
     super(scope, id);
+    this.encryptionKey = new Key(this, 'CardTagTablesKey', {
+      description: `receipt-service ${props.stage}: DynamoDB tables holding card tags`,
+      enableKeyRotation: true,
+      // The durable tables it encrypts outlive the stack, and are unreadable without it.
+      removalPolicy: RemovalPolicy.RETAIN,
+      policy: new PolicyDocument({
+        statements: [
+          new PolicyStatement({
+            sid: 'AccountAdministersTheKey',
+            effect: Effect.ALLOW,
+            principals: [new AccountRootPrincipal()],
+            actions: [...keyAdministrationActions],
+            resources: ['*'],
+          }),
+          // AWS's policy for a DynamoDB table key: principals of this account that IAM lets use it,
+          // through DynamoDB only. CreateGrant is DynamoDB's own, made when a table is created.
+          new PolicyStatement({
+            sid: 'UseThroughDynamoDb',
+            effect: Effect.ALLOW,
+            principals: [new AccountRootPrincipal()],
+            actions: [
+              'kms:Encrypt',
+              'kms:Decrypt',
+              'kms:ReEncryptFrom',
+              'kms:ReEncryptTo',
+              'kms:GenerateDataKey',
+              'kms:GenerateDataKeyWithoutPlaintext',
+              'kms:CreateGrant',
+              'kms:DescribeKey',
+            ],
+            resources: ['*'],
+            conditions: dynamoViaService(),
+          }),
+        ],
+      }),
+    });
     const entries = tableKeys.map((key) => {
       const definition: TableDefinition = tableDefinitions[key];
       const table = new Table(this, logicalId(key), {
@@ -24,7 +83,9 @@ export class DataTables extends Construct {
         sortKey: definition.sortKey ? { name: definition.sortKey, type: AttributeType.STRING } : undefined,
         // On-demand: no capacity to pay for at rest, and no throttling to tune before launch.
         billingMode: BillingMode.PAY_PER_REQUEST,
-        encryption: TableEncryption.AWS_MANAGED,
+        ...(cardTagTables.includes(key)
+          ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: this.encryptionKey }
+          : { encryption: TableEncryption.AWS_MANAGED }),
         timeToLiveAttribute: definition.ttlAttribute,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: definition.durable },
         // Durable business data survives `cdk destroy` and a mistaken console delete; the rest is
@@ -44,6 +105,10 @@ export class DataTables extends Construct {
       return [key, table] as const;
     });
     this.tables = Object.fromEntries(entries) as Record<TableKey, Table>;
+  }
+
+  isCustomerKeyed(key: TableKey): boolean {
+    return cardTagTables.includes(key);
   }
 
   indexNames(key: TableKey): string[] {

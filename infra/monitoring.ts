@@ -14,7 +14,7 @@ import {
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { FilterPattern, MetricFilter, type ILogGroup } from 'aws-cdk-lib/aws-logs';
+import { FilterPattern, MetricFilter, type IFilterPattern, type ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
@@ -22,7 +22,18 @@ import { Construct } from 'constructs';
 export interface MonitoredFunction {
   name: string;
   fn: IFunction;
+  /** Where the function's JSON log lines go (lib/log.ts). */
+  logGroup: ILogGroup;
   timeoutSeconds: number;
+}
+
+/** Counts in five minutes at which each security alarm fires (infra/settings.ts). */
+export interface SecurityThresholds {
+  unauthorized: number;
+  forbidden: number;
+  decryptionErrors: number;
+  grantErrors: number;
+  registerConflicts: number;
 }
 
 export interface MonitoringProps {
@@ -33,7 +44,13 @@ export interface MonitoringProps {
   tables: Readonly<Record<string, ITable>>;
   alarmEmail?: string;
   dashboard: boolean;
+  security: SecurityThresholds;
 }
+
+export const METRIC_NAMESPACE = 'ReceiptService';
+
+/** The function whose 409 answers are registration disputes (issue: register conflicts). */
+export const REGISTER_ROUTE = 'register';
 
 const FIVE_MINUTES = Duration.minutes(5);
 
@@ -90,7 +107,7 @@ export class Monitoring extends Construct {
     const rateLimitedFilter = new MetricFilter(this, 'RateLimitedFilter', {
       logGroup: props.accessLogGroup,
       filterPattern: FilterPattern.stringValue('$.status', '=', '429'),
-      metricNamespace: 'ReceiptService',
+      metricNamespace: METRIC_NAMESPACE,
       metricName: `${prefix}-rate-limited`,
       metricValue: '1',
     });
@@ -102,6 +119,8 @@ export class Monitoring extends Construct {
       threshold: thresholds.rateLimitedPerFiveMinutes,
       evaluationPeriods: 1,
     });
+
+    const securityMetrics = this.securityAlarms(props);
 
     for (const { name, fn, timeoutSeconds } of props.functions) {
       this.alarm(`${name}-Errors`, {
@@ -171,8 +190,111 @@ export class Monitoring extends Construct {
           width: 8,
         }),
         new GraphWidget({ title: 'DynamoDB throttle events', left: throttleMetrics, width: 8 }),
+        new GraphWidget({ title: 'Refusals and disputes', left: securityMetrics, width: 8 }),
       );
     }
+  }
+
+  /**
+   * Spikes of refusals: key guessing or a leaked key used from elsewhere (401, 403), token or private
+   * key probing (DECRYPTION_ERROR), token hoarding or user enumeration (GRANT_ERROR), and any
+   * registration dispute (a 409 from register: a card claimed by two issuers). 401 and 403 come from
+   * the access log, which also has the ones API Gateway answers itself; the error codes and the
+   * register conflicts from the functions' JSON logs. Metric filters with one metric name sum across
+   * log groups, so each alarm watches every function at once.
+   */
+  private securityAlarms(props: MonitoringProps): IMetric[] {
+    const prefix = props.resourcePrefix;
+    const limits = props.security;
+    const metricOf = (metricName: string) =>
+      new Metric({ namespace: METRIC_NAMESPACE, metricName, period: FIVE_MINUTES, statistic: 'Sum' });
+    const countFrom = (
+      id: string,
+      logGroups: readonly ILogGroup[],
+      filterPattern: IFilterPattern,
+      metricName: string,
+    ) =>
+      logGroups.forEach(
+        (logGroup, index) =>
+          new MetricFilter(this, `${id}Filter${index}`, {
+            logGroup,
+            filterPattern,
+            metricNamespace: METRIC_NAMESPACE,
+            metricName,
+            metricValue: '1',
+          }),
+      );
+    const functionLogs = props.functions.map((monitored) => monitored.logGroup);
+    const register = props.functions.find((monitored) => monitored.name === REGISTER_ROUTE);
+
+    const watched = [
+      {
+        id: 'Unauthorized',
+        alarmName: `${prefix}-api-401`,
+        metricName: `${prefix}-unauthorized`,
+        description: 'requests answered 401 (missing, unknown or revoked API keys)',
+        logGroups: [props.accessLogGroup],
+        pattern: FilterPattern.stringValue('$.status', '=', '401'),
+        threshold: limits.unauthorized,
+      },
+      {
+        id: 'Forbidden',
+        alarmName: `${prefix}-api-403`,
+        metricName: `${prefix}-forbidden`,
+        description: 'requests answered 403 (wrong role, foreign resources, refused decryptions)',
+        logGroups: [props.accessLogGroup],
+        pattern: FilterPattern.stringValue('$.status', '=', '403'),
+        threshold: limits.forbidden,
+      },
+      {
+        id: 'DecryptionErrors',
+        alarmName: `${prefix}-decryption-errors`,
+        metricName: `${prefix}-decryption-errors`,
+        description: 'DECRYPTION_ERROR answers (bad tokens or private keys, foreign or escrowed receipts)',
+        logGroups: functionLogs,
+        pattern: FilterPattern.stringValue('$.code', '=', 'DECRYPTION_ERROR'),
+        threshold: limits.decryptionErrors,
+      },
+      {
+        id: 'GrantErrors',
+        alarmName: `${prefix}-grant-errors`,
+        metricName: `${prefix}-grant-errors`,
+        description: 'GRANT_ERROR answers (token limit reached, unknown or foreign users)',
+        logGroups: functionLogs,
+        pattern: FilterPattern.stringValue('$.code', '=', 'GRANT_ERROR'),
+        threshold: limits.grantErrors,
+      },
+      ...(register
+        ? [
+            {
+              id: 'RegisterConflicts',
+              alarmName: `${prefix}-register-conflicts`,
+              metricName: `${prefix}-register-conflicts`,
+              description: 'registrations answered 409 (a card already registered, maybe by another issuer)',
+              logGroups: [register.logGroup],
+              // The access line lib/http/pipeline.ts writes once per request.
+              pattern: FilterPattern.all(
+                FilterPattern.stringValue('$.message', '=', 'request'),
+                FilterPattern.numberValue('$.status', '=', 409),
+              ),
+              threshold: limits.registerConflicts,
+            },
+          ]
+        : []),
+    ];
+    return watched.map(({ id, alarmName, metricName, description, logGroups, pattern, threshold }) => {
+      countFrom(id, logGroups, pattern, metricName);
+      const metric = metricOf(metricName);
+      this.alarm(id, {
+        alarmName,
+        alarmDescription: `At least ${threshold} ${description} in five minutes`,
+        metric,
+        threshold,
+        evaluationPeriods: 1,
+      });
+      // A label would turn the alarm into a metric-math alarm; the dashboard needs one.
+      return metric.with({ label: id });
+    });
   }
 
   private alarm(

@@ -1,50 +1,92 @@
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { TableAccess } from '../lib/routes.js';
+import type { TableKey } from '../lib/tables.js';
+
+export type DynamoAction =
+  | 'dynamodb:GetItem'
+  | 'dynamodb:BatchGetItem'
+  | 'dynamodb:Query'
+  | 'dynamodb:ConditionCheckItem'
+  | 'dynamodb:PutItem'
+  | 'dynamodb:UpdateItem'
+  | 'dynamodb:DeleteItem'
+  | 'dynamodb:BatchWriteItem';
+
+export interface TableOperations {
+  /** What the service's code reads on the table itself, granted when a route reads it. */
+  read: readonly DynamoAction[];
+  /** What it reads on the table's indexes. */
+  indexRead: readonly DynamoAction[];
+  /** What it writes, granted when a route writes the table. */
+  write: readonly DynamoAction[];
+}
 
 /**
- * DynamoDB actions per access mode in lib/routes.ts. ConditionCheckItem is a read (it only tests an
- * item inside TransactWriteItems), so it comes with read access; the transactions the service runs
- * otherwise need only the Put/Update/Delete actions of their items. Scan is never granted: no code
- * path lists a table.
+ * The DynamoDB calls the functions' code makes on each table (lib/db/*, Powertools idempotency):
+ * a route's 'read' or 'write' in lib/routes.ts grants only these, so declaring readWrite on a table
+ * never adds a call nobody makes. test/infra/functions.test.ts reads lib/db and fails when the code
+ * starts making a call that is missing here. The admin CLI runs with the operator's credentials:
+ * its Scan, Put and Update on api-keys are not the functions'.
  */
-export const readActions = [
-  'dynamodb:GetItem',
-  'dynamodb:Query',
-  'dynamodb:BatchGetItem',
-  'dynamodb:ConditionCheckItem',
-] as const;
-
-export const writeActions = [
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:DeleteItem',
-  'dynamodb:BatchWriteItem',
-] as const;
-
-/** Indexes are only ever queried. */
-export const indexReadActions = ['dynamodb:Query'] as const;
+export const tableOperations: Record<TableKey, TableOperations> = {
+  apiKeys: { read: ['dynamodb:GetItem'], indexRead: [], write: [] },
+  keyPairs: {
+    read: ['dynamodb:GetItem'],
+    indexRead: [],
+    // Registering binds the key pair to its user inside the user's transaction.
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
+  users: { read: ['dynamodb:GetItem'], indexRead: [], write: ['dynamodb:PutItem'] },
+  accessTokens: {
+    read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
+    indexRead: [],
+    write: ['dynamodb:PutItem'],
+  },
+  receipts: {
+    read: ['dynamodb:GetItem'],
+    indexRead: ['dynamodb:Query'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
+  transactions: { read: ['dynamodb:GetItem'], indexRead: [], write: ['dynamodb:PutItem'] },
+  // Every count is one atomic ADD whose result comes back with the update.
+  rateLimits: { read: [], indexRead: [], write: ['dynamodb:UpdateItem'] },
+  // Append-only: no function may change or remove what the audit recorded, whatever its route says.
+  audit: { read: [], indexRead: [], write: ['dynamodb:PutItem'] },
+  // Powertools' DynamoDBPersistenceLayer: put the in-progress record, read it back on a conflict,
+  // complete it, delete it when the handler fails.
+  idempotency: {
+    read: ['dynamodb:GetItem'],
+    indexRead: [],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+  },
+};
 
 export const canRead = (access: TableAccess): boolean => access === 'read' || access === 'readWrite';
 export const canWrite = (access: TableAccess): boolean => access === 'write' || access === 'readWrite';
 
-export function tableActions(access: TableAccess): string[] {
-  return [...(canRead(access) ? readActions : []), ...(canWrite(access) ? writeActions : [])];
+export function tableActions(key: TableKey, access: TableAccess): DynamoAction[] {
+  const operations = tableOperations[key];
+  return [...(canRead(access) ? operations.read : []), ...(canWrite(access) ? operations.write : [])];
 }
 
-/** The statements one function needs on one table: the table itself, plus its named indexes when it reads. */
+/** The statements one function needs on one table: the table itself, plus its indexes when it reads. */
 export function tableStatements(
+  key: TableKey,
   access: TableAccess,
   tableArn: string,
   indexNames: readonly string[],
 ): PolicyStatement[] {
-  const statements = [
-    new PolicyStatement({ effect: Effect.ALLOW, actions: tableActions(access), resources: [tableArn] }),
-  ];
-  if (canRead(access) && indexNames.length > 0) {
+  const statements: PolicyStatement[] = [];
+  const actions = tableActions(key, access);
+  if (actions.length > 0) {
+    statements.push(new PolicyStatement({ effect: Effect.ALLOW, actions, resources: [tableArn] }));
+  }
+  const indexActions = tableOperations[key].indexRead;
+  if (canRead(access) && indexActions.length > 0 && indexNames.length > 0) {
     statements.push(
       new PolicyStatement({
         effect: Effect.ALLOW,
-        actions: [...indexReadActions],
+        actions: [...indexActions],
         resources: indexNames.map((name) => `${tableArn}/index/${name}`),
       }),
     );
@@ -52,9 +94,48 @@ export function tableStatements(
   return statements;
 }
 
+/**
+ * KMS use of a function on a table encrypted under a customer-managed key: DynamoDB decrypts the
+ * table key with the caller's identity. The same actions CDK's own table grants give, spelt out (no
+ * wildcards), and only through DynamoDB (see data-tables.ts).
+ */
+export const tableKeyReadActions = ['kms:Decrypt', 'kms:DescribeKey'] as const;
+export const tableKeyWriteActions = [
+  ...tableKeyReadActions,
+  'kms:Encrypt',
+  'kms:ReEncryptFrom',
+  'kms:ReEncryptTo',
+  'kms:GenerateDataKey',
+  'kms:GenerateDataKeyWithoutPlaintext',
+] as const;
+
 /** Escrow use in lib/routes.ts: wrapping reads the public key locally, unwrapping asks KMS to decrypt. */
 export function escrowActions(escrow: 'wrap' | 'wrapAndUnwrap' | undefined): string[] {
   if (!escrow) return [];
   const wrap = ['kms:GetPublicKey', 'kms:DescribeKey'];
   return escrow === 'wrapAndUnwrap' ? [...wrap, 'kms:Decrypt'] : wrap;
 }
+
+/**
+ * What the account keeps on a key it owns: everything CloudFormation and an operator need to manage,
+ * rotate, tag or schedule the deletion of the key, and nothing that uses it. CreateGrant is left out
+ * too: a grant is another way to hand out Decrypt. `Put*` (PutKeyPolicy) stays: without it the key
+ * could never be managed again; whoever may rewrite the policy is who can open escrow, which
+ * docs/DEPLOY.md says.
+ */
+export const keyAdministrationActions = [
+  'kms:CreateAlias',
+  'kms:Describe*',
+  'kms:Enable*',
+  'kms:List*',
+  'kms:Put*',
+  'kms:Update*',
+  'kms:Revoke*',
+  'kms:Disable*',
+  'kms:Get*',
+  'kms:Delete*',
+  'kms:TagResource',
+  'kms:UntagResource',
+  'kms:ScheduleKeyDeletion',
+  'kms:CancelKeyDeletion',
+] as const;

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
-import { Effect, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { AccountRootPrincipal, Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
@@ -8,10 +8,17 @@ import { usagePlanParameterName } from '../lib/admin/api-gateway-keys.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../lib/routes.js';
 import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/tables.js';
 import { tierNames } from '../lib/tiers.js';
-import { DataTables } from './data-tables.js';
+import { DataTables, dynamoViaService } from './data-tables.js';
 import { Monitoring } from './monitoring.js';
 import { applyNagSuppressions } from './nag-suppressions.js';
-import { escrowActions, tableStatements } from './permissions.js';
+import {
+  canWrite,
+  escrowActions,
+  keyAdministrationActions,
+  tableKeyReadActions,
+  tableKeyWriteActions,
+  tableStatements,
+} from './permissions.js';
 import { ServiceApi } from './service-api.js';
 import { DEFAULT_TIMEOUT_SECONDS, ServiceFunction } from './service-function.js';
 import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
@@ -60,15 +67,28 @@ export class ReceiptServiceStack extends Stack {
       );
     }
 
-    this.data = new DataTables(this, 'Data', { prefix: settings.resourcePrefix });
+    this.data = new DataTables(this, 'Data', { prefix: settings.resourcePrefix, stage: settings.stage });
 
     // Wraps receipt keys for recipients who are not registered yet. Retained on stack deletion:
-    // escrowed receipts already stored can only ever be opened with this key.
+    // escrowed receipts already stored can only ever be opened with this key. Its policy leaves the
+    // account administration only: who may decrypt is named in it, role by role (nameEscrowKeyUsers),
+    // so no IAM policy elsewhere in the account can open escrow.
     this.escrowKey = new Key(this, 'EscrowKey', {
       description: `receipt-service ${settings.stage}: escrow key for receipts of unregistered recipients`,
       keySpec: KeySpec.RSA_2048,
       keyUsage: KeyUsage.ENCRYPT_DECRYPT,
       removalPolicy: RemovalPolicy.RETAIN,
+      policy: new PolicyDocument({
+        statements: [
+          new PolicyStatement({
+            sid: 'AccountAdministersTheKey',
+            effect: Effect.ALLOW,
+            principals: [new AccountRootPrincipal()],
+            actions: [...keyAdministrationActions],
+            resources: ['*'],
+          }),
+        ],
+      }),
     });
     // The alias goes with the stack so a redeploy of the stage can create it again. Functions name the
     // key by alias: the id is shown in envelopes (escrowKeyId), and an ARN would show the account.
@@ -102,6 +122,7 @@ export class ReceiptServiceStack extends Stack {
       functions.set(route.name, fn);
     }
     this.functions = functions;
+    this.nameEscrowKeyUsers(routes, functions);
 
     this.api = new ServiceApi(this, 'Http', {
       stage: settings.stage,
@@ -124,11 +145,19 @@ export class ReceiptServiceStack extends Stack {
       functions: routes.map((route) => ({
         name: route.name,
         fn: (functions.get(route.name) as ServiceFunction).function,
+        logGroup: (functions.get(route.name) as ServiceFunction).logGroup,
         timeoutSeconds: route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
       })),
       tables: this.data.tables,
       alarmEmail: settings.alarmEmail,
       dashboard: settings.dashboard,
+      security: {
+        unauthorized: settings.unauthorizedAlarmThreshold,
+        forbidden: settings.forbiddenAlarmThreshold,
+        decryptionErrors: settings.decryptionErrorAlarmThreshold,
+        grantErrors: settings.grantErrorAlarmThreshold,
+        registerConflicts: settings.registerConflictAlarmThreshold,
+      },
     });
 
     this.addOutputs(settings);
@@ -170,17 +199,32 @@ export class ReceiptServiceStack extends Stack {
   }
 
   private grantRoute(fn: ServiceFunction, route: RouteDefinition, settings: ServiceSettings): void {
-    for (const [key, access] of Object.entries(route.tables) as [
+    const entries = Object.entries(route.tables) as [
       TableKey,
       NonNullable<RouteDefinition['tables'][TableKey]>,
-    ][]) {
+    ][];
+    for (const [key, access] of entries) {
       for (const statement of tableStatements(
+        key,
         access,
         this.data.tables[key].tableArn,
         this.data.indexNames(key),
       )) {
         fn.role.addToPrincipalPolicy(statement);
       }
+    }
+    const keyed = entries.filter(([key]) => this.data.isCustomerKeyed(key));
+    if (keyed.length > 0) {
+      fn.role.addToPrincipalPolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: keyed.some(([, access]) => canWrite(access))
+            ? [...tableKeyWriteActions]
+            : [...tableKeyReadActions],
+          resources: [this.data.encryptionKey.keyArn],
+          conditions: dynamoViaService(),
+        }),
+      );
     }
     const kmsActions = escrowActions(route.escrow);
     if (kmsActions.length > 0) {
@@ -207,6 +251,46 @@ export class ReceiptServiceStack extends Stack {
           effect: Effect.ALLOW,
           actions: ['secretsmanager:GetSecretValue'],
           resources: secretArns,
+        }),
+      );
+    }
+  }
+
+  /**
+   * The escrow key's policy names each role that uses the key, once the functions exist: the key
+   * depends on the roles, never the other way round. Every escrow user reads the public key; only
+   * routes that unwrap may decrypt, and only with the algorithm escrow wraps with (lib/crypto/escrow.ts).
+   */
+  private nameEscrowKeyUsers(
+    routes: readonly RouteDefinition[],
+    functions: ReadonlyMap<string, ServiceFunction>,
+  ): void {
+    const rolesOf = (uses: readonly NonNullable<RouteDefinition['escrow']>[]) =>
+      routes
+        .filter((route) => route.escrow && uses.includes(route.escrow))
+        .map((route) => (functions.get(route.name) as ServiceFunction).role);
+    const readers = rolesOf(['wrap', 'wrapAndUnwrap']);
+    if (readers.length > 0) {
+      this.escrowKey.addToResourcePolicy(
+        new PolicyStatement({
+          sid: 'EscrowUsersReadThePublicKey',
+          effect: Effect.ALLOW,
+          principals: readers,
+          actions: ['kms:GetPublicKey', 'kms:DescribeKey'],
+          resources: ['*'],
+        }),
+      );
+    }
+    const unwrappers = rolesOf(['wrapAndUnwrap']);
+    if (unwrappers.length > 0) {
+      this.escrowKey.addToResourcePolicy(
+        new PolicyStatement({
+          sid: 'OnlyTheseRolesUnwrapEscrow',
+          effect: Effect.ALLOW,
+          principals: unwrappers,
+          actions: ['kms:Decrypt'],
+          resources: ['*'],
+          conditions: { StringEquals: { 'kms:EncryptionAlgorithm': 'RSAES_OAEP_SHA_256' } },
         }),
       );
     }

@@ -36,6 +36,8 @@ const tierOverrides = z.preprocess(
   z.strictObject(Object.fromEntries(tierNames.map((tier) => [tier, tierSchema.partial().optional()]))),
 );
 
+const alarmThreshold = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
+
 const retentionValues = Object.values(RetentionDays).filter(
   (value): value is number => typeof value === 'number',
 );
@@ -55,7 +57,8 @@ const settingsSchema = z.object({
       (days) => retentionValues.includes(days),
       `one of CloudWatch's retention periods: ${retentionValues.join(', ')}`,
     )
-    .default(RetentionDays.ONE_MONTH),
+    // A year of function and access logs: the window an incident or a dispute is investigated in.
+    .default(RetentionDays.ONE_YEAR),
   tokenTtlSeconds: serviceEnvSchema.shape.TOKEN_TTL_SECONDS,
   apiKeyCacheTtlSeconds: serviceEnvSchema.shape.API_KEY_CACHE_TTL_SECONDS,
   anonymousRequestsPerMinute: serviceEnvSchema.shape.ANON_RATE_LIMIT_PER_MINUTE,
@@ -72,6 +75,12 @@ const settingsSchema = z.object({
   publicRouteRateLimit: z.coerce.number().positive().default(20),
   publicRouteBurstLimit: z.coerce.number().int().min(1).default(40),
   dashboard: flag.default(true),
+  /** Security alarms: answers (or refusals) in five minutes at which someone should look. */
+  unauthorizedAlarmThreshold: alarmThreshold(50),
+  forbiddenAlarmThreshold: alarmThreshold(50),
+  decryptionErrorAlarmThreshold: alarmThreshold(20),
+  grantErrorAlarmThreshold: alarmThreshold(20),
+  registerConflictAlarmThreshold: alarmThreshold(1),
 });
 
 export type SettingsInput = Partial<z.input<typeof settingsSchema>>;

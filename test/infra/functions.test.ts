@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
+import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
 import { routes, type TableAccess } from '../../lib/routes.js';
 import { tableDefinitions, tableEnvVar, tableKeys, type TableKey } from '../../lib/tables.js';
 import {
@@ -17,6 +20,7 @@ let template: Template;
 let tableIds: Record<TableKey, string>;
 let escrowKeyId: string;
 let escrowAliasId: string;
+let tableKeyId: string;
 
 beforeAll(() => {
   ({ template } = synth());
@@ -30,7 +34,9 @@ beforeAll(() => {
       return [key, entry[0]];
     }),
   ) as Record<TableKey, string>;
-  escrowKeyId = Object.keys(resourcesOf(template, 'AWS::KMS::Key'))[0] as string;
+  const keys = Object.entries(resourcesOf(template, 'AWS::KMS::Key'));
+  escrowKeyId = keys.find(([, key]) => key.Properties.KeySpec === 'RSA_2048')?.[0] as string;
+  tableKeyId = keys.find(([, key]) => key.Properties.KeySpec === undefined)?.[0] as string;
   escrowAliasId = Object.keys(resourcesOf(template, 'AWS::KMS::Alias'))[0] as string;
 });
 
@@ -48,21 +54,28 @@ const actionsOn = (name: string, resourceId: string): Set<string> =>
       .flatMap((statement) => asArray(statement.Action)),
   );
 
-// Written out here rather than imported, so a wrong constant in infra/permissions.ts fails a test.
-const expectedTableActions: Record<TableAccess, string[]> = {
-  read: ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:Query'],
-  write: ['dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-  readWrite: [
-    'dynamodb:BatchGetItem',
-    'dynamodb:BatchWriteItem',
-    'dynamodb:ConditionCheckItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:GetItem',
-    'dynamodb:PutItem',
-    'dynamodb:Query',
-    'dynamodb:UpdateItem',
-  ],
+// Written out here rather than imported, so a wrong constant in infra/permissions.ts fails a test:
+// per table, the calls the functions' code makes when it reads and when it writes.
+const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }> = {
+  apiKeys: { read: ['dynamodb:GetItem'], write: [] },
+  keyPairs: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  users: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
+  accessTokens: { read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
+  receipts: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  transactions: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
+  rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
+  audit: { read: [], write: ['dynamodb:PutItem'] },
+  idempotency: {
+    read: ['dynamodb:GetItem'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
 };
+
+const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =>
+  [
+    ...(access === 'read' || access === 'readWrite' ? expectedTableActions[key].read : []),
+    ...(access === 'write' || access === 'readWrite' ? expectedTableActions[key].write : []),
+  ].sort();
 
 describe('one function per route', () => {
   it('creates exactly the functions of the route table', () => {
@@ -86,7 +99,7 @@ describe('one function per route', () => {
       });
       // Its own log group, with a retention.
       const logGroupId = referencedId((properties.LoggingConfig as { LogGroup: unknown }).LogGroup) ?? '';
-      expect(resourcesOf(template, 'AWS::Logs::LogGroup')[logGroupId]?.Properties.RetentionInDays).toBe(30);
+      expect(resourcesOf(template, 'AWS::Logs::LogGroup')[logGroupId]?.Properties.RetentionInDays).toBe(365);
     },
   );
 
@@ -156,15 +169,90 @@ describe('environment', () => {
 
 describe('least privilege', () => {
   it.each(routes.map((route) => [route.name, route] as const))(
-    '%s: exactly the table actions its route declares',
+    '%s: on each table it declares, only the calls the code makes there',
     (name, route) => {
       for (const key of tableKeys) {
-        const access = route.tables[key];
         const granted = [...actionsOn(name, tableIds[key])].sort();
-        expect([key, granted]).toEqual([key, access ? expectedTableActions[access] : []]);
+        expect([key, granted]).toEqual([key, expectedFor(key, route.tables[key])]);
       }
     },
   );
+
+  it('keeps the audit table append-only for every function, whatever its route declares', () => {
+    const writers = routes.filter((route) => route.tables.audit);
+    expect(writers.length).toBeGreaterThan(0);
+    for (const route of routes) {
+      const granted = [...actionsOn(route.name, tableIds.audit)];
+      expect([route.name, granted]).toEqual([route.name, route.tables.audit ? ['dynamodb:PutItem'] : []]);
+    }
+  });
+
+  it('grants what the code calls, and nothing it does not (read from lib/db)', () => {
+    // Calls per table as the repositories make them; the admin CLI and operator tooling use the
+    // same repositories with their own credentials, so their calls are set apart here by name.
+    const operatorOnly: Partial<Record<TableKey, string[]>> = {
+      apiKeys: ['dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:UpdateItem'],
+      audit: ['dynamodb:Query'],
+    };
+    const commandAction: Record<string, string> = {
+      Get: 'dynamodb:GetItem',
+      Put: 'dynamodb:PutItem',
+      Update: 'dynamodb:UpdateItem',
+      Delete: 'dynamodb:DeleteItem',
+      Query: 'dynamodb:Query',
+      Scan: 'dynamodb:Scan',
+      BatchGet: 'dynamodb:BatchGetItem',
+      BatchWrite: 'dynamodb:BatchWriteItem',
+      ConditionCheck: 'dynamodb:ConditionCheckItem',
+      GetItem: 'dynamodb:GetItem',
+      PutItem: 'dynamodb:PutItem',
+      UpdateItem: 'dynamodb:UpdateItem',
+      DeleteItem: 'dynamodb:DeleteItem',
+    };
+    const used = new Map<TableKey, Set<string>>(tableKeys.map((key) => [key, new Set<string>()]));
+    const use = (key: TableKey, action: string) => used.get(key)?.add(action);
+    const sourceOf = (path: string) => readFileSync(join(defaultProjectRoot, path), 'utf8');
+    for (const key of tableKeys) {
+      if (key === 'idempotency') continue;
+      const source = sourceOf(`lib/db/${tableDefinitions[key].name}.ts`);
+      for (const match of source.matchAll(/new (\w+?)Command\((?=([\s\S]{0,300}))/g)) {
+        const [, command = '', after = ''] = match;
+        if (command === 'TransactWrite') continue;
+        // The receipts' escrow index is granted apart from the table.
+        if (command === 'Query' && /IndexName/.test(after.split('}),')[0] ?? '')) continue;
+        use(key, commandAction[command] ?? `unknown command ${command}`);
+      }
+      if (/putIfAbsent\(\s*this\.doc/.test(source)) use(key, 'dynamodb:PutItem');
+      for (const [, item = '', field = ''] of source.matchAll(
+        /\b(Put|Update|Delete|ConditionCheck): \{\s*TableName: this\.(\w+)/g,
+      )) {
+        const table = field === 'tableName' ? key : (field.replace(/Table$/, '') as TableKey);
+        use(table, commandAction[item] ?? item);
+      }
+    }
+    // Powertools' idempotency persistence layer makes these calls on its table.
+    const powertools = readFileSync(
+      join(
+        defaultProjectRoot,
+        'node_modules/@aws-lambda-powertools/idempotency/lib/esm/persistence/DynamoDBPersistenceLayer.js',
+      ),
+      'utf8',
+    );
+    for (const [, command = ''] of powertools.matchAll(/new (\w+?)Command\(/g)) {
+      use('idempotency', commandAction[command] ?? `unknown command ${command}`);
+    }
+
+    for (const key of tableKeys) {
+      const byFunctions = [...(used.get(key) ?? [])]
+        .filter((action) => !(operatorOnly[key] ?? []).includes(action))
+        .sort();
+      const granted = [
+        ...new Set([...expectedTableActions[key].read, ...expectedTableActions[key].write]),
+      ].sort();
+      // A failure here names the table: add the call to infra/permissions.ts (and above), or drop it.
+      expect([key, byFunctions]).toEqual([key, granted]);
+    }
+  });
 
   it('lets only readers of the receipts table query its escrow index, and only query', () => {
     const indexStatements = (name: string) =>
@@ -192,13 +280,48 @@ describe('least privilege', () => {
         wrapAndUnwrap: ['kms:Decrypt', 'kms:DescribeKey', 'kms:GetPublicKey'],
       }[route.escrow ?? 'none'];
       expect(kmsActions).toEqual(expected);
-      // And no KMS action on anything else.
+      // And no KMS action on anything but the escrow key and the card-tag tables' key.
       const elsewhere = statements(name).filter(
         (statement) =>
           asArray(statement.Action).some((action) => action.startsWith('kms:')) &&
-          !asArray(statement.Resource).every((resource) => referencedId(resource) === escrowKeyId),
+          !asArray(statement.Resource).every((resource) =>
+            [escrowKeyId, tableKeyId].includes(referencedId(resource) ?? ''),
+          ),
       );
       expect(elsewhere).toEqual([]);
+    },
+  );
+
+  it.each(routes.map((route) => [route.name, route] as const))(
+    "%s: the card-tag tables' key, through DynamoDB only, when it uses one of those tables",
+    (name, route) => {
+      const cardTagTables: TableKey[] = ['users', 'receipts', 'audit', 'accessTokens'];
+      const onKey = statements(name).filter((statement) =>
+        asArray(statement.Resource).some((resource) => referencedId(resource) === tableKeyId),
+      );
+      const declared = cardTagTables.filter((key) => route.tables[key]);
+      if (declared.length === 0) {
+        expect(onKey).toEqual([]);
+        return;
+      }
+      expect(onKey).toHaveLength(1);
+      const writes = declared.some((key) => route.tables[key] !== 'read');
+      expect(asArray(onKey[0]?.Action).sort()).toEqual(
+        writes
+          ? [
+              'kms:Decrypt',
+              'kms:DescribeKey',
+              'kms:Encrypt',
+              'kms:GenerateDataKey',
+              'kms:GenerateDataKeyWithoutPlaintext',
+              'kms:ReEncryptFrom',
+              'kms:ReEncryptTo',
+            ]
+          : ['kms:Decrypt', 'kms:DescribeKey'],
+      );
+      expect(JSON.stringify((onKey[0] as unknown as { Condition: unknown }).Condition)).toMatch(
+        /"kms:ViaService":\{"Fn::Join":\["",\["dynamodb\.",\{"Ref":"AWS::Region"\},"\.amazonaws\.com"\]\]\}/,
+      );
     },
   );
 

@@ -2,13 +2,57 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { tableDefinitions, tableKeys, type TableDefinition } from '../../lib/tables.js';
 import { routes } from '../../lib/routes.js';
-import { resourcesOf, synth, type Resource } from './support.js';
+import { asArray, functionByName, referencedId, resourcesOf, synth, type Resource } from './support.js';
 
 let template: Template;
 
 beforeAll(() => {
   ({ template } = synth());
 });
+
+interface KeyStatement {
+  Sid?: string;
+  Effect: string;
+  Action: string | string[];
+  Principal: { AWS: unknown };
+  Resource: unknown;
+  Condition?: Record<string, Record<string, unknown>>;
+}
+
+const keyWith = (matches: (key: Resource) => boolean): [string, Resource] => {
+  const found = Object.entries(resourcesOf(template, 'AWS::KMS::Key')).filter(([, key]) => matches(key));
+  if (found.length !== 1) throw new Error(`Expected one such key, found ${found.length}`);
+  return found[0] as [string, Resource];
+};
+const escrowKey = () => keyWith((key) => key.Properties.KeySpec === 'RSA_2048');
+const tableKey = () => keyWith((key) => key.Properties.KeySpec === undefined);
+const policyOf = (key: Resource): KeyStatement[] =>
+  (key.Properties.KeyPolicy as { Statement: KeyStatement[] }).Statement;
+
+/** Whether an IAM action pattern (`kms:*`, `kms:Re*`) covers the action. */
+const covers = (pattern: string, action: string): boolean =>
+  pattern === '*' || pattern === action || (pattern.endsWith('*') && action.startsWith(pattern.slice(0, -1)));
+const allows = (statement: KeyStatement, action: string): boolean =>
+  statement.Effect === 'Allow' && asArray(statement.Action).some((pattern) => covers(pattern, action));
+const isAccountRoot = (statement: KeyStatement): boolean =>
+  JSON.stringify(statement.Principal).includes(':root');
+const principalIds = (statements: KeyStatement[]): string[] =>
+  statements.flatMap((statement) =>
+    asArray(statement.Principal.AWS).map((p) => referencedId(p) ?? JSON.stringify(p)),
+  );
+const roleOf = (routeName: string): string =>
+  referencedId(functionByName(template, `receipt-service-test-${routeName}`)[1].Properties.Role) ?? '';
+
+// What DynamoDB would use a key for, and what hands use on to someone else.
+const keyUses = [
+  'kms:Decrypt',
+  'kms:Encrypt',
+  'kms:ReEncryptFrom',
+  'kms:ReEncryptTo',
+  'kms:GenerateDataKey',
+  'kms:CreateGrant',
+] as const;
+const cardTagTableNames = ['users', 'receipts', 'audit', 'access-tokens'];
 
 const tableNamed = (name: string): Resource => {
   const found = Object.values(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -29,7 +73,12 @@ describe('DynamoDB tables', () => {
       const table = tableNamed(definition.name);
       const properties = table.Properties;
       expect(properties.BillingMode).toBe('PAY_PER_REQUEST');
-      expect(properties.SSESpecification).toEqual({ SSEEnabled: true });
+      // Tables holding card tags under our own key; the rest under AWS's.
+      expect(properties.SSESpecification).toEqual(
+        cardTagTableNames.includes(definition.name)
+          ? { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [tableKey()[0], 'Arn'] } }
+          : { SSEEnabled: true },
+      );
       expect(properties.KeySchema).toEqual([
         { AttributeName: definition.partitionKey, KeyType: 'HASH' },
         ...(definition.sortKey ? [{ AttributeName: definition.sortKey, KeyType: 'RANGE' }] : []),
@@ -79,11 +128,91 @@ describe('DynamoDB tables', () => {
 
 describe('escrow key', () => {
   it('is an RSA-2048 encryption key that outlives the stack', () => {
-    const keys = Object.values(resourcesOf(template, 'AWS::KMS::Key'));
-    expect(keys).toHaveLength(1);
-    expect(keys[0]?.Properties).toMatchObject({ KeySpec: 'RSA_2048', KeyUsage: 'ENCRYPT_DECRYPT' });
-    expect(keys[0]?.DeletionPolicy).toBe('Retain');
+    expect(Object.keys(resourcesOf(template, 'AWS::KMS::Key'))).toHaveLength(2);
+    const [, key] = escrowKey();
+    expect(key.Properties).toMatchObject({ KeySpec: 'RSA_2048', KeyUsage: 'ENCRYPT_DECRYPT' });
+    expect(key.DeletionPolicy).toBe('Retain');
     template.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/receipt-service-test-escrow' });
+  });
+
+  it('lets the account administer it, but neither decrypt nor hand decryption on', () => {
+    const policy = policyOf(escrowKey()[1]);
+    const account = policy.filter(isAccountRoot);
+    expect(account).toHaveLength(1);
+    for (const action of keyUses)
+      expect([action, allows(account[0] as KeyStatement, action)]).toEqual([action, false]);
+    // Without these CloudFormation and the operators could lock the key out of any change.
+    for (const action of [
+      'kms:PutKeyPolicy',
+      'kms:DescribeKey',
+      'kms:EnableKey',
+      'kms:DisableKey',
+      'kms:ScheduleKeyDeletion',
+      'kms:CancelKeyDeletion',
+      'kms:TagResource',
+      'kms:UntagResource',
+      'kms:CreateAlias',
+      'kms:RevokeGrant',
+    ]) {
+      expect([action, allows(account[0] as KeyStatement, action)]).toEqual([action, true]);
+    }
+  });
+
+  it('names the roles that may decrypt: those of the routes that unwrap escrow, nobody else', () => {
+    const decrypters = policyOf(escrowKey()[1]).filter((statement) => allows(statement, 'kms:Decrypt'));
+    const unwrapping = routes
+      .filter((route) => route.escrow === 'wrapAndUnwrap')
+      .map((route) => roleOf(route.name));
+    expect(unwrapping.length).toBeGreaterThan(0);
+    expect(principalIds(decrypters).sort()).toEqual(unwrapping.sort());
+    for (const statement of decrypters) {
+      expect(asArray(statement.Action)).toEqual(['kms:Decrypt']);
+      // Only the unwrap lib/crypto/escrow.ts makes.
+      expect(statement.Condition).toEqual({
+        StringEquals: { 'kms:EncryptionAlgorithm': 'RSAES_OAEP_SHA_256' },
+      });
+    }
+  });
+
+  it('lets every route that wraps for escrow read the public key', () => {
+    const readers = policyOf(escrowKey()[1]).filter(
+      (statement) => !isAccountRoot(statement) && allows(statement, 'kms:GetPublicKey'),
+    );
+    const escrowUsers = routes.filter((route) => route.escrow).map((route) => roleOf(route.name));
+    expect(principalIds(readers).sort()).toEqual(escrowUsers.sort());
+    for (const statement of readers)
+      expect(asArray(statement.Action).sort()).toEqual(['kms:DescribeKey', 'kms:GetPublicKey']);
+  });
+
+  it('gives no other principal anything, and no role not on the list', () => {
+    const named = new Set(routes.filter((route) => route.escrow).map((route) => roleOf(route.name)));
+    for (const statement of policyOf(escrowKey()[1])) {
+      expect(statement.Effect).toBe('Allow');
+      if (isAccountRoot(statement)) continue;
+      for (const id of principalIds([statement])) expect(named.has(id)).toBe(true);
+    }
+  });
+});
+
+describe('card-tag tables key', () => {
+  it('is a rotating symmetric key that outlives the stack, like the tables it encrypts', () => {
+    const [, key] = tableKey();
+    expect(key.Properties.EnableKeyRotation).toBe(true);
+    expect(key.DeletionPolicy).toBe('Retain');
+  });
+
+  it('is used only through DynamoDB in this account, and administered without decrypting', () => {
+    const policy = policyOf(tableKey()[1]);
+    for (const statement of policy) {
+      const uses = keyUses.filter((action) => allows(statement, action));
+      if (uses.length === 0) continue;
+      expect(JSON.stringify(statement.Condition?.StringEquals?.['kms:ViaService'])).toContain('dynamodb.');
+      expect(statement.Condition?.StringEquals?.['kms:CallerAccount']).toEqual({ Ref: 'AWS::AccountId' });
+    }
+    const administration = policy.filter((statement) => allows(statement, 'kms:ScheduleKeyDeletion'));
+    expect(administration).toHaveLength(1);
+    expect(administration[0]?.Condition).toBeUndefined();
+    for (const action of keyUses) expect(allows(administration[0] as KeyStatement, action)).toBe(false);
   });
 });
 
@@ -103,6 +232,101 @@ describe('operations', () => {
     template.hasResourceProperties('AWS::Logs::MetricFilter', {
       FilterPattern: '{ $.status = "429" }',
       MetricTransformations: [{ MetricName: 'receipt-service-test-rate-limited', MetricValue: '1' }],
+    });
+  });
+
+  const filters = () => Object.values(resourcesOf(template, 'AWS::Logs::MetricFilter'));
+  const metricOf = (filter: Resource) =>
+    (filter.Properties.MetricTransformations as { MetricName: string; MetricNamespace: string }[])[0];
+  const isAccessLogGroup = (logGroupId: string | undefined) => {
+    const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGateway::Stage'));
+    return !!logGroupId && JSON.stringify(stage?.Properties.AccessLogSetting).includes(`"${logGroupId}"`);
+  };
+  const functionLogGroupId = (name: string) =>
+    referencedId(
+      (
+        functionByName(template, `receipt-service-test-${name}`)[1].Properties.LoggingConfig as {
+          LogGroup: unknown;
+        }
+      ).LogGroup,
+    );
+
+  it.each([
+    ['401', 'api-401', 'unauthorized', 50],
+    ['403', 'api-403', 'forbidden', 50],
+  ])('alarms on a spike of %s answers, counted from the access log', (status, alarm, metric, threshold) => {
+    expect(alarmNamed(`receipt-service-test-${alarm}`)?.Properties).toMatchObject({
+      MetricName: `receipt-service-test-${metric}`,
+      Namespace: 'ReceiptService',
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: threshold,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    const counting = filters().filter(
+      (filter) => metricOf(filter)?.MetricName === `receipt-service-test-${metric}`,
+    );
+    expect(counting).toHaveLength(1);
+    expect(counting[0]?.Properties.FilterPattern).toBe(`{ $.status = "${status}" }`);
+    expect(isAccessLogGroup(referencedId(counting[0]?.Properties.LogGroupName))).toBe(true);
+  });
+
+  it.each([
+    ['DECRYPTION_ERROR', 'decryption-errors', 20],
+    ['GRANT_ERROR', 'grant-errors', 20],
+  ])('alarms on a spike of %s answers, counted from every function log', (code, name, threshold) => {
+    expect(alarmNamed(`receipt-service-test-${name}`)?.Properties).toMatchObject({
+      MetricName: `receipt-service-test-${name}`,
+      Namespace: 'ReceiptService',
+      Statistic: 'Sum',
+      Threshold: threshold,
+    });
+    const counting = filters().filter(
+      (filter) => metricOf(filter)?.MetricName === `receipt-service-test-${name}`,
+    );
+    for (const filter of counting) expect(filter.Properties.FilterPattern).toBe(`{ $.code = "${code}" }`);
+    expect(counting.map((filter) => referencedId(filter.Properties.LogGroupName)).sort()).toEqual(
+      routes.map((route) => functionLogGroupId(route.name)).sort(),
+    );
+  });
+
+  it("alarms on any register conflict, counted from the register function's access lines", () => {
+    expect(alarmNamed('receipt-service-test-register-conflicts')?.Properties).toMatchObject({
+      MetricName: 'receipt-service-test-register-conflicts',
+      Namespace: 'ReceiptService',
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
+    const counting = filters().filter(
+      (filter) => metricOf(filter)?.MetricName === 'receipt-service-test-register-conflicts',
+    );
+    expect(counting).toHaveLength(1);
+    expect(counting[0]?.Properties.FilterPattern).toBe('{ ($.message = "request") && ($.status = 409) }');
+    expect(referencedId(counting[0]?.Properties.LogGroupName)).toBe(functionLogGroupId('register'));
+  });
+
+  it('takes the security thresholds from the settings', () => {
+    const { template: tuned } = synth({
+      context: {
+        unauthorizedAlarmThreshold: '11',
+        forbiddenAlarmThreshold: '12',
+        decryptionErrorAlarmThreshold: '13',
+        grantErrorAlarmThreshold: '14',
+        registerConflictAlarmThreshold: '15',
+      },
+    });
+    const thresholds = Object.fromEntries(
+      Object.values(resourcesOf(tuned, 'AWS::CloudWatch::Alarm')).map((alarm) => [
+        alarm.Properties.AlarmName,
+        alarm.Properties.Threshold,
+      ]),
+    );
+    expect(thresholds).toMatchObject({
+      'receipt-service-test-api-401': 11,
+      'receipt-service-test-api-403': 12,
+      'receipt-service-test-decryption-errors': 13,
+      'receipt-service-test-grant-errors': 14,
+      'receipt-service-test-register-conflicts': 15,
     });
   });
 
@@ -150,9 +374,13 @@ describe('operations', () => {
     }
   });
 
-  it('sets a retention on every log group', () => {
-    for (const group of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) {
-      expect(group.Properties.RetentionInDays).toBe(30);
+  it('keeps every log group a year, or as long as the setting says', () => {
+    const groups = Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'));
+    expect(groups.length).toBeGreaterThan(routes.length);
+    for (const group of groups) expect(group.Properties.RetentionInDays).toBe(365);
+    const { template: shorter } = synth({ context: { logRetentionDays: '180' } });
+    for (const group of Object.values(resourcesOf(shorter, 'AWS::Logs::LogGroup'))) {
+      expect(group.Properties.RetentionInDays).toBe(180);
     }
   });
 

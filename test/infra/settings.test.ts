@@ -18,7 +18,7 @@ describe('settings', () => {
       tiers,
       tiersOverridden: false,
       logLevel: 'INFO',
-      logRetentionDays: 30,
+      logRetentionDays: 365,
       tokenTtlSeconds: 180,
       receiptRetentionDays: 2557,
       escrowRetentionDays: 90,
@@ -27,6 +27,11 @@ describe('settings', () => {
       squareSecretName: '/dev/receipt-service/square-access-token',
       squareEnvironment: 'sandbox',
       apiGatewayCloudWatchRole: true,
+      unauthorizedAlarmThreshold: 50,
+      forbiddenAlarmThreshold: 50,
+      decryptionErrorAlarmThreshold: 20,
+      grantErrorAlarmThreshold: 20,
+      registerConflictAlarmThreshold: 1,
     });
     expect(settings.alarmEmail).toBeUndefined();
     expect(settings.squareLocationId).toBeUndefined();
@@ -40,6 +45,8 @@ describe('settings', () => {
       dashboard: 'true',
       alarmEmail: 'ops@example.com',
       tiers: '{"enterprise":{"dailyQuota":20000000}}',
+      logRetentionDays: '90',
+      decryptionErrorAlarmThreshold: '5',
     });
     expect(settings).toMatchObject({
       stage: 'prod',
@@ -49,6 +56,8 @@ describe('settings', () => {
       alarmEmail: 'ops@example.com',
       stripeSecretName: '/prod/receipt-service/stripe-secret-key',
       tiersOverridden: true,
+      logRetentionDays: 90,
+      decryptionErrorAlarmThreshold: 5,
     });
     expect(settings.tiers.enterprise).toEqual({ ...tiers.enterprise, dailyQuota: 20_000_000 });
     expect(settings.tiers.free).toEqual(tiers.free);
@@ -66,6 +75,8 @@ describe('settings', () => {
     [{ tokenTtlSeconds: 60 }, 'tokenTtlSeconds'],
     [{ logRetentionDays: 31 }, 'logRetentionDays'],
     [{ alarmEmail: 'not-an-address' }, 'alarmEmail'],
+    [{ registerConflictAlarmThreshold: 0 }, 'registerConflictAlarmThreshold'],
+    [{ grantErrorAlarmThreshold: 'many' }, 'grantErrorAlarmThreshold'],
     [{ squareEnvironment: 'live' }, 'squareEnvironment'],
     [{ tiers: '{"gold":{"burst":1}}' }, 'tiers'],
     [{ tiers: { free: { burst: 0 } } }, 'tiers.free.burst'],
