@@ -1,23 +1,17 @@
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { SealedEnvelope } from '../crypto/envelope.js';
 import { isConditionFailure, putIfAbsent, type PutIfAbsentOutcome } from './client.js';
 
-/** The envelope as returned to merchants and accepted by decrypt (spec: EncryptedReceiptEnvelope). */
-export interface ReceiptEnvelope {
-  version: string;
-  receiptId: string;
-  keyId: string;
-  keyBundle: { encryptedAesKey: string; keyId: string; algorithm: 'RSA-OAEP-256' };
-  ciphertext: string;
-  iv: string;
-  authTag: string;
-  protected: string;
-  merchantId: string;
-  transactionId: string;
+/**
+ * The envelope as stored and returned to merchants (spec: EncryptedReceiptEnvelope): what the crypto
+ * module sealed, plus its lifetime and escrow state.
+ */
+export type ReceiptEnvelope = SealedEnvelope & {
   createdAt: string;
   expiresAt: string;
   isEscrowed: boolean;
   escrowKeyId: string | null;
-}
+};
 
 export interface StoredReceipt {
   receiptId: string;

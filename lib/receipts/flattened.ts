@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
+import { amountProblems } from './amounts.js';
 import {
   cardBrands,
   currency,
@@ -87,22 +88,26 @@ export function checkAmounts(
       message: 'must list at least one item (or set mockItems: true)',
     });
   }
-  if (receipt.items.length > 0) {
-    const sum = receipt.items.reduce((total, item) => total + item.totalPrice, 0);
-    if (sum !== receipt.subtotal) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['subtotal'],
-        message: `must equal the sum of the items' totalPrice (${sum})`,
-      });
-    }
-  }
-  if (receipt.subtotal + receipt.taxAmount !== receipt.totalAmount) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['totalAmount'],
-      message: `must equal subtotal + taxAmount (${receipt.subtotal + receipt.taxAmount})`,
-    });
+  const problems = amountProblems({
+    lines: receipt.items,
+    subtotal: receipt.subtotal,
+    tax: receipt.taxAmount,
+    total: receipt.totalAmount,
+  });
+  for (const problem of problems) {
+    ctx.addIssue(
+      problem.amount === 'subtotal'
+        ? {
+            code: 'custom',
+            path: ['subtotal'],
+            message: `must equal the sum of the items' totalPrice (${problem.expected})`,
+          }
+        : {
+            code: 'custom',
+            path: ['totalAmount'],
+            message: `must equal subtotal + taxAmount (${problem.expected})`,
+          },
+    );
   }
 }
 

@@ -1,0 +1,35 @@
+/**
+ * The one amount-consistency rule (DECISIONS.md): the lines add up to the subtotal, and the subtotal
+ * plus tax is the total. Encrypt (both forms), payment creation and the Square adapter's order all
+ * check it here, each naming the fields in its own vocabulary.
+ */
+export interface Amounts {
+  /** Line totals in minor units; an empty list skips the subtotal check (mock items come later). */
+  lines: readonly { totalPrice: number }[];
+  subtotal: number;
+  /** Omitted where the form has no tax-inclusive total to check. */
+  tax?: number;
+  total?: number;
+}
+
+export interface AmountProblem {
+  /** Which amount is wrong, and what it would have to be. */
+  amount: 'subtotal' | 'total';
+  expected: number;
+}
+
+export const sumOfLines = (lines: Amounts['lines']): number =>
+  lines.reduce((total, line) => total + line.totalPrice, 0);
+
+export function amountProblems(amounts: Amounts): AmountProblem[] {
+  const problems: AmountProblem[] = [];
+  if (amounts.lines.length > 0 && sumOfLines(amounts.lines) !== amounts.subtotal)
+    problems.push({ amount: 'subtotal', expected: sumOfLines(amounts.lines) });
+  if (
+    amounts.tax !== undefined &&
+    amounts.total !== undefined &&
+    amounts.subtotal + amounts.tax !== amounts.total
+  )
+    problems.push({ amount: 'total', expected: amounts.subtotal + amounts.tax });
+  return problems;
+}
