@@ -1,3 +1,4 @@
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { ApiKeyAuthenticator } from './api-key-auth.js';
 import type { Clock } from './clock.js';
 import { requireTable, type ServiceConfig } from './config.js';
@@ -14,6 +15,7 @@ import { UserRepository } from './db/users.js';
 import type { GatewayRegistry } from './gateways/port.js';
 import type { PlatformDeps } from './http/pipeline.js';
 import type { Logger } from './log.js';
+import type { Telemetry } from './observability.js';
 import type { TableKey } from './tables.js';
 import type { TierTable } from './tiers.js';
 
@@ -31,6 +33,10 @@ export interface CoreDeps extends PlatformDeps {
   dynamo: DynamoClients;
   repos: Repositories;
   audit: AuditLog;
+  /** Counters an operator watches (lib/observability.ts). */
+  telemetry: Telemetry;
+  /** X-Ray, in Lambda only. */
+  tracer?: Tracer;
 }
 
 /** The whole service: the local server hands this to every handler; a Lambda builds only its part. */
@@ -45,6 +51,8 @@ export function createCoreDeps(input: {
   clock: Clock;
   logger: Logger;
   tiers: TierTable;
+  telemetry: Telemetry;
+  tracer?: Tracer;
 }): CoreDeps {
   const { config, dynamo, clock } = input;
   const { doc } = dynamo;

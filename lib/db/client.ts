@@ -6,12 +6,17 @@ export interface DynamoClients {
   doc: DynamoDBDocumentClient;
 }
 
-/** One client per cold start, shared by every repository. `endpoint` is set only for DynamoDB Local. */
+/**
+ * One client per cold start, shared by every repository. `endpoint` is set only for DynamoDB Local.
+ * `instrument` sees the client before anything uses it: in Lambda, X-Ray's capture, which the
+ * document client then shares (it sends through the same middleware stack).
+ */
 export function createDynamoClients(options: {
   region: string;
   endpoint?: string | undefined;
+  instrument?: (client: DynamoDBClient) => DynamoDBClient;
 }): DynamoClients {
-  const client = new DynamoDBClient({
+  const created = new DynamoDBClient({
     region: options.region,
     ...(options.endpoint
       ? {
@@ -22,6 +27,7 @@ export function createDynamoClients(options: {
       : {}),
     maxAttempts: 3,
   });
+  const client = options.instrument ? options.instrument(created) : created;
   const doc = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });

@@ -1,18 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
 import type { AppDeps } from '../deps.js';
-import { InvalidRequestError } from '../errors.js';
+import { AppError, InvalidRequestError, PaymentDeclinedError } from '../errors.js';
 import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
+import type { PaymentFailure } from '../observability.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
-import { toDigitalReceipt, type FlattenedReceipt } from '../receipts/flattened.js';
+import { toDigitalReceipt } from '../receipts/flattened.js';
+import type { CreatePaymentBody } from '../routes/create-payment.js';
 import { storeTransaction } from '../receipts/transactions.js';
 
 export type PaymentDeps = Omit<AppDeps, never>;
-
-export interface CreatePaymentBody extends FlattenedReceipt {
-  amount?: number | undefined;
-  cardNonce?: string | undefined;
-}
 
 /** Spec: PaymentResult, plus the gateway kind the flow carries to step 5. */
 export interface PaymentResult {
@@ -52,6 +49,14 @@ export async function configuredGateway(
   return deps.gateways.get(kind);
 }
 
+/** A decline is the card's answer, a refusal the provider's verdict on the request, an error its outage. */
+const paymentFailure = (error: unknown): PaymentFailure =>
+  error instanceof PaymentDeclinedError
+    ? 'declined'
+    : error instanceof AppError && error.status < 500
+      ? 'refused'
+      : 'error';
+
 /**
  * Encrypts and stores the receipt, creates the payment with pointers to it, and maps the transaction.
  * Every step is safe to repeat: the envelope is stored once per receiptId, the gateway call carries an
@@ -79,20 +84,25 @@ export async function createPaymentWithReceipt(
     transactionId: receipt.transaction.transactionId,
     merchantId: receipt.merchant.merchantId,
   };
-  const created = await gateway.createPayment({
-    idempotencyKey: createHash('sha256').update(`${caller.clientId}:${receipt.receiptId}`).digest('hex'),
-    amount,
-    currency: body.currency,
-    pointers,
-    lines: receipt.items.map((item) => ({
-      name: item.name,
-      quantity: item.quantity,
-      unitPrice: item.unitPrice,
-      totalPrice: item.totalPrice,
-    })),
-    taxAmount: body.taxAmount,
-    ...(cardNonce ? { cardNonce } : {}),
-  });
+  const created = await gateway
+    .createPayment({
+      idempotencyKey: createHash('sha256').update(`${caller.clientId}:${receipt.receiptId}`).digest('hex'),
+      amount,
+      currency: body.currency,
+      pointers,
+      lines: receipt.items.map((item) => ({
+        name: item.name,
+        quantity: item.quantity,
+        unitPrice: item.unitPrice,
+        totalPrice: item.totalPrice,
+      })),
+      taxAmount: body.taxAmount,
+      ...(cardNonce ? { cardNonce } : {}),
+    })
+    .catch((error: unknown) => {
+      deps.telemetry.count('PaymentFailures', { gateway: kind, outcome: paymentFailure(error) });
+      throw error;
+    });
   await storeTransaction(deps, {
     envelope,
     paymentGateway: kind,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
 import type { AppDeps } from '../deps.js';
 import { GrantForbiddenError, GrantLimitError } from '../errors.js';
+import { redactEverywhere } from '../log.js';
 
 export interface AccessToken {
   tokenId: string;
@@ -13,7 +14,7 @@ export interface AccessToken {
   sourceIp: string;
 }
 
-type AccessDeps = Pick<AppDeps, 'clock' | 'config' | 'repos' | 'audit'>;
+type AccessDeps = Pick<AppDeps, 'clock' | 'config' | 'repos' | 'audit' | 'telemetry'>;
 
 /**
  * A short-lived decrypt token for one of this client's users and that user's registered key. An
@@ -48,8 +49,8 @@ export async function grantAccess(
     throw new GrantForbiddenError();
   }
   const now = deps.clock.now();
-  const token: AccessToken = {
-    tokenId: randomUUID(),
+  const tokenId = randomUUID();
+  const record: Omit<AccessToken, 'tokenId'> = {
     userId: user.userId,
     keyId: user.keyId,
     purpose: 'decrypt',
@@ -57,12 +58,14 @@ export async function grantAccess(
     expiresAt: new Date(now.getTime() + deps.config.tokenTtlSeconds * 1000).toISOString(),
     sourceIp: input.sourceIp,
   };
-  const { tokenId, ...record } = token;
   const outcome = await deps.repos.accessTokens.grant(tokenId, { ...record, clientId: caller.clientId }, now);
   if (!outcome.granted) {
+    deps.telemetry.count('GrantLimitRefusals');
     await audit('failure', 'active token limit reached');
     throw new GrantLimitError(outcome.retryAfterSeconds, deps.config.maxActiveTokens);
   }
+  // UUID-shaped like every id that is logged, so only its value can mark it as one not to log.
+  redactEverywhere(tokenId);
   await audit('success');
-  return token;
+  return { tokenId, ...record };
 }

@@ -8,7 +8,10 @@ import type { AppDeps } from '../deps.js';
 import { ConflictError, EncryptionError } from '../errors.js';
 import type { DigitalReceipt } from './schemas.js';
 
-export type EncryptDeps = Pick<AppDeps, 'config' | 'clock' | 'repos' | 'audit' | 'escrow' | 'logger'>;
+export type EncryptDeps = Pick<
+  AppDeps,
+  'config' | 'clock' | 'repos' | 'audit' | 'escrow' | 'logger' | 'telemetry'
+>;
 
 export interface EncryptInput {
   receipt: DigitalReceipt;
@@ -118,5 +121,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     }
     throw new ConflictError('A different receipt with this receiptId already exists', { field: 'receiptId' });
   }
+  // Counted once per stored receipt: an identical retry returned above and is not a second receipt.
+  deps.telemetry.count(isEscrowed ? 'ReceiptsEscrowed' : 'ReceiptsEncrypted');
   return { envelope, recipientUserId: userId };
 }

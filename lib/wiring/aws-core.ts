@@ -3,6 +3,8 @@ import { loadConfig } from '../config.js';
 import { createDynamoClients } from '../db/client.js';
 import { createCoreDeps, type CoreDeps } from '../deps.js';
 import { createLogger } from '../log.js';
+import { awsObservability } from '../observability-aws.js';
+import { LogTelemetry } from '../observability.js';
 import { tiers } from '../tiers.js';
 
 let core: CoreDeps | undefined;
@@ -14,12 +16,23 @@ let core: CoreDeps | undefined;
 export function awsCoreDeps(): CoreDeps {
   if (!core) {
     const config = loadConfig();
+    const logger = createLogger({ level: config.logLevel });
+    const { telemetry: emf, tracer } = awsObservability(logger);
+    // A handler run against DynamoDB Local has no CloudWatch to read EMF: its counts go to the log,
+    // at the log's level, like the local stack's.
+    const telemetry = config.dynamoDbEndpoint ? new LogTelemetry(logger) : emf;
     core = createCoreDeps({
       config,
-      dynamo: createDynamoClients({ region: config.region, endpoint: config.dynamoDbEndpoint }),
+      dynamo: createDynamoClients({
+        region: config.region,
+        endpoint: config.dynamoDbEndpoint,
+        instrument: (client) => tracer.captureAWSv3Client(client),
+      }),
       clock: systemClock,
-      logger: createLogger({ level: config.logLevel }),
+      logger,
       tiers,
+      telemetry,
+      tracer,
     });
   }
   return core;

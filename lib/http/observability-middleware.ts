@@ -1,0 +1,39 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import type { MiddlewareObj } from '@middy/core';
+import type { Context } from 'aws-lambda';
+import type { Logger } from '../log.js';
+import type { Telemetry } from '../observability.js';
+
+export interface ObservabilityDeps {
+  logger: Logger;
+  telemetry: Telemetry;
+  /** Present only in Lambda (lib/observability-aws.ts); locally there is nothing to trace into. */
+  tracer?: Tracer | undefined;
+}
+
+// Whatever the event and result, like Powertools' own middlewares: they read only the Lambda context.
+type AnyMiddleware = MiddlewareObj<unknown, unknown, Error, Context>;
+
+/** Publishes what the invocation counted, after it succeeds or fails. */
+export function publishTelemetry(telemetry: Telemetry): AnyMiddleware {
+  const flush = () => telemetry.flush();
+  return { after: flush, onError: flush };
+}
+
+/**
+ * The Powertools middlewares for one endpoint, to be used first in the Middy chain so that they wrap
+ * everything else: the Lambda context (request id, function name, cold start) on every log line,
+ * an X-Ray subsegment for the handler, and the invocation's metrics published at its end.
+ *
+ * The handler's response is not recorded in the trace: it can hold a generated private key or a
+ * decrypted receipt, and X-Ray metadata is readable by anyone who can read traces.
+ */
+export function observability(deps: ObservabilityDeps): AnyMiddleware[] {
+  return [
+    injectLambdaContext(deps.logger, { resetKeys: true }),
+    ...(deps.tracer ? [captureLambdaHandler(deps.tracer, { captureResponse: false })] : []),
+    publishTelemetry(deps.telemetry),
+  ];
+}
