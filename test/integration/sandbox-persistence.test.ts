@@ -123,7 +123,7 @@ describe('the local stack with a data folder', () => {
   });
 
   it('decrypts by payment id, after a restart, a receipt paid for before it', async () => {
-    const open = () => startTestStack({ inMemory: false, dataDir, tablePrefix });
+    const open = () => startTestStack({ inMemory: false, dataDir, tablePrefix, logLevel: 'WARN' });
     stack = await open();
     const merchant = await stack.apiKey(['merchant']);
     const issuer = await stack.apiKey(['issuer']);
