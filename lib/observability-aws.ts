@@ -25,8 +25,10 @@ export class PowertoolsTelemetry implements Telemetry {
     try {
       const split = dimensions[0];
       if (split) {
+        // Two dimension sets: the service alone, for the total an alarm watches, and split.
         this.metrics
           .singleMetric()
+          .addDimensions({})
           .addDimensions({ ...split })
           .addMetric(metric, MetricUnit.Count, 1);
       } else {

@@ -74,15 +74,18 @@ describe('telemetry on Powertools Metrics (CloudWatch EMF)', () => {
     expect(line!.service).toBe('metrics-test');
   });
 
-  it('publishes a count with dimensions as its own metric, split by each dimension', () => {
+  it('publishes a count with dimensions as its own metric, in total and split by its dimensions', () => {
     const counter = telemetry();
     counter.count('DecryptRefusals', { reason: 'token_expired' });
     counter.count('PaymentFailures', { gateway: 'gateway_b', outcome: 'declined' });
 
     const [refusal, failure] = emf();
-    expect(refusal!._aws.CloudWatchMetrics[0]!.Dimensions[0]).toEqual(
-      expect.arrayContaining(['service', 'reason']),
-    );
+    // The service alone gives the total an alarm watches; the split says why.
+    expect(refusal!._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([['service'], ['service', 'reason']]);
+    expect(failure!._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([
+      ['service'],
+      ['service', 'gateway', 'outcome'],
+    ]);
     expect(refusal).toMatchObject({ reason: 'token_expired', DecryptRefusals: 1 });
     expect(failure).toMatchObject({ gateway: 'gateway_b', outcome: 'declined', PaymentFailures: 1 });
   });
