@@ -33,3 +33,23 @@ export function amountProblems(amounts: Amounts): AmountProblem[] {
     problems.push({ amount: 'total', expected: amounts.subtotal + amounts.tax });
   return problems;
 }
+
+export interface LineAmounts {
+  quantity: number;
+  unitPrice: number;
+  totalPrice: number;
+  discounts?: readonly { amount?: number | undefined }[] | undefined;
+}
+
+/**
+ * What a line's totalPrice must be: quantity × unitPrice, rounded half away from zero to the minor
+ * unit (fractional quantities: 1.5 kg at 333 is 500), less its discounts. Undefined when the line
+ * does not say enough to check: a discount given only as a percentage has no amount to subtract.
+ */
+export function expectedLineTotal(line: LineAmounts): number | undefined {
+  const discounts = line.discounts ?? [];
+  if (discounts.some((discount) => discount.amount === undefined)) return undefined;
+  const gross = line.quantity * line.unitPrice;
+  const rounded = Math.sign(gross) * Math.round(Math.abs(gross));
+  return rounded - discounts.reduce((sum, discount) => sum + (discount.amount ?? 0), 0);
+}

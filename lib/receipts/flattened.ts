@@ -3,6 +3,8 @@ import * as z from 'zod';
 import { amountProblems } from './amounts.js';
 import {
   cardBrands,
+  checkLineTotal,
+  countryCode,
   currency,
   dateTime,
   hashedPan,
@@ -41,7 +43,11 @@ export const flattenedItemSchema = z
       .max(20)
       .optional(),
   })
-  .meta({ id: 'FlattenedLineItem' });
+  .superRefine(checkLineTotal)
+  .meta({
+    id: 'FlattenedLineItem',
+    description: 'totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit.',
+  });
 
 export const flattenedReceiptFields = {
   version: text(32).min(1).default('1.0'),
@@ -52,7 +58,7 @@ export const flattenedReceiptFields = {
   merchantCity: text().optional(),
   merchantState: text().optional(),
   merchantPostalCode: text(32).optional(),
-  merchantCountry: text(64).optional(),
+  merchantCountry: countryCode.optional(),
   merchantTaxId: text(64).optional(),
   merchantContactEmail: z.email().max(320).optional(),
   transactionId: uuid,

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { sumOfLines } from './amounts.js';
+import { expectedLineTotal, sumOfLines, type LineAmounts } from './amounts.js';
 
 /**
  * The spec's receipt resources as zod schemas, field for field. Unknown fields are refused (a 400
@@ -28,6 +28,37 @@ export const hashedPan = z
     examples: ['a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8'],
   });
 
+const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
+/** ISO 3166-1 alpha-2, as the runtime's ICU knows the regions: `US`, not `USA` or `United States`. */
+export const countryCode = z
+  .string()
+  .regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 country code such as US')
+  .refine((code) => {
+    // The pattern above reports a badly formed code; ICU throws on one.
+    if (!/^[A-Z]{2}$/.test(code)) return true;
+    const name = regionNames.of(code);
+    return name !== undefined && name !== code && name !== 'Unknown Region';
+  }, 'is not an ISO 3166-1 country code')
+  .meta({ description: 'ISO 3166-1 alpha-2 country code, upper case.', examples: ['US'] });
+
+/** A logo is shown by issuers' apps: only https, never javascript:, data: or plain http. */
+export const httpsUrl = z
+  .url({ protocol: /^https$/, message: 'must be an https URL' })
+  .max(2048)
+  .meta({ description: 'An https URL.' });
+
+/** totalPrice = quantity × unitPrice (rounded to the minor unit) − discounts, where the line says enough. */
+export function checkLineTotal(line: LineAmounts, ctx: z.RefinementCtx): void {
+  const expected = expectedLineTotal(line);
+  if (expected !== undefined && expected !== line.totalPrice) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['totalPrice'],
+      message: `must equal quantity × unitPrice less discounts (${expected})`,
+    });
+  }
+}
+
 export const paymentMethods = ['card', 'cash', 'mobile_wallet', 'bank_transfer', 'other'] as const;
 export const cardBrands = ['visa', 'mastercard', 'amex', 'discover', 'other'] as const;
 /** Bounds that keep one receipt well inside the 128 KiB body limit. */
@@ -39,7 +70,7 @@ export const addressSchema = z
     city: shortText().optional(),
     state: shortText().optional(),
     postalCode: shortText(32).optional(),
-    country: shortText(64).optional(),
+    country: countryCode.optional(),
   })
   .meta({ id: 'Address' });
 
@@ -49,7 +80,7 @@ export const receiptMerchantSchema = z
     name: shortText().min(1),
     address: addressSchema.optional(),
     taxId: shortText(64).optional(),
-    logoUrl: z.url().max(2048).optional(),
+    logoUrl: httpsUrl.optional(),
     contactPhone: shortText(32).optional(),
     contactEmail: z.email().max(320).optional(),
   })
@@ -118,7 +149,13 @@ export const receiptLineItemSchema = z
     discounts: z.array(lineItemDiscountSchema).max(20).optional(),
     taxes: z.array(lineItemTaxSchema).max(20).optional(),
   })
-  .meta({ id: 'ReceiptLineItem' });
+  .superRefine(checkLineTotal)
+  .meta({
+    id: 'ReceiptLineItem',
+    description:
+      'totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit, less the ' +
+      'discounts, whenever every discount gives its amount.',
+  });
 
 export const receiptSummarySchema = z
   .strictObject({
