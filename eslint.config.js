@@ -1,6 +1,83 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
+
+const root = import.meta.dirname;
+
+const zodNamespaceOnly = {
+  selector:
+    "ImportDeclaration[source.value='zod'] > :matches(ImportSpecifier[imported.name='z'], ImportDefaultSpecifier)",
+  message:
+    "Use `import * as z from 'zod'`: the `z` object holds all of zod, every locale included, and esbuild cannot leave any of it out of a Lambda bundle (~470 KB against ~105 KB).",
+};
+
+/*
+ * Import boundaries (issue 10). Each zone forbids files under `target` to import anything that resolves
+ * under `from`; imports are resolved (sources import `./x.js` for `./x.ts`), so a relative path, a
+ * dynamic import() and an `import type` are all caught. test/contract/boundaries.test.ts lints a wrong
+ * import for every zone and fails if one stops being reported.
+ *
+ * "Nothing a Lambda bundles reaches local/" follows from the first two zones: a function bundles
+ * functions/ and lib/ and their packages, and neither may import local/, infra/, bench/ or scripts/.
+ * infra/bundle-guard.ts checks the same on every real bundle at synth time.
+ */
+const boundaryZones = [
+  {
+    target: 'lib',
+    from: ['functions', 'local', 'infra', 'bench', 'scripts', 'test'],
+    message:
+      'lib/ is the service itself: it must not depend on handlers, the local stack, infrastructure, benchmarks, scripts or tests.',
+  },
+  {
+    target: 'functions',
+    from: ['infra', 'local', 'bench', 'scripts', 'test'],
+    message:
+      'A handler is bundled into a Lambda: it may import lib/ and packages, never infrastructure or the local stack.',
+  },
+  {
+    target: 'lib/crypto',
+    from: ['node_modules/@aws-sdk', 'node_modules/@smithy', 'node_modules/@aws-lambda-powertools'],
+    message:
+      'lib/crypto is pure cryptography: AWS wiring belongs in lib/wiring (the KMS escrow key is lib/wiring/kms-escrow.ts).',
+  },
+  {
+    target: 'lib/crypto',
+    from: ['lib/errors.ts', 'lib/http'],
+    message:
+      'lib/crypto throws its own errors (lib/crypto/errors.ts); lib/http/error-envelope.ts maps them to HTTP.',
+  },
+  {
+    // Service code only: benchmarks and tests may measure or drive an SDK directly.
+    target: [
+      'lib/*.ts',
+      'lib/!(gateways)/**',
+      'lib/gateways/!(stripe|stripe-client).ts',
+      'functions/**',
+      'local/**',
+      'scripts/**',
+    ],
+    from: ['node_modules/stripe/**'],
+    message: 'Only the gateway_a adapter (lib/gateways/stripe.ts, stripe-client.ts) imports `stripe`.',
+  },
+  {
+    target: [
+      'lib/*.ts',
+      'lib/!(gateways)/**',
+      'lib/gateways/!(square|square-client).ts',
+      'functions/**',
+      'local/**',
+      'scripts/**',
+    ],
+    from: ['node_modules/square/**'],
+    message: 'Only the gateway_b adapter (lib/gateways/square.ts, square-client.ts) imports `square`.',
+  },
+];
+
+/** No filesystem in lib/crypto: keys come in as values, and the key file of the local stack is local/'s. */
+const filesystemModules = ['fs', 'node:fs', 'fs/promises', 'node:fs/promises'];
+const noFilesystemMessage =
+  'lib/crypto does not touch the filesystem: key files are read by their owners (local/escrow-key.ts).';
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'cdk.out/', '.local-data/', 'coverage/', 'bench/results/'] },
@@ -12,13 +89,37 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': ['error', { allow: ['warn', 'error'] }],
+      'no-restricted-syntax': ['error', zodNamespaceOnly],
+    },
+  },
+  {
+    files: ['**/*.{ts,js,mjs}'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/resolver-next': [
+        createNodeResolver({
+          extensions: ['.ts', '.mjs', '.js', '.json', '.node'],
+          extensionAlias: { '.js': ['.ts', '.js'] },
+        }),
+      ],
+    },
+    rules: {
+      'import-x/no-restricted-paths': ['error', { basePath: root, zones: boundaryZones }],
+    },
+  },
+  {
+    files: ['lib/crypto/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: filesystemModules.map((name) => ({ name, message: noFilesystemMessage })) },
+      ],
       'no-restricted-syntax': [
         'error',
+        zodNamespaceOnly,
         {
-          selector:
-            "ImportDeclaration[source.value='zod'] > :matches(ImportSpecifier[imported.name='z'], ImportDefaultSpecifier)",
-          message:
-            "Use `import * as z from 'zod'`: the `z` object holds all of zod, every locale included, and esbuild cannot leave any of it out of a Lambda bundle (~470 KB against ~105 KB).",
+          selector: `ImportExpression[source.value=/^(node:)?fs(\\u002Fpromises)?$/]`,
+          message: noFilesystemMessage,
         },
       ],
     },

@@ -76,6 +76,8 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
       // DynamoDB Local 1.24+ reports usage to AWS unless told not to: a local emulator has no business
       // phoning home, and offline the attempts cost CPU on every request.
       '-disableTelemetry',
+      // The jar has no option for the listening address: it binds every interface. The exposure and
+      // what to do about it are in docs/THREAT-MODEL.md (Local stack).
       '-port',
       String(port),
     ],

@@ -1,16 +1,17 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/config.js';
-import { LocalEscrowKey } from '../lib/crypto/escrow.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { ensureTables } from '../lib/db/create-tables.js';
 import { createCoreDeps, type AppDeps } from '../lib/deps.js';
-import { createGatewayRegistry, gatewayConfigFromEnv } from '../lib/gateways/registry.js';
+import { createGatewayRegistry } from '../lib/gateways/registry.js';
 import { createLogger, type LogLevel } from '../lib/log.js';
 import { tiers as defaultTiers, type TierTable } from '../lib/tiers.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { LocalEscrowKey } from './escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
+import { gatewayConfigFromEnv } from './gateway-settings.js';
+import { ensurePrivateDir } from './private-files.js';
 import { startHttpServer } from './server.js';
 
 export interface LocalStackOptions {
@@ -48,10 +49,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const dataDir = options.dataDir ?? join(process.cwd(), '.local-data');
   const stops: (() => Promise<void>)[] = [];
   try {
+    // Before anything writes into it: tables, the escrow key and the sandbox's journal are the owner's.
+    if (!options.inMemory) await ensurePrivateDir(dataDir);
     let endpoint = options.dynamoDbEndpoint;
     if (!endpoint) {
       const dbPath = options.inMemory ? undefined : join(dataDir, 'dynamodb');
-      if (dbPath) await mkdir(dbPath, { recursive: true });
+      if (dbPath) await ensurePrivateDir(dbPath);
       const ddb: DynamoDbLocal = await startDynamoDbLocal(dbPath ? { dbPath } : {});
       stops.push(() => ddb.stop());
       endpoint = ddb.endpoint;

@@ -1,6 +1,7 @@
-import { mkdir, writeFile, access } from 'node:fs/promises';
+import { writeFile, access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ensurePrivateDir } from './private-files.js';
 import { startLocalStack } from './stack.js';
 
 /** `npm start`: the whole service on http://127.0.0.1:3000 with no cloud account. */
@@ -25,7 +26,7 @@ if (!Number.isInteger(port) || port < 0 || port > 65_535) {
 }
 
 const stack = await startLocalStack({ host: values.host, port, dataDir, inMemory: values['in-memory'] });
-await mkdir(dataDir, { recursive: true });
+await ensurePrivateDir(dataDir);
 // The admin CLI finds the running stack's database through this file.
 await writeFile(
   stateFile,

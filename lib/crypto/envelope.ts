@@ -14,8 +14,8 @@ import {
   timingSafeEqual,
   type KeyObject,
 } from 'node:crypto';
-import { DecryptionError, ServiceUnavailableError } from '../errors.js';
 import { decodeBase64, decodeBase64Url } from './base64.js';
+import { DecryptionError, KeyUnavailableError } from './errors.js';
 import { keyPolicyViolation, MAX_MODULUS_BITS, MIN_MODULUS_BITS, modulusBytes } from './keys.js';
 
 export const KEY_WRAP_ALGORITHM = 'RSA-OAEP-256';
@@ -71,7 +71,7 @@ export interface FlattenedJwe {
 
 /**
  * Unwraps an encrypted CEK. Throw DecryptionError (or anything else) when the key is refused; only a
- * ServiceUnavailableError escapes as an outage, everything else is folded into the uniform failure.
+ * KeyUnavailableError escapes as an outage, everything else is folded into the uniform failure.
  */
 export type UnwrapKey = (encryptedKey: Buffer) => Promise<Buffer>;
 
@@ -433,7 +433,7 @@ async function openWith(
     cek = await unwrap(prepared.encryptedKey);
   } catch (error) {
     // An unreachable key service is an outage, not a bad envelope; everything else is a refused key.
-    if (error instanceof ServiceUnavailableError) throw error;
+    if (error instanceof KeyUnavailableError) throw error;
     failure = reasonOf(error, 'unwrap failed');
   }
   return finish(prepared, cek, failure);

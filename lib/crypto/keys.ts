@@ -6,8 +6,8 @@ import {
   timingSafeEqual,
   type KeyObject,
 } from 'node:crypto';
-import { DecryptionError, InvalidRequestError, KeyGenerationError } from '../errors.js';
 import { decodeBase64 } from './base64.js';
+import { DecryptionError, InvalidPublicKeyError, KeyGenerationError } from './errors.js';
 import { LruCache } from '../lru.js';
 
 export const MIN_MODULUS_BITS = 2048;
@@ -34,7 +34,7 @@ export function generateRsaKeyPair(): Promise<{ publicKey: string; privateKey: s
         privateKeyEncoding: { type: 'pkcs8', format: 'der' },
       },
       (error, publicKey, privateKey) => {
-        if (error) reject(Object.assign(new KeyGenerationError(), { cause: error }));
+        if (error) reject(new KeyGenerationError({ cause: error }));
         else resolve({ publicKey: publicKey.toString('base64'), privateKey: privateKey.toString('base64') });
       },
     );
@@ -86,23 +86,14 @@ function decodePublicKey(input: string): KeyObject | string {
   return key;
 }
 
-function invalidPublicKey(field: string, problem: string): InvalidRequestError {
-  return new InvalidRequestError(`${field} is not an acceptable RSA public key`, [
-    {
-      field,
-      message: `${problem}; expected base64 DER SubjectPublicKeyInfo or PEM, RSA 2048 to 4096 bits`,
-    },
-  ]);
-}
-
 /** Base64 DER SPKI or PEM; RSA 2048..4096 only. Cached: a hot recipient key is parsed once. */
 export function parsePublicKey(input: string, field = 'publicKey'): KeyObject {
   const cached = publicKeyCache.get(input);
   if (cached !== undefined) return cached;
   const decoded = decodePublicKey(input);
-  if (typeof decoded === 'string') throw invalidPublicKey(field, decoded);
+  if (typeof decoded === 'string') throw new InvalidPublicKeyError(field, decoded);
   const violation = keyPolicyViolation(decoded);
-  if (violation !== undefined) throw invalidPublicKey(field, violation);
+  if (violation !== undefined) throw new InvalidPublicKeyError(field, violation);
   publicKeyCache.set(input, decoded);
   return decoded;
 }

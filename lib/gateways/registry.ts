@@ -1,32 +1,35 @@
-import type Stripe from 'stripe';
-import type { SquareClient } from 'square';
 import * as z from 'zod';
 import { ConfigError } from '../config.js';
 import { ServiceUnavailableError } from '../errors.js';
 import { parseGatewayKind, type GatewayKind, type GatewayRegistry, type PaymentGateway } from './port.js';
 import { SquareGateway } from './square.js';
+import { createSquareClient, loadSquareSdk, type SquareSdk } from './square-client.js';
 import { StripeGateway } from './stripe.js';
+import { createStripeClient, loadStripeSdk, type StripeSdk } from './stripe-client.js';
 
 /** An empty variable (`FOO=` in a .env file) means unset, not an empty credential. */
-const unsetIfBlank = <T extends z.ZodType>(schema: T) =>
+export const unsetIfBlank = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
 const optionalText = unsetIfBlank(z.string().min(1));
 
-/** Environment read by the registry. Secrets may instead come from the `resolveSecret` option. */
+/**
+ * Environment read by the registry. Secrets may instead come from the `resolveSecret` option. There
+ * is deliberately no variable that points the gateways elsewhere: a deployed function talks to the
+ * providers only; the local stack builds its sandbox targets in local/gateway-settings.ts.
+ */
 export const gatewayConfigSchema = z.object({
-  /** Comma-separated kinds to enable (aliases allowed). Unset: those whose credentials or sandbox are set. */
+  /** Comma-separated kinds to enable (aliases allowed). Unset: those whose credentials are set. */
   PAYMENT_GATEWAYS: optionalText,
   STRIPE_SECRET_KEY: optionalText,
   SQUARE_ACCESS_TOKEN: optionalText,
   SQUARE_LOCATION_ID: optionalText,
   SQUARE_ENVIRONMENT: z.enum(['sandbox', 'production']).default('sandbox'),
-  /** The local test double (local/gateway-sandbox); when set, both gateways talk to it and nothing else. */
-  GATEWAY_SANDBOX_URL: unsetIfBlank(z.url()),
   GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** Attempts per request including the first; the spec's retry guidance caps it at 3. */
   GATEWAY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(3).default(3),
 });
 
+/** `mode: 'sandbox'` is an API double at `baseUrl` that takes any credentials (local/gateway-sandbox). */
 export type StripeTarget =
   { mode: 'sandbox'; baseUrl: string } | { mode: 'provider'; secretKey: string | undefined };
 export type SquareTarget =
@@ -45,8 +48,17 @@ export interface GatewayConfig {
   maxAttempts: number;
 }
 
-/** Any location id is accepted by the local sandbox; this one just makes its objects recognisable. */
-const SANDBOX_LOCATION_ID = 'LSANDBOX';
+/** PAYMENT_GATEWAYS: comma-separated kinds or aliases. */
+export function parseGatewayList(value: string): Set<GatewayKind> {
+  const enabled = new Set<GatewayKind>();
+  for (const name of value.split(',').map((part) => part.trim())) {
+    const kind = parseGatewayKind(name);
+    if (!kind)
+      throw new ConfigError(`Invalid gateway configuration: PAYMENT_GATEWAYS names unknown "${name}"`);
+    enabled.add(kind);
+  }
+  return enabled;
+}
 
 export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const parsed = gatewayConfigSchema.safeParse(env);
@@ -55,37 +67,27 @@ export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gate
     throw new ConfigError(`Invalid gateway configuration: ${issues.join('; ')}`);
   }
   const values = parsed.data;
-  const sandbox = values.GATEWAY_SANDBOX_URL;
-  const enabled = new Set<GatewayKind>();
+  let enabled: Set<GatewayKind>;
   if (values.PAYMENT_GATEWAYS !== undefined) {
-    for (const name of values.PAYMENT_GATEWAYS.split(',').map((part) => part.trim())) {
-      const kind = parseGatewayKind(name);
-      if (!kind) {
-        throw new ConfigError(`Invalid gateway configuration: PAYMENT_GATEWAYS names unknown "${name}"`);
-      }
-      enabled.add(kind);
-    }
+    enabled = parseGatewayList(values.PAYMENT_GATEWAYS);
   } else {
-    if (sandbox || values.STRIPE_SECRET_KEY) enabled.add('gateway_a');
-    if (sandbox || (values.SQUARE_ACCESS_TOKEN && values.SQUARE_LOCATION_ID)) enabled.add('gateway_b');
+    enabled = new Set();
+    if (values.STRIPE_SECRET_KEY) enabled.add('gateway_a');
+    if (values.SQUARE_ACCESS_TOKEN && values.SQUARE_LOCATION_ID) enabled.add('gateway_b');
   }
-  if (!sandbox && enabled.has('gateway_b') && !values.SQUARE_LOCATION_ID) {
+  if (enabled.has('gateway_b') && !values.SQUARE_LOCATION_ID) {
     throw new ConfigError('Invalid gateway configuration: gateway_b needs SQUARE_LOCATION_ID');
   }
-  const stripe: StripeTarget = sandbox
-    ? { mode: 'sandbox', baseUrl: sandbox }
-    : { mode: 'provider', secretKey: values.STRIPE_SECRET_KEY };
-  const square: SquareTarget = sandbox
-    ? { mode: 'sandbox', baseUrl: sandbox, locationId: values.SQUARE_LOCATION_ID ?? SANDBOX_LOCATION_ID }
-    : {
-        mode: 'provider',
-        accessToken: values.SQUARE_ACCESS_TOKEN,
-        locationId: values.SQUARE_LOCATION_ID ?? '',
-        environment: values.SQUARE_ENVIRONMENT,
-      };
   return {
-    gateway_a: enabled.has('gateway_a') ? stripe : null,
-    gateway_b: enabled.has('gateway_b') ? square : null,
+    gateway_a: enabled.has('gateway_a') ? { mode: 'provider', secretKey: values.STRIPE_SECRET_KEY } : null,
+    gateway_b: enabled.has('gateway_b')
+      ? {
+          mode: 'provider',
+          accessToken: values.SQUARE_ACCESS_TOKEN,
+          locationId: values.SQUARE_LOCATION_ID ?? '',
+          environment: values.SQUARE_ENVIRONMENT,
+        }
+      : null,
     timeoutMs: values.GATEWAY_TIMEOUT_MS,
     maxAttempts: values.GATEWAY_MAX_ATTEMPTS,
   };
@@ -95,18 +97,15 @@ export type SecretName = 'STRIPE_SECRET_KEY' | 'SQUARE_ACCESS_TOKEN';
 /** The deployed stack plugs in a Secrets Manager read here; undefined means "no such secret". */
 export type ResolveSecret = (name: SecretName) => Promise<string | undefined>;
 
-type StripeModule = typeof import('stripe');
-type SquareModule = typeof import('square');
-
 /** How the SDKs are loaded; injectable so tests can observe that nothing loads before first use. */
 export interface SdkLoaders {
-  stripe(): Promise<StripeModule>;
-  square(): Promise<SquareModule>;
+  stripe(): Promise<StripeSdk>;
+  square(): Promise<SquareSdk>;
 }
 
 export const defaultSdkLoaders: SdkLoaders = {
-  stripe: () => import('stripe'),
-  square: () => import('square'),
+  stripe: loadStripeSdk,
+  square: loadSquareSdk,
 };
 
 export interface GatewayRegistryOptions {
@@ -129,40 +128,37 @@ export function createGatewayRegistry(
     return value;
   }
 
+  // The sandbox takes any credentials, but both SDKs refuse to start without one.
   async function buildStripe(target: StripeTarget): Promise<PaymentGateway> {
-    const { default: StripeClient } = await loaders.stripe();
-    const common = { maxNetworkRetries: retries, timeout: config.timeoutMs };
-    let client: Stripe;
-    if (target.mode === 'sandbox') {
-      const url = new URL(target.baseUrl);
-      const protocol = url.protocol === 'https:' ? 'https' : 'http';
-      client = new StripeClient('sk_test_local_sandbox', {
-        ...common,
-        host: url.hostname,
-        port: url.port || (protocol === 'https' ? 443 : 80),
-        protocol,
-      });
-    } else {
-      client = new StripeClient(await secret('STRIPE_SECRET_KEY', target.secretKey), common);
-    }
+    const sdk = await loaders.stripe();
+    const common = { maxNetworkRetries: retries, timeoutMs: config.timeoutMs };
+    const client =
+      target.mode === 'sandbox'
+        ? createStripeClient(sdk, { ...common, secretKey: 'sk_test_local_sandbox', baseUrl: target.baseUrl })
+        : createStripeClient(sdk, {
+            ...common,
+            secretKey: await secret('STRIPE_SECRET_KEY', target.secretKey),
+          });
     return new StripeGateway(client);
   }
 
   async function buildSquare(target: SquareTarget): Promise<PaymentGateway> {
     const sdk = await loaders.square();
-    const common = { maxRetries: retries, timeoutInSeconds: config.timeoutMs / 1000 };
-    let client: SquareClient;
-    if (target.mode === 'sandbox') {
-      client = new sdk.SquareClient({ ...common, token: 'local-sandbox-token', baseUrl: target.baseUrl });
-    } else {
-      const environment =
-        target.environment === 'production'
-          ? sdk.SquareEnvironment.Production
-          : sdk.SquareEnvironment.Sandbox;
-      const token = await secret('SQUARE_ACCESS_TOKEN', target.accessToken);
-      client = new sdk.SquareClient({ ...common, token, environment });
-    }
-    return new SquareGateway(client, target.locationId);
+    const common = { maxRetries: retries, timeoutMs: config.timeoutMs };
+    const client =
+      target.mode === 'sandbox'
+        ? createSquareClient(sdk, {
+            ...common,
+            accessToken: 'local-sandbox-token',
+            baseUrl: target.baseUrl,
+            environment: 'sandbox',
+          })
+        : createSquareClient(sdk, {
+            ...common,
+            accessToken: await secret('SQUARE_ACCESS_TOKEN', target.accessToken),
+            environment: target.environment,
+          });
+    return new SquareGateway(client, target.locationId, { testNonceFallback: target.mode === 'sandbox' });
   }
 
   async function build(kind: GatewayKind): Promise<PaymentGateway> {

@@ -1,7 +1,8 @@
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { ServiceConfig } from '../config.js';
 import { ConfigError } from '../config.js';
-import { KmsEscrowKey, type EscrowKey } from '../crypto/escrow.js';
+import type { EscrowKey } from '../crypto/escrow.js';
+import { KmsEscrowKey } from './kms-escrow.js';
 
 let escrow: EscrowKey | undefined;
 

@@ -8,11 +8,11 @@ import { parseGatewayKind } from '../../../lib/gateways/port.js';
 import {
   createGatewayRegistry,
   defaultSdkLoaders,
-  gatewayConfigFromEnv,
   type SdkLoaders,
   type SecretName,
 } from '../../../lib/gateways/registry.js';
 import { startGatewaySandbox, type GatewaySandbox } from '../../../local/gateway-sandbox/index.js';
+import { gatewayConfigFromEnv } from '../../../local/gateway-settings.js';
 import { paymentRequest, sandboxConfig } from './support.js';
 
 const root = join(import.meta.dirname, '../../..');

@@ -20,7 +20,7 @@ import {
   type FlattenedJwe,
   type SealedEnvelope,
 } from '../../../lib/crypto/envelope.js';
-import { ServiceUnavailableError } from '../../../lib/errors.js';
+import { KeyUnavailableError as ServiceUnavailableError } from '../../../lib/crypto/errors.js';
 import {
   asFlattenedJwe,
   bitPositions,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { constants, privateDecrypt } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -13,8 +13,10 @@ import {
 } from '@aws-sdk/client-kms';
 import { mockClient } from 'aws-sdk-client-mock';
 import { openEnvelopeWith, sealEnvelope, unwrapContentKey } from '../../../lib/crypto/envelope.js';
-import { KmsEscrowKey, LocalEscrowKey, type EscrowKey } from '../../../lib/crypto/escrow.js';
-import { ServiceUnavailableError } from '../../../lib/errors.js';
+import type { EscrowKey } from '../../../lib/crypto/escrow.js';
+import { KeyUnavailableError } from '../../../lib/crypto/errors.js';
+import { KmsEscrowKey } from '../../../lib/wiring/kms-escrow.js';
+import { LocalEscrowKey } from '../../../local/escrow-key.js';
 import { bound, expectDecryptionRejection, flipBit, testKeyPair, type TestKeyPair } from './support.js';
 
 const plaintext = Buffer.from('{"total":1099}');
@@ -106,7 +108,7 @@ describe('KmsEscrowKey', () => {
     const envelope = await sealFor(escrow);
     kms.on(DecryptCommand).rejects(new KMSInternalException({ message: 'boom', $metadata: {} }));
     await expect(openEnvelopeWith(envelope, (key) => escrow.unwrap(key))).rejects.toBeInstanceOf(
-      ServiceUnavailableError,
+      KeyUnavailableError,
     );
   });
 
@@ -123,18 +125,16 @@ describe('KmsEscrowKey', () => {
     kms.on(GetPublicKeyCommand).resolves(publicKeyResponse({ EncryptionAlgorithms: ['RSAES_OAEP_SHA_1'] }));
     await expect(new KmsEscrowKey(client, KEY_ARN).publicKey()).rejects.toThrow(/RSAES_OAEP_SHA_256/);
     kms.on(GetPublicKeyCommand).rejects(new KMSInternalException({ message: 'boom', $metadata: {} }));
-    await expect(new KmsEscrowKey(client, KEY_ARN).publicKey()).rejects.toBeInstanceOf(
-      ServiceUnavailableError,
-    );
+    await expect(new KmsEscrowKey(client, KEY_ARN).publicKey()).rejects.toBeInstanceOf(KeyUnavailableError);
   });
 
   it('check() passes for an enabled key and fails for a disabled or unreachable one', async () => {
     const escrow = new KmsEscrowKey(client, KEY_ARN);
     await expect(escrow.check()).resolves.toBeUndefined();
     kms.on(DescribeKeyCommand).resolves({ KeyMetadata: { KeyId: KEY_ARN, KeyState: 'Disabled' } });
-    await expect(escrow.check()).rejects.toBeInstanceOf(ServiceUnavailableError);
+    await expect(escrow.check()).rejects.toBeInstanceOf(KeyUnavailableError);
     kms.on(DescribeKeyCommand).rejects(new Error('socket hang up'));
-    await expect(escrow.check()).rejects.toBeInstanceOf(ServiceUnavailableError);
+    await expect(escrow.check()).rejects.toBeInstanceOf(KeyUnavailableError);
   });
 });
 
@@ -160,6 +160,26 @@ describe('LocalEscrowKey', () => {
     const envelope = await sealFor(first);
     await expect(openEnvelopeWith(envelope, (key) => again.unwrap(key), 256)).resolves.toEqual(plaintext);
     await expect(again.check()).resolves.toBeUndefined();
+  });
+
+  it('keeps the folder 0700 and the key file 0600 whatever modes it finds them with', async () => {
+    const dataDir = join(dir, 'loose');
+    await LocalEscrowKey.loadOrCreate(dataDir);
+    const file = join(dataDir, 'escrow-key.pem');
+    await chmod(dataDir, 0o755);
+    await chmod(file, 0o644);
+    await LocalEscrowKey.loadOrCreate(dataDir);
+    expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+  });
+
+  it('tightens a data folder that already exists before the first key is made', async () => {
+    const dataDir = join(dir, 'existing');
+    await mkdir(dataDir, { mode: 0o777 });
+    await chmod(dataDir, 0o777);
+    await LocalEscrowKey.loadOrCreate(dataDir);
+    expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(dataDir, 'escrow-key.pem'))).mode & 0o777).toBe(0o600);
   });
 
   it('never regenerates over a damaged key file', async () => {

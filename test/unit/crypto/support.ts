@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import type { KeyObject } from 'node:crypto';
-import { DecryptionError } from '../../../lib/errors.js';
+import { DecryptionError } from '../../../lib/crypto/errors.js';
 import type { FlattenedJwe, SealedEnvelope } from '../../../lib/crypto/envelope.js';
 import { generateRsaKeyPair, parsePrivateKey, parsePublicKey } from '../../../lib/crypto/keys.js';
 
