@@ -4,7 +4,7 @@ import { AccountRootPrincipal, Effect, PolicyDocument, PolicyStatement } from 'a
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { tableDefinitions, tableKeys, type TableDefinition, type TableKey } from '../lib/tables.js';
-import { keyAdministrationActions } from './permissions.js';
+import { keyAdministration } from './permissions.js';
 
 export interface DataTablesProps {
   /** Physical names are `${prefix}-${definition.name}`, so operators and the admin CLI can find them. */
@@ -46,13 +46,7 @@ export class DataTables extends Construct {
       removalPolicy: RemovalPolicy.RETAIN,
       policy: new PolicyDocument({
         statements: [
-          new PolicyStatement({
-            sid: 'AccountAdministersTheKey',
-            effect: Effect.ALLOW,
-            principals: [new AccountRootPrincipal()],
-            actions: [...keyAdministrationActions],
-            resources: ['*'],
-          }),
+          keyAdministration(),
           // AWS's policy for a DynamoDB table key: principals of this account that IAM lets use it,
           // through DynamoDB only. CreateGrant is DynamoDB's own, made when a table is created.
           new PolicyStatement({

@@ -1,4 +1,4 @@
-import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { AccountRootPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { TableAccess } from '../lib/routes.js';
 import type { TableKey } from '../lib/tables.js';
 
@@ -139,3 +139,13 @@ export const keyAdministrationActions = [
   'kms:ScheduleKeyDeletion',
   'kms:CancelKeyDeletion',
 ] as const;
+
+/** The key-policy statement that leaves the account the administration of a key, and only that. */
+export const keyAdministration = (): PolicyStatement =>
+  new PolicyStatement({
+    sid: 'AccountAdministersTheKey',
+    effect: Effect.ALLOW,
+    principals: [new AccountRootPrincipal()],
+    actions: [...keyAdministrationActions],
+    resources: ['*'],
+  });

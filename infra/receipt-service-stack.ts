@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
-import { AccountRootPrincipal, Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
@@ -14,7 +14,7 @@ import { applyNagSuppressions } from './nag-suppressions.js';
 import {
   canWrite,
   escrowActions,
-  keyAdministrationActions,
+  keyAdministration,
   tableKeyReadActions,
   tableKeyWriteActions,
   tableStatements,
@@ -78,17 +78,7 @@ export class ReceiptServiceStack extends Stack {
       keySpec: KeySpec.RSA_2048,
       keyUsage: KeyUsage.ENCRYPT_DECRYPT,
       removalPolicy: RemovalPolicy.RETAIN,
-      policy: new PolicyDocument({
-        statements: [
-          new PolicyStatement({
-            sid: 'AccountAdministersTheKey',
-            effect: Effect.ALLOW,
-            principals: [new AccountRootPrincipal()],
-            actions: [...keyAdministrationActions],
-            resources: ['*'],
-          }),
-        ],
-      }),
+      policy: new PolicyDocument({ statements: [keyAdministration()] }),
     });
     // The alias goes with the stack so a redeploy of the stage can create it again. Functions name the
     // key by alias: the id is shown in envelopes (escrowKeyId), and an ARN would show the account.
