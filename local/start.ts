@@ -1,4 +1,5 @@
 import { writeFile, access } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensurePrivateDir } from './private-files.js';
@@ -25,7 +26,28 @@ if (!Number.isInteger(port) || port < 0 || port > 65_535) {
   process.exit(2);
 }
 
-const stack = await startLocalStack({ host: values.host, port, dataDir, inMemory: values['in-memory'] });
+const portInUse = () => {
+  console.error(`Port ${port} is in use: stop the other process or set PORT=… (PORT=0 picks a free port)`);
+  process.exit(1);
+};
+// Checked before DynamoDB Local starts, so a second `npm start` says so at once, not after Java's start-up.
+const taken = await new Promise<boolean>((resolve) => {
+  const probe = createServer();
+  probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'EADDRINUSE'));
+  probe.listen(port, values.host, () => probe.close(() => resolve(false)));
+});
+if (taken) portInUse();
+
+const stack = await startLocalStack({
+  host: values.host,
+  port,
+  dataDir,
+  inMemory: values['in-memory'],
+}).catch((error: unknown) => {
+  // Taken since the check above: still one line that says what to do, not a stack trace.
+  if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') portInUse();
+  throw error;
+});
 await ensurePrivateDir(dataDir);
 // The admin CLI finds the running stack's database through this file.
 await writeFile(
