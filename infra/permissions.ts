@@ -47,7 +47,12 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     indexRead: ['dynamodb:Query'],
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
-  transactions: { read: ['dynamodb:GetItem'], indexRead: [], write: ['dynamodb:PutItem'] },
+  transactions: {
+    read: ['dynamodb:GetItem'],
+    indexRead: [],
+    // Payment creation reserves the mapping before it charges and records the payment after.
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
   // Every count is one atomic ADD whose result comes back with the update.
   rateLimits: { read: [], indexRead: [], write: ['dynamodb:UpdateItem'] },
   // Append-only: no function may change or remove what the audit recorded, whatever its route says.

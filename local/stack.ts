@@ -6,12 +6,14 @@ import { ensureTables } from '../lib/db/create-tables.js';
 import { createCoreDeps, type AppDeps } from '../lib/deps.js';
 import { createGatewayRegistry } from '../lib/gateways/registry.js';
 import { createLogger, type LogLevel } from '../lib/log.js';
+import { LogTelemetry } from '../lib/observability.js';
 import { tiers as defaultTiers, type TierTable } from '../lib/tiers.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { LocalEscrowKey } from './escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { gatewayConfigFromEnv } from './gateway-settings.js';
 import { ensurePrivateDir } from './private-files.js';
+import type { RouteDeclaration } from '../lib/routes.js';
 import { startHttpServer } from './server.js';
 
 export interface LocalStackOptions {
@@ -29,6 +31,8 @@ export interface LocalStackOptions {
   /** Environment overrides (TOKEN_TTL_SECONDS, ANON_RATE_LIMIT_PER_MINUTE, ...). */
   env?: Record<string, string>;
   logLevel?: LogLevel;
+  /** The routes to serve; lib/routes.ts's table unless a test declares its own. */
+  routes?: readonly RouteDeclaration[];
 }
 
 export interface LocalStack {
@@ -63,7 +67,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
     let sandbox: GatewaySandbox | undefined;
     if (!usesRealGateways(env)) {
-      sandbox = await startGatewaySandbox({ port: 0 });
+      sandbox = await startGatewaySandbox({ port: 0, ...(options.inMemory ? {} : { dataDir }) });
       stops.push(() => sandbox!.stop());
       env.GATEWAY_SANDBOX_URL = sandbox.url;
     }
@@ -85,11 +89,22 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       : await LocalEscrowKey.loadOrCreate(dataDir);
     const gateways = createGatewayRegistry(gatewayConfigFromEnv(env));
     const deps: AppDeps = {
-      ...createCoreDeps({ config, dynamo, clock, logger, tiers: options.tiers ?? defaultTiers }),
+      ...createCoreDeps({
+        config,
+        dynamo,
+        clock,
+        logger,
+        tiers: options.tiers ?? defaultTiers,
+        telemetry: new LogTelemetry(logger),
+      }),
       escrow,
       gateways,
     };
-    const http = await startHttpServer(deps, { host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+    const http = await startHttpServer(deps, {
+      host: options.host ?? '127.0.0.1',
+      port: options.port ?? 0,
+      ...(options.routes ? { routes: options.routes } : {}),
+    });
     stops.push(() => http.close());
     stops.push(async () => dynamo.client.destroy());
     return {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { requireTable } from '../../lib/config.js';
 import type { AppDeps } from '../../lib/deps.js';
 import { httpEndpoint } from '../../lib/http/pipeline.js';
@@ -21,8 +22,14 @@ export const createHandler = (deps: AppDeps) => {
   return httpEndpoint(route, deps, async (request) => {
     const kind = request.params.gateway;
     const idempotencyKey = request.headers['Idempotency-Key'];
-    const input = { kind, body: request.body, caller: request.caller, requestId: request.meta.requestId };
     const key = `${request.caller.clientId}:${idempotencyKey ?? `receipt:${request.body.receiptId}`}`;
+    const input = {
+      kind,
+      body: request.body,
+      caller: request.caller,
+      requestId: request.meta.requestId,
+      reservationKey: createHash('sha256').update(key).digest('hex'),
+    };
     return {
       data: await once.run({ key, body: { kind, ...request.body }, payload: input }, request.lambdaContext),
     };

@@ -1,4 +1,4 @@
-import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { putIfAbsent, type PutIfAbsentOutcome } from './client.js';
 
 export type PaymentGatewayName = 'gateway_a' | 'gateway_b' | 'other';
@@ -14,6 +14,11 @@ export interface TransactionMappingRecord {
   merchantClientId: string;
   /** Set for payments created through the service: the gateway's payment id. */
   paymentId?: string;
+  /**
+   * Payment creation reserves the mapping before it charges: the hash of the request's idempotency
+   * key, so a retry of that request carries on while any other create for the receipt is refused.
+   */
+  reservedBy?: string;
 }
 
 /**
@@ -46,6 +51,28 @@ export class TransactionRepository {
       this.getStored(mapping.transactionId),
     );
     return outcome.stored ? outcome : { stored: false, existing: fromStored(outcome.existing) };
+  }
+
+  /** Records the payment a reservation was made for; only the receipt that reserved it may complete it. */
+  async complete(
+    transactionId: string,
+    receiptId: string,
+    paymentId: string,
+    gatewayMetadata: Record<string, unknown>,
+  ): Promise<void> {
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { transactionId },
+        UpdateExpression: 'SET paymentId = :paymentId, gatewayMetadataJson = :metadata',
+        ConditionExpression: 'receiptId = :receiptId',
+        ExpressionAttributeValues: {
+          ':paymentId': paymentId,
+          ':metadata': JSON.stringify(gatewayMetadata),
+          ':receiptId': receiptId,
+        },
+      }),
+    );
   }
 
   async get(transactionId: string): Promise<TransactionMappingRecord | null> {

@@ -118,6 +118,8 @@ export function errorResponse(error: unknown, requestId: string, now: Date, logg
     // dependency is down) and never carry the cause.
     if (status === 500) details = undefined;
   }
+  // One line per refusal carrying its code: the DECRYPTION_ERROR and GRANT_ERROR alarms count these.
+  if (status < 500) logger?.info('request refused', { status, code });
   const body: ErrorBody = {
     success: false,
     error: {

@@ -3,6 +3,7 @@ import middy, { type MiddlewareObj, type MiddyfiedHandler } from '@middy/core';
 import httpHeaderNormalizer from '@middy/http-header-normalizer';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpSecurityHeaders from '@middy/http-security-headers';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { ApiKeyAuthenticator, Caller } from '../api-key-auth.js';
 import type { Clock } from '../clock.js';
@@ -26,8 +27,10 @@ import {
   type RouteDeclaration,
 } from '../contract/route.js';
 import type { Logger } from '../log.js';
+import type { Telemetry } from '../observability.js';
 import type { TierTable } from '../tiers.js';
 import { errorResponse } from './error-envelope.js';
+import { observability } from './observability-middleware.js';
 import { parseInput } from './validation.js';
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
@@ -38,6 +41,8 @@ export interface PlatformDeps {
   authenticator: ApiKeyAuthenticator;
   rateLimiter: RateLimiter;
   tiers: TierTable;
+  telemetry: Telemetry;
+  tracer?: Tracer;
 }
 
 export interface RequestMeta {
@@ -158,8 +163,10 @@ function authorise(deps: PlatformDeps, route: RouteDeclaration): Middleware {
       meta.rateLimit = await deps.rateLimiter
         .hit(bucket, limit, RATE_WINDOW_SECONDS, now)
         .catch(unlessOutage(uncountedWindow(limit, RATE_WINDOW_SECONDS, now)));
-      if (!meta.rateLimit.allowed)
+      if (!meta.rateLimit.allowed) {
+        deps.telemetry.count('RateLimitRefusals', { group: caller ? group : 'anonymous' });
         throw new RateLimitExceededError(meta.rateLimit.resetAt - now.getTime() / 1000);
+      }
       if (!route.apiKeyRequired) return;
       if (outage)
         throw new ServiceUnavailableError('The service cannot verify API keys right now; retry shortly');
@@ -283,6 +290,8 @@ export function httpEndpoint<R extends RouteDeclaration>(
     };
   };
   const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>(base)
+    // First, so it wraps everything: the Lambda context in every log line, the trace, the metrics flush.
+    .use(observability(deps))
     .use(responseHeaders(deps, route))
     .use(
       httpSecurityHeaders({

@@ -1,13 +1,14 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
 import type { AppDeps } from '../deps.js';
-import { AppError, InvalidRequestError, PaymentDeclinedError } from '../errors.js';
+import type { ReceiptEnvelope } from '../db/receipts.js';
+import type { TransactionMappingRecord } from '../db/transactions.js';
+import { AppError, ConflictError, InvalidRequestError, PaymentDeclinedError } from '../errors.js';
 import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
 import type { PaymentFailure } from '../observability.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
 import { toDigitalReceipt } from '../receipts/flattened.js';
 import type { CreatePaymentBody } from '../routes/create-payment.js';
-import { storeTransaction } from '../receipts/transactions.js';
 
 export type PaymentDeps = Omit<AppDeps, never>;
 
@@ -58,6 +59,61 @@ const paymentFailure = (error: unknown): PaymentFailure =>
       : 'error';
 
 /**
+ * One payment per (merchant client, receiptId), whatever the gateway or Idempotency-Key: the
+ * mapping of the receipt's transaction is written before the charge. Only the request that wrote it
+ * (the same idempotency key, retried after a crash) may go on to charge; anything else is refused here.
+ */
+async function reserveMapping(
+  deps: PaymentDeps,
+  input: {
+    kind: GatewayKind;
+    envelope: ReceiptEnvelope;
+    caller: Caller;
+    reservedBy: string;
+    requestId: string;
+  },
+): Promise<void> {
+  const { envelope, caller, kind } = input;
+  const record: TransactionMappingRecord = {
+    mappingId: randomUUID(),
+    transactionId: envelope.transactionId,
+    receiptId: envelope.receiptId,
+    paymentGateway: kind,
+    gatewayMetadata: { status: 'pending' },
+    createdAt: deps.clock.now().toISOString(),
+    merchantClientId: caller.clientId,
+    reservedBy: input.reservedBy,
+  };
+  const outcome = await deps.repos.transactions.putIfAbsent(record);
+  if (outcome.stored) {
+    await deps.audit.record({
+      action: 'transaction.store',
+      outcome: 'success',
+      requestId: input.requestId,
+      clientId: caller.clientId,
+      receiptId: record.receiptId,
+      transactionId: record.transactionId,
+    });
+    return;
+  }
+  const { existing } = outcome;
+  const sameReceipt =
+    existing.receiptId === record.receiptId && existing.merchantClientId === caller.clientId;
+  if (sameReceipt && existing.reservedBy === input.reservedBy && existing.paymentGateway === kind) return;
+  if (sameReceipt) {
+    throw new ConflictError(
+      existing.paymentId
+        ? `This receipt already has a payment (${existing.paymentId} on ${existing.paymentGateway})`
+        : `A payment for this receipt is already being created on ${existing.paymentGateway}`,
+      { field: 'receiptId', paymentGateway: existing.paymentGateway, paymentId: existing.paymentId ?? null },
+    );
+  }
+  throw new ConflictError('This transactionId is already mapped to another receipt', {
+    field: 'transactionId',
+  });
+}
+
+/**
  * Encrypts and stores the receipt, creates the payment with pointers to it, and maps the transaction.
  * Every step is safe to repeat: the envelope is stored once per receiptId, the gateway call carries an
  * idempotency key derived from the merchant and receiptId, and the mapping is written once per
@@ -65,7 +121,14 @@ const paymentFailure = (error: unknown): PaymentFailure =>
  */
 export async function createPaymentWithReceipt(
   deps: PaymentDeps,
-  input: { kind: GatewayKind; body: CreatePaymentBody; caller: Caller; requestId: string },
+  input: {
+    kind: GatewayKind;
+    body: CreatePaymentBody;
+    caller: Caller;
+    requestId: string;
+    /** The hash of the request's idempotency key: the same request may carry on after a crash. */
+    reservationKey: string;
+  },
 ): Promise<PaymentResult> {
   const { kind, body, caller } = input;
   const amount = chargedAmount(kind, body);
@@ -84,6 +147,15 @@ export async function createPaymentWithReceipt(
     transactionId: receipt.transaction.transactionId,
     merchantId: receipt.merchant.merchantId,
   };
+  // Everything that can refuse the request has run by now except the mapping: reserve it before
+  // charging, so a conflict never leaves a payment behind.
+  await reserveMapping(deps, {
+    kind,
+    envelope,
+    caller,
+    reservedBy: input.reservationKey,
+    requestId: input.requestId,
+  });
   const created = await gateway
     .createPayment({
       idempotencyKey: createHash('sha256').update(`${caller.clientId}:${receipt.receiptId}`).digest('hex'),
@@ -103,19 +175,12 @@ export async function createPaymentWithReceipt(
       deps.telemetry.count('PaymentFailures', { gateway: kind, outcome: paymentFailure(error) });
       throw error;
     });
-  await storeTransaction(deps, {
-    envelope,
-    paymentGateway: kind,
-    metadata: {
-      paymentId: created.paymentId,
-      orderId: created.orderId,
-      status: created.status,
-      amount: created.amount,
-      currency: created.currency,
-    },
-    caller,
-    requestId: input.requestId,
+  await deps.repos.transactions.complete(pointers.transactionId, pointers.receiptId, created.paymentId, {
     paymentId: created.paymentId,
+    orderId: created.orderId,
+    status: created.status,
+    amount: created.amount,
+    currency: created.currency,
   });
   await deps.audit.record({
     action: 'payment.create',

@@ -13,7 +13,7 @@ import { configuredGateway } from './create.js';
  * the uniform 403.
  */
 export async function decryptPaymentReceipt(
-  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'gateways'>,
+  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'gateways' | 'telemetry'>,
   input: {
     paymentId: string;
     gateway: GatewayKind;

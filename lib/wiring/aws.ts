@@ -23,7 +23,7 @@ export function awsHandler<R extends RouteDefinition>(
   return lambdaHandler(async () => {
     const core = awsCoreDeps();
     const escrow = route.escrow
-      ? { escrow: (await import('./aws-escrow.js')).awsEscrowKey(core.config) }
+      ? { escrow: (await import('./aws-escrow.js')).awsEscrowKey(core.config, core.tracer) }
       : {};
     const gateways = route.gateways
       ? { gateways: (await import('./aws-gateways.js')).awsGateways(core.config, core.logger) }

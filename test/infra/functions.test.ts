@@ -62,7 +62,7 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
   users: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
   accessTokens: { read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
   receipts: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
-  transactions: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
+  transactions: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
   rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
   idempotency: {

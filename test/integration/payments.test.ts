@@ -144,6 +144,35 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
     expect([reused.status, reused.json.error.code]).toEqual([409, 'CONFLICT']);
   });
 
+  it('makes one payment per receipt: another gateway or Idempotency-Key is 409 naming it, and charges nothing', async () => {
+    const body = paymentBody('gateway_a');
+    const first = await create('gateway_a', body, { 'Idempotency-Key': `pos-${randomUUID()}` });
+    expect(first.status).toBe(200);
+    const { amount: _amount, ...receiptFields } = body as Record<string, unknown>;
+    const onSquare = await create<
+      ErrorBody & { error: { message: string; details: Record<string, unknown> } }
+    >('gateway_b', { ...receiptFields, cardNonce: 'cnon:card-nonce-ok' });
+    expect([onSquare.status, onSquare.json.error.code]).toEqual([409, 'CONFLICT']);
+    expect(onSquare.json.error.details).toMatchObject({
+      paymentId: first.json.data.paymentId,
+      paymentGateway: 'gateway_a',
+    });
+    const otherKey = await create<ErrorBody>('gateway_a', body, { 'Idempotency-Key': `pos-${randomUUID()}` });
+    expect([otherKey.status, otherKey.json.error.code]).toEqual([409, 'CONFLICT']);
+    expect(stack.sandbox!.stats.paymentsCreated).toMatchObject({ gateway_a: 1, gateway_b: 0 });
+  });
+
+  it.each(['gateway_a', 'gateway_b'] as const)(
+    'refuses a transactionId mapped to another receipt on %s before it charges',
+    async (kind) => {
+      const first = paymentBody(kind);
+      expect((await create(kind, first)).status).toBe(200);
+      const clash = await create<ErrorBody>(kind, paymentBody(kind, { transactionId: first.transactionId }));
+      expect([clash.status, clash.json.error.code]).toEqual([409, 'CONFLICT']);
+      expect(stack.sandbox!.stats.paymentsCreated[kind]).toBe(1);
+    },
+  );
+
   it('recovers a Stripe payment whose response was lost after it was made: one payment, same id on retry', async () => {
     stack.sandbox!.faults.add({
       kind: 'hang',

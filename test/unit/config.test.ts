@@ -5,6 +5,7 @@ import { createDynamoClients } from '../../lib/db/client.js';
 import { createCoreDeps } from '../../lib/deps.js';
 import { createLogger } from '../../lib/log.js';
 import { tiers } from '../../lib/tiers.js';
+import { LogTelemetry } from '../../lib/observability.js';
 
 describe('configuration', () => {
   it('applies the documented defaults', () => {
@@ -44,6 +45,7 @@ describe('configuration', () => {
       clock: systemClock,
       logger: createLogger({ level: 'SILENT' }),
       tiers,
+      telemetry: new LogTelemetry(createLogger({ level: 'SILENT' })),
     });
     expect(deps.repos.users).toBeDefined();
     expect(deps.repos.accessTokens).toBeDefined();

@@ -23,7 +23,7 @@ import {
   publicKeyFingerprint,
 } from '../../../lib/crypto/keys.js';
 import { LruCache } from '../../../lib/lru.js';
-import { DecryptionError, InvalidRequestError } from '../../../lib/errors.js';
+import { DecryptionError, InvalidPublicKeyError } from '../../../lib/crypto/errors.js';
 import { expectDecryptionError, testKeyPair, type TestKeyPair } from './support.js';
 
 let pair: TestKeyPair;
@@ -45,14 +45,14 @@ function rsaPublicKeyWithBits(bits: number): string {
   return key.export({ type: 'spki', format: 'der' }).toString('base64');
 }
 
-function invalidRequest(run: () => unknown): InvalidRequestError {
+function invalidRequest(run: () => unknown): InvalidPublicKeyError {
   try {
     run();
   } catch (error) {
-    expect(error).toBeInstanceOf(InvalidRequestError);
-    return error as InvalidRequestError;
+    expect(error).toBeInstanceOf(InvalidPublicKeyError);
+    return error as InvalidPublicKeyError;
   }
-  throw new Error('expected an InvalidRequestError');
+  throw new Error('expected an InvalidPublicKeyError');
 }
 
 describe('generateRsaKeyPair', () => {
@@ -103,7 +103,7 @@ describe('parsePublicKey', () => {
     expect(parsePublicKey(rsaPublicKeyWithBits(4096)).asymmetricKeyDetails?.modulusLength).toBe(4096);
     for (const bits of [1024, 2040, 4104, 8192]) {
       const error = invalidRequest(() => parsePublicKey(rsaPublicKeyWithBits(bits)));
-      expect(JSON.stringify(error.details)).toContain(`${bits} bits is outside 2048..4096`);
+      expect(error.problem).toContain(`${bits} bits is outside 2048..4096`);
     }
   });
 
@@ -125,9 +125,7 @@ describe('parsePublicKey', () => {
     for (const input of inputs) {
       const error = invalidRequest(() => parsePublicKey(input, 'recipientPublicKey'));
       expect(error.message).toBe('recipientPublicKey is not an acceptable RSA public key');
-      expect(error.details).toEqual({
-        fields: [{ field: 'recipientPublicKey', message: expect.any(String) }],
-      });
+      expect(error.field).toBe('recipientPublicKey');
     }
   });
 });
