@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
-import { routes } from '../lib/routes.js';
 import { printTable, type TargetCheck } from './lib/report.js';
+import { benchRoutes } from './lib/routes.js';
 import { median, round, rotated } from './lib/stats.js';
 
 /**
@@ -15,7 +15,8 @@ import { median, round, rotated } from './lib/stats.js';
  * its size, and how long a fresh Node process takes to import it. The payment SDKs are loaded by
  * dynamic import on first use, so each bundle is also built with them external: that build is
  * imported from a directory where `stripe` and `square` cannot be resolved, which proves the handler
- * module does not evaluate them at import.
+ * module does not evaluate them at import. The floor is a bare handler bundled the same way: the
+ * DynamoDB document client and lib/crypto, nothing else; each import is also given as a ratio to it.
  */
 
 export interface ColdStartOptions {
@@ -54,9 +55,29 @@ const COMPONENTS: { name: string; contents: string }[] = [
       "export { default as security } from '@middy/http-security-headers';",
   },
 ];
+/** What a handler cannot do without: the floor each handler's import is compared with. */
+const BARE_HANDLER: { name: string; contents: string } = {
+  name: 'bare handler (DynamoDB document client + lib/crypto; no Middy, no zod)',
+  contents:
+    "import { DynamoDBClient } from '@aws-sdk/client-dynamodb';\n" +
+    "import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';\n" +
+    "import { openEnvelope, sealEnvelope } from './lib/crypto/envelope.ts';\n" +
+    "import { parsePrivateKey, parsePublicKey } from './lib/crypto/keys.ts';\n" +
+    // Built on first use, as the service's handlers build their clients.
+    'let doc;\n' +
+    'export const handler = async (event) => {\n' +
+    '  doc ??= DynamoDBDocumentClient.from(new DynamoDBClient({}));\n' +
+    '  const body = JSON.parse(event.body);\n' +
+    '  const user = await doc.send(new GetCommand({ TableName: process.env.USERS, Key: { pk: body.pk } }));\n' +
+    '  const sealed = sealEnvelope(Buffer.from(event.body), body.bound, { keyId: body.keyId, publicKey: parsePublicKey(user.Item.publicKey) });\n' +
+    '  await doc.send(new PutCommand({ TableName: process.env.RECEIPTS, Item: sealed }));\n' +
+    '  return { statusCode: 200, body: openEnvelope(sealed, parsePrivateKey(body.privateKey)).toString() };\n' +
+    '};',
+};
+
 // 1 MB read strictly (10^6 bytes), so the target holds whichever megabyte is meant.
 const TARGET_BYTES = 1_000_000;
-const TARGET_IMPORT_MS = 150;
+const TARGET_IMPORT_MS = 100;
 
 // The same banner as infra/service-function.ts: CommonJS dependencies in an ESM bundle need require().
 const REQUIRE_BANNER =
@@ -81,6 +102,8 @@ interface BundleMeasure {
 export interface ColdStartRoute {
   route: string;
   entry: string;
+  /** The route reaches a payment gateway: outside the import target, shown as information. */
+  gateways: boolean;
   /** Whether esbuild inlined stripe or square (routes that reach the gateways). */
   paymentSdksInBundle: boolean;
   variants: Partial<Record<Variant, BundleMeasure>>;
@@ -91,6 +114,7 @@ export interface ColdStartResult {
   routes: ColdStartRoute[];
   /** The shared dependencies bundled alone, to say what a handler's size and import time are made of. */
   components: { name: string; measure: BundleMeasure }[];
+  bareHandler: BundleMeasure;
   targets: TargetCheck[];
 }
 
@@ -231,11 +255,12 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
   const variants: Variant[] = ['inlined', 'sdks external'];
   const results: ColdStartRoute[] = [];
   const toImport: { measure: BundleMeasure; file: string }[] = [];
-  for (const route of routes) {
+  for (const route of benchRoutes()) {
     const entry = resolve(projectRoot, route.entry);
     const routeResult: ColdStartRoute = {
       route: route.name,
       entry: route.entry,
+      gateways: route.gateways,
       variants: {},
       paymentSdksInBundle: false,
     };
@@ -270,9 +295,11 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
   }
 
   const components: ColdStartResult['components'] = [];
-  for (const component of COMPONENTS) {
+  let bareHandler = emptyMeasure();
+  for (const component of [BARE_HANDLER, ...COMPONENTS]) {
     const measure = emptyMeasure();
-    components.push({ name: component.name, measure });
+    if (component === BARE_HANDLER) bareHandler = measure;
+    else components.push({ name: component.name, measure });
     try {
       const outdir = join(workDir, 'components', component.name.replace(/\W+/g, '-'));
       const { file, metafile } = await bundle(
@@ -309,15 +336,21 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
     }
   }
 
+  const ratioToBare = (measure: BundleMeasure | undefined): number =>
+    measure?.importMsMedian && bareHandler.importMsMedian
+      ? round(measure.importMsMedian / bareHandler.importMsMedian, 2)
+      : Number.NaN;
   printTable(
-    `Cold start: esbuild bundles as CDK builds them (minified ESM, node24); KB = 1024 bytes; import = median of ${options.imports} fresh processes, wall ms (CPU ms)`,
+    `Cold start: esbuild bundles as CDK builds them (minified ESM, node24); KB = 1024 bytes; import = median of ${options.imports} fresh processes, wall ms (CPU ms); ` +
+      `÷ bare = import (SDKs external) ÷ the bare handler's ${bareHandler.importMsMedian ?? '?'} ms`,
     [
       'route',
-      'SDKs',
+      'gateway',
       'KB inlined',
       'import inlined',
       'KB SDKs external',
       'import SDKs external',
+      '÷ bare',
       'largest packages (KB, inlined)',
     ],
     results.map((result) => {
@@ -331,11 +364,12 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
           : `${measure.importMsMedian} (${measure.importCpuMsMedian})`;
       return [
         result.route,
-        result.paymentSdksInBundle ? 'yes' : 'no',
+        result.gateways ? `yes${result.paymentSdksInBundle ? ', SDKs inlined' : ''}` : 'no',
         size(inlined),
         time(inlined),
         size(external),
         time(external),
+        ratioToBare(external),
         (inlined?.largestPackages ?? [])
           .slice(0, 3)
           .map((entry) => `${entry.name} ${entry.kilobytes}`)
@@ -344,9 +378,9 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
     }),
   );
   printTable(
-    'Cold start: what the handlers are made of — each shared dependency bundled and imported alone, same settings',
+    'Cold start: what the handlers are made of — the floor and each shared dependency bundled and imported alone, same settings',
     ['component', 'KB', 'import wall ms', 'import CPU ms'],
-    components.map(({ name, measure }) => [
+    [{ name: BARE_HANDLER.name, measure: bareHandler }, ...components].map(({ name, measure }) => [
       name,
       measure.error ? 'error' : measure.kilobytes,
       measure.error ? 'error' : (measure.importMsMedian ?? Number.NaN),
@@ -358,25 +392,37 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
       .filter(([, measure]) => measure?.error)
       .map(([variant, measure]) => `${result.route} (${variant}): ${measure?.error}`),
   );
+  if (bareHandler.error) failures.push(`bare handler: ${bareHandler.error}`);
   for (const failure of failures) console.log(`  ! ${failure}`);
 
+  type Measured = { route: string; gateways: boolean; measure: BundleMeasure };
   const external = results
-    .map((result) => ({ route: result.route, measure: result.variants['sdks external'] }))
-    .filter((entry): entry is { route: string; measure: BundleMeasure } => entry.measure !== undefined);
+    .map((result) => ({
+      route: result.route,
+      gateways: result.gateways,
+      measure: result.variants['sdks external'],
+    }))
+    .filter((entry): entry is Measured => entry.measure !== undefined);
   const measured = external.filter((entry) => !entry.measure.error);
-  const largest = measured.reduce<{ route: string; measure: BundleMeasure } | undefined>(
+  const slowestOf = (entries: Measured[]) =>
+    entries.reduce<Measured | undefined>(
+      (best, entry) =>
+        !best || (entry.measure.importMsMedian ?? 0) > (best.measure.importMsMedian ?? 0) ? entry : best,
+      undefined,
+    );
+  const largest = measured.reduce<Measured | undefined>(
     (best, entry) => (!best || entry.measure.bytes > best.measure.bytes ? entry : best),
     undefined,
   );
-  const slowest = measured.reduce<{ route: string; measure: BundleMeasure } | undefined>(
-    (best, entry) =>
-      !best || (entry.measure.importMsMedian ?? 0) > (best.measure.importMsMedian ?? 0) ? entry : best,
-    undefined,
-  );
+  const withoutGateway = measured.filter((entry) => !entry.gateways);
+  const withGateway = measured.filter((entry) => entry.gateways);
+  const slowest = slowestOf(withoutGateway);
   const inlinedLargest = results
     .map((result) => ({ route: result.route, kilobytes: result.variants.inlined?.kilobytes ?? 0 }))
     .sort((a, b) => b.kilobytes - a.kilobytes)[0];
   const complete = failures.length === 0 && measured.length === results.length;
+  const importOf = (entry: Measured) =>
+    `${entry.route} ${entry.measure.importMsMedian} ms (${ratioToBare(entry.measure)}× bare)`;
   const targets: TargetCheck[] = [
     {
       section: 'coldstart',
@@ -394,20 +440,29 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
     },
     {
       section: 'coldstart',
-      target: `import < ${TARGET_IMPORT_MS} ms (payment SDKs external, not evaluated at import)`,
-      measured: slowest
-        ? `slowest ${slowest.route} ${slowest.measure.importMsMedian} ms wall, ${slowest.measure.importCpuMsMedian} ms CPU (median of ${options.imports}); ${measured.filter((entry) => (entry.measure.importMsMedian ?? Infinity) >= TARGET_IMPORT_MS).length}/${measured.length} over`
-        : 'nothing imported',
+      target: `handler import < ${TARGET_IMPORT_MS} ms, every bundle that reaches no payment gateway (${withoutGateway.length} bundles)`,
+      measured:
+        slowest && bareHandler.importMsMedian
+          ? `slowest ${importOf(slowest)}, ${slowest.measure.importCpuMsMedian} ms CPU; bare handler ${bareHandler.importMsMedian} ms; ` +
+            `${withoutGateway.filter((entry) => (entry.measure.importMsMedian ?? Infinity) >= TARGET_IMPORT_MS).length}/${withoutGateway.length} over (median of ${options.imports})`
+          : 'nothing imported',
       met:
-        measured.length === 0
+        withoutGateway.length === 0
           ? null
           : complete &&
-            measured.every((entry) => (entry.measure.importMsMedian ?? Infinity) < TARGET_IMPORT_MS),
+            withoutGateway.every((entry) => (entry.measure.importMsMedian ?? Infinity) < TARGET_IMPORT_MS),
+    },
+    {
+      section: 'coldstart',
+      target: 'handler import, bundles that reach a payment gateway (SDKs external, loaded on first payment)',
+      measured: withGateway.length > 0 ? withGateway.map(importOf).join('; ') : 'none',
+      met: null,
+      informational: true,
     },
   ];
   if (failures.length > 0) {
     for (const target of targets)
       target.note = `${failures.length} bundle(s) failed; see the cold-start table`;
   }
-  return { options, routes: results, components, targets };
+  return { options, routes: results, components, bareHandler, targets };
 }

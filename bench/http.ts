@@ -1,15 +1,16 @@
-import { spawn } from 'node:child_process';
 import { cpus } from 'node:os';
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { createApiKey } from '../lib/admin/api-keys.js';
+import type { Clock } from '../lib/clock.js';
+import { requireAllTables } from '../lib/config.js';
+import { createDynamoClients } from '../lib/db/client.js';
 import type { Role } from '../lib/routes.js';
-import { flattenedReceipt, newHashedPan } from '../test/support/fixtures.js';
+import { newHashedPan } from '../test/support/fixtures.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
+import { startFloorServer } from './floor.js';
 import {
   DynamoCallCounter,
   callKinds,
@@ -19,20 +20,35 @@ import {
   type CallKind,
   type FloorStats,
 } from './lib/dynamo-probe.js';
-import {
-  RECEIPT_ID_PLACEHOLDER,
-  TRANSACTION_ID_PLACEHOLDER,
-  type LoadOutcome,
-  type LoadSpec,
-} from './lib/load-spec.js';
-import { benchReceipt } from './lib/receipt.js';
+import type { LoadOutcome } from './lib/load-spec.js';
 import { printTable, type TargetCheck } from './lib/report.js';
+import { startSandboxProcess } from './lib/sandbox-process.js';
+import {
+  encryptBody,
+  inPool,
+  isRecord,
+  paymentBody,
+  post,
+  runLoad,
+  text,
+  withIds,
+  type User,
+} from './lib/setup.js';
 import { round } from './lib/stats.js';
+import {
+  comparePerRequest,
+  type EndpointPlan,
+  type PerRequestOptions,
+  type PerRequestResult,
+  type Side,
+} from './per-request.js';
 
 /**
- * The whole service in-process (DynamoDB Local, gateway sandbox, HTTP adapter) under autocannon at a
- * fixed concurrency, one endpoint at a time. Users, envelopes and tokens are made first through the
- * API itself; the load generator runs in a child process so it does not share the service's event loop.
+ * The whole service in-process (DynamoDB Local, HTTP adapter; the gateway sandbox in a process of its
+ * own), one endpoint at a time. Users, envelopes and tokens are made first through the API itself;
+ * the load generator runs in a child process so it does not share the service's event loop. First
+ * what one request costs at one connection against the bare handler of bench/floor.ts
+ * (bench/per-request.ts), then, as information, the same endpoints under autocannon at 16 connections.
  */
 
 export interface HttpOptions {
@@ -42,15 +58,11 @@ export interface HttpOptions {
   users: number;
   floorRounds: number;
   floorSliceMs: number;
+  perRequest: PerRequestOptions;
 }
 
 type EndpointName =
-  | 'receipts/encrypt'
-  | 'receipts/encrypt @1 connection'
-  | 'receipts/encrypt @4 connections'
-  | 'receipts/decrypt'
-  | 'keys/grant-access'
-  | 'payments/gateway_a/create';
+  'receipts/encrypt' | 'receipts/decrypt' | 'keys/grant-access' | 'payments/gateway_a/create';
 
 interface EndpointResult {
   path: string;
@@ -72,7 +84,7 @@ interface EndpointResult {
     service: number;
     dynamoDbLocal: number | null;
     loadGenerator: number;
-    /** All three: what one request costs the machine. */
+    /** All three: what one request costs the machine (the sandbox's, for payments, is left out). */
     total: number | null;
   };
   /**
@@ -90,146 +102,83 @@ export interface HttpResult {
   /** At the load's concurrency. */
   dynamoFloor: Record<CallKind, FloorStats>;
   dynamoFloorSingle: Record<CallKind, FloorStats>;
+  perRequest: PerRequestResult;
   endpoints: Partial<Record<EndpointName, EndpointResult>>;
   targets: TargetCheck[];
 }
 
-interface User {
-  userId: string;
-  keyId: string;
-  privateKey: string;
-  hashedPan: string;
-}
-
-// -------------------------------------------------------------------------------------------------
-// A tiny JSON client for setup (not timed).
-
-type Json = Record<string, unknown>;
-
-const isRecord = (value: unknown): value is Json => typeof value === 'object' && value !== null;
-
-function text(record: Json, key: string): string {
-  const value = record[key];
-  if (typeof value !== 'string')
-    throw new Error(`expected a string ${key} in ${JSON.stringify(record).slice(0, 200)}`);
-  return value;
-}
-
-async function post(stack: LocalStack, path: string, apiKey: string, body?: unknown): Promise<Json> {
-  const response = await fetch(`${stack.url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const parsed: unknown = await response.json();
-  if (response.status !== 200 || !isRecord(parsed) || !isRecord(parsed.data)) {
-    throw new Error(
-      `setup: POST ${path} answered ${response.status}: ${JSON.stringify(parsed).slice(0, 300)}`,
-    );
-  }
-  return parsed.data;
-}
-
-/** Runs `task` over `items` with at most `limit` in flight. */
-async function inPool<T, R>(items: readonly T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await task(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
-// -------------------------------------------------------------------------------------------------
-// Request bodies. Placeholders become fresh UUIDs per request in the load generator.
-
-function encryptBody(user: User): unknown {
-  const receipt = benchReceipt();
-  return {
-    receipt: {
-      ...receipt,
-      receiptId: RECEIPT_ID_PLACEHOLDER,
-      transaction: { ...receipt.transaction, transactionId: TRANSACTION_ID_PLACEHOLDER },
-    },
-    recipientIdentifier: { type: 'email', value: 'cardholder@example.com' },
-    recipientHashedPan: user.hashedPan,
-  };
-}
-
-function paymentBody(user: User): unknown {
-  const receipt = flattenedReceipt({
-    receiptId: RECEIPT_ID_PLACEHOLDER,
-    transactionId: TRANSACTION_ID_PLACEHOLDER,
-    recipientHashedPan: user.hashedPan,
-  });
-  return { ...receipt, amount: receipt.totalAmount };
-}
-
-const withIds = (template: unknown): unknown =>
-  JSON.parse(
-    JSON.stringify(template)
-      .replaceAll(RECEIPT_ID_PLACEHOLDER, randomUUID())
-      .replaceAll(TRANSACTION_ID_PLACEHOLDER, randomUUID()),
-  );
-
-// -------------------------------------------------------------------------------------------------
-
 const cores = cpus().length;
 
-const loadScript = fileURLToPath(new URL('./http-load.ts', import.meta.url));
-
-/** Starts the load generator (tsx, same Node binary) and waits for it, killing it if it overruns. */
-async function runLoad(spec: LoadSpec, workDir: string): Promise<LoadOutcome> {
-  const id = randomUUID();
-  const specPath = join(workDir, `${id}.spec.json`);
-  const outcomePath = join(workDir, `${id}.outcome.json`);
-  await writeFile(specPath, JSON.stringify(spec));
-  const child = spawn(process.execPath, ['--import', 'tsx', loadScript, specPath, outcomePath], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const limitMs = (spec.durationSec + 60) * 1000;
-  const killer = setTimeout(() => child.kill('SIGKILL'), limitMs);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  clearTimeout(killer);
-  if (code !== 0) throw new Error(`load generator exited with ${code}`);
-  return JSON.parse(await readFile(outcomePath, 'utf8')) as LoadOutcome;
+/**
+ * Real time plus an offset the bench moves forward: a grant-access run starts with every token slot
+ * expired, so no run meets a user who already holds 5 live tokens, and nothing sleeps for it.
+ */
+class SkippingClock implements Clock {
+  private offsetMs = 0;
+  now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+  skip(ms: number): void {
+    this.offsetMs += ms;
+  }
 }
 
 export async function runHttpBench(options: HttpOptions): Promise<HttpResult> {
   const workDir = await mkdtemp(join(tmpdir(), 'receipt-bench-http-'));
-  // WARN: the per-request INFO access line would otherwise flood the bench output (and cost a write each).
-  const stack = await startLocalStack({ inMemory: true, port: 0, logLevel: 'WARN' });
+  const sandbox = await startSandboxProcess();
+  const clock = new SkippingClock();
   try {
-    return await runAgainst(stack, options, workDir);
+    const stack = await startLocalStack({
+      inMemory: true,
+      port: 0,
+      // WARN: the per-request INFO access line would otherwise flood the bench output (and cost a write each).
+      logLevel: 'WARN',
+      clock,
+      // A key is what makes the stack leave its in-process sandbox out; the URL sends the SDKs to ours.
+      env: { STRIPE_SECRET_KEY: 'sk_test_bench_sandbox', GATEWAY_SANDBOX_URL: sandbox.url },
+    });
+    try {
+      return await runAgainst(stack, clock, sandbox.url, options, workDir);
+    } finally {
+      await stack.close();
+    }
   } finally {
-    await stack.close();
+    await sandbox.stop();
     await rm(workDir, { recursive: true, force: true });
   }
 }
 
-async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: string): Promise<HttpResult> {
+async function runAgainst(
+  stack: LocalStack,
+  clock: SkippingClock,
+  sandboxUrl: string,
+  options: HttpOptions,
+  workDir: string,
+): Promise<HttpResult> {
   if (!stack.url.startsWith('http://127.0.0.1:'))
     throw new Error(`the stack is not on loopback: ${stack.url}`);
-  const admin = { repository: stack.deps.repos.apiKeys, now: () => new Date() };
-  const key = async (name: string, roles: Role[]) =>
-    (await createApiKey(admin, { name, roles, tier: 'enterprise' })).apiKey;
-  const issuerKey = await key('bench-issuer', ['issuer']);
+  const admin = { repository: stack.deps.repos.apiKeys, now: () => clock.now() };
+  const key = async (name: string, roles: Role[]) => {
+    const created = await createApiKey(admin, { name, roles, tier: 'enterprise' });
+    return { apiKey: created.apiKey, clientId: created.record.clientId };
+  };
+  const issuer = await key('bench-issuer', ['issuer']);
+  const issuerKey = issuer.apiKey;
   // One merchant key per merchant endpoint, so neither run eats into the other's per-minute budget.
-  const encryptKey = await key('bench-merchant-encrypt', ['merchant']);
-  const paymentKey = await key('bench-merchant-payments', ['merchant']);
+  const encryptMerchant = await key('bench-merchant-encrypt', ['merchant']);
+  const encryptKey = encryptMerchant.apiKey;
+  const paymentKey = (await key('bench-merchant-payments', ['merchant'])).apiKey;
   const counter = new DynamoCallCounter(stack.deps.dynamo.doc);
   const javaPid = javaChildPid();
+  const tokenTtlMs = stack.config.tokenTtlSeconds * 1000;
+  const freeAllTokenSlots = () => clock.skip(tokenTtlMs + 1000);
 
   // ---- Setup: users through generate-keys + register (key generation runs on the 4-thread pool).
   const setupStart = performance.now();
   const users = await inPool(Array.from({ length: options.users }), 4, async (): Promise<User> => {
-    const pair = await post(stack, '/api/v1/onboarding/generate-keys', issuerKey);
+    const pair = await post(stack.url, '/api/v1/onboarding/generate-keys', issuerKey);
     const hashedPan = newHashedPan();
-    const registered = await post(stack, '/api/v1/onboarding/register', issuerKey, {
+    const registered = await post(stack.url, '/api/v1/onboarding/register', issuerKey, {
       hashedPan,
       publicKey: text(pair, 'publicKey'),
       keyId: text(pair, 'keyId'),
@@ -241,16 +190,16 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
       hashedPan,
     };
   });
-  // One stored envelope per user, for the decrypt run.
+  // One stored envelope per user, for the decrypt runs.
   const envelopes = await inPool(users, 8, (user) =>
-    post(stack, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))),
+    post(stack.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))),
   );
   const setupSeconds = (performance.now() - setupStart) / 1000;
   console.log(
     `  setup: ${users.length} users onboarded and one envelope each in ${setupSeconds.toFixed(1)} s`,
   );
 
-  // ---- DynamoDB floor, same client, at the load's concurrency and at one (for the one-connection run).
+  // ---- DynamoDB floor, same client, at the load's concurrency and at one.
   const readKey = { pk: `USER#${users[0]?.userId ?? 'none'}` };
   const floorAt = (concurrency: number) =>
     measureDynamoFloor(stack.deps.dynamo.doc, stack.config.tables, readKey, {
@@ -260,7 +209,6 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     });
   const dynamoFloor = await floorAt(options.connections);
   const dynamoFloorSingle = await floorAt(1);
-  const floorFor = (connections: number) => (connections === 1 ? dynamoFloorSingle : dynamoFloor);
   printTable(
     `DynamoDB Local floor: the service's own client, ${options.floorRounds} interleaved rounds per concurrency (ms)`,
     ['call', `p50 @${options.connections}`, `p99 @${options.connections}`, 'p50 @1', 'p99 @1', 'calls'],
@@ -274,6 +222,157 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     ]),
   );
 
+  const grantTokens = () =>
+    inPool(users, 8, async (user) =>
+      text(
+        await post(stack.url, '/api/v1/keys/grant-access', issuerKey, {
+          userId: user.userId,
+          keyId: user.keyId,
+        }),
+        'tokenId',
+      ),
+    );
+  const decryptBodiesFor = (tokens: string[]) =>
+    users.map((user, index) => ({
+      envelope: envelopes[index],
+      accessTokenId: tokens[index],
+      privateKey: user.privateKey,
+    }));
+
+  // ---- Per request at one connection: the service against the bare handler, in interleaved rounds.
+  const floorDynamo = createDynamoClients({ region: stack.config.region, endpoint: stack.dynamoDbEndpoint });
+  const tables = requireAllTables(stack.config);
+  const floorServer = await startFloorServer({
+    doc: floorDynamo.doc,
+    tables,
+    clock,
+    escrow: stack.deps.escrow,
+    clients: { merchant: encryptMerchant.clientId, issuer: issuer.clientId },
+    retention: {
+      receiptDays: stack.config.receiptRetentionDays,
+      escrowDays: stack.config.escrowRetentionDays,
+      auditDays: stack.config.auditRetentionDays,
+    },
+    tokens: { ttlSeconds: stack.config.tokenTtlSeconds, maxActive: stack.config.maxActiveTokens },
+    sandboxUrl,
+  });
+  /**
+   * A floor that skipped work would flatter the service's ratio, so what it makes must be usable by
+   * the service: its envelope and its token open with the service's decrypt, and the service finds
+   * the transaction its payment mapped.
+   */
+  const checkFloorAgainstService = async (user: User): Promise<void> => {
+    const envelope = await post(
+      floorServer.url,
+      '/api/v1/receipts/encrypt',
+      encryptKey,
+      withIds(encryptBody(user)),
+    );
+    const grant = await post(floorServer.url, '/api/v1/keys/grant-access', issuerKey, {
+      userId: user.userId,
+      keyId: user.keyId,
+    });
+    const receipt = await post(stack.url, '/api/v1/receipts/decrypt', issuerKey, {
+      envelope,
+      accessTokenId: text(grant, 'tokenId'),
+      privateKey: user.privateKey,
+    });
+    if (receipt.receiptId !== envelope.receiptId)
+      throw new Error('the floor: its envelope did not decrypt to its receipt');
+    const payment = await post(
+      floorServer.url,
+      '/api/v1/payments/gateway_a/create',
+      paymentKey,
+      withIds(paymentBody(user)),
+    );
+    const pointers = payment.receiptMetadata;
+    const transactionId = isRecord(pointers) ? pointers.transactionId : undefined;
+    const mapping = await fetch(`${stack.url}/api/v1/transactions/${String(transactionId)}`, {
+      headers: { 'x-api-key': encryptKey },
+    });
+    if (mapping.status !== 200)
+      throw new Error(`the floor: its payment's transaction is not found by the service (${mapping.status})`);
+  };
+  let perRequest: PerRequestResult;
+  try {
+    const sides: { service: Side; floor: Side } = {
+      service: { url: stack.url, counter },
+      floor: { url: floorServer.url, counter: new DynamoCallCounter(floorDynamo.doc) },
+    };
+    // Decrypt tokens must stay live through a round; they are granted afresh when half their life is gone.
+    let decryptTokens: { at: number; tokens: string[] } | undefined;
+    const liveTokens = async () => {
+      if (!decryptTokens || clock.now().getTime() - decryptTokens.at > tokenTtlMs / 2) {
+        freeAllTokenSlots();
+        decryptTokens = { at: clock.now().getTime(), tokens: await grantTokens() };
+      }
+      return decryptTokens.tokens;
+    };
+    // Setup's encrypts left every recipient in the service's memory; the floor gets the same start.
+    await inPool(users, 4, (user) =>
+      post(floorServer.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))),
+    );
+    await checkFloorAgainstService(users[0] as User);
+    let warmUser = 0;
+    const nextUser = () => users[warmUser++ % users.length] as User;
+    const plans: EndpointPlan[] = [
+      {
+        name: 'receipts/encrypt',
+        path: '/api/v1/receipts/encrypt',
+        apiKey: encryptKey,
+        bodiesForRound: () => Promise.resolve(users.map(encryptBody)),
+        warmUp: async (side) => {
+          await post(side.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(nextUser())));
+        },
+      },
+      {
+        name: 'receipts/decrypt',
+        path: '/api/v1/receipts/decrypt',
+        apiKey: issuerKey,
+        bodiesForRound: async () => decryptBodiesFor(await liveTokens()),
+        warmUp: async (side) => {
+          const tokens = await liveTokens();
+          await post(side.url, '/api/v1/receipts/decrypt', issuerKey, decryptBodiesFor(tokens)[0]);
+        },
+      },
+      {
+        name: 'keys/grant-access',
+        path: '/api/v1/keys/grant-access',
+        apiKey: issuerKey,
+        bodiesForRound: () =>
+          Promise.resolve(users.map((user) => ({ userId: user.userId, keyId: user.keyId }))),
+        beforeRun: freeAllTokenSlots,
+        // Three grants per user at most: every grant finds a free slot within a few tries.
+        maxRequests: users.length * 3,
+        warmUp: async (side) => {
+          const user = nextUser();
+          await post(side.url, '/api/v1/keys/grant-access', issuerKey, {
+            userId: user.userId,
+            keyId: user.keyId,
+          });
+        },
+      },
+      {
+        name: 'payments/gateway_a/create',
+        path: '/api/v1/payments/gateway_a/create',
+        apiKey: paymentKey,
+        bodiesForRound: () => Promise.resolve(users.map(paymentBody)),
+        warmUp: async (side) => {
+          await post(
+            side.url,
+            '/api/v1/payments/gateway_a/create',
+            paymentKey,
+            withIds(paymentBody(nextUser())),
+          );
+        },
+      },
+    ];
+    perRequest = await comparePerRequest(sides, plans, options.perRequest, workDir);
+  } finally {
+    await floorServer.close();
+    floorDynamo.client.destroy();
+  }
+
   const endpoints: Partial<Record<EndpointName, EndpointResult>> = {};
 
   async function measureEndpoint(
@@ -282,13 +381,13 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     apiKey: string,
     bodies: unknown[],
     oneRequestBody: () => unknown,
-    extra: { maxRequests?: number; note?: string; connections?: number } = {},
+    extra: { maxRequests?: number; note?: string } = {},
   ): Promise<void> {
-    const connections = extra.connections ?? options.connections;
+    const connections = options.connections;
     // Warm-up: JIT, lazily loaded SDKs (the payment gateway's), the API-key cache.
-    for (let i = 0; i < 3; i++) await post(stack, path, apiKey, oneRequestBody());
+    for (let i = 0; i < 3; i++) await post(stack.url, path, apiKey, oneRequestBody());
     counter.reset();
-    await post(stack, path, apiKey, oneRequestBody());
+    await post(stack.url, path, apiKey, oneRequestBody());
     const callsSingleRequest = counter.byCommand();
 
     counter.reset();
@@ -324,10 +423,7 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
       callKinds.map((kind) => [kind, round(byKind[kind] / requests, 2)]),
     ) as Record<CallKind, number>;
     const dynamoFloorMs = round(
-      callKinds.reduce(
-        (sum, kind) => sum + callsPerRequestUnderLoad[kind] * floorFor(connections)[kind].p50Ms,
-        0,
-      ),
+      callKinds.reduce((sum, kind) => sum + callsPerRequestUnderLoad[kind] * dynamoFloor[kind].p50Ms, 0),
       2,
     );
     // The handlers await their calls one after another (read in lib/), so per-request call time adds up.
@@ -362,41 +458,23 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
       .map(([code, count]) => `${code}×${count}`)
       .join(' ');
     console.log(
-      `  ${name}: ${load.requests} requests in ${load.durationSec} s (${status})${load.firstErrorBody ? `; first error ${load.firstErrorBody}` : ''}`,
+      `  ${name} @${connections}: ${load.requests} requests in ${load.durationSec} s (${status})${load.firstErrorBody ? `; first error ${load.firstErrorBody}` : ''}`,
     );
   }
 
-  // ---- receipts/encrypt: nested form, to a registered user's hashedPan, a new receiptId every request.
-  // The same endpoint at the target's concurrency, then with one connection (the latency of a request
-  // nothing queues behind, as a Lambda instance serves) and four (where the cores fill up).
-  const encryptRuns: [EndpointName, number, string | undefined][] = [
-    ['receipts/encrypt', options.connections, undefined],
-    ['receipts/encrypt @1 connection', 1, 'one connection: no queueing in the service or in DynamoDB Local'],
-    ['receipts/encrypt @4 connections', 4, 'four connections: between no queueing and the target load'],
-  ];
-  for (const [name, connections, note] of encryptRuns) {
-    await measureEndpoint(
-      name,
-      '/api/v1/receipts/encrypt',
-      encryptKey,
-      users.map(encryptBody),
-      () => withIds(encryptBody(users[0] as User)),
-      { connections, ...(note ? { note } : {}) },
-    );
-  }
-
-  // ---- receipts/decrypt: tokens are granted now, so they are live (≤ 180 s) for the run; one slot each.
-  const tokens = await inPool(users, 8, async (user) =>
-    text(
-      await post(stack, '/api/v1/keys/grant-access', issuerKey, { userId: user.userId, keyId: user.keyId }),
-      'tokenId',
-    ),
+  // ---- As information: the same endpoints with 16 connections, where on two cores shared with
+  // DynamoDB Local and the load generator the latency is mostly the emulator's queue.
+  await measureEndpoint(
+    'receipts/encrypt',
+    '/api/v1/receipts/encrypt',
+    encryptKey,
+    users.map(encryptBody),
+    () => withIds(encryptBody(users[0] as User)),
   );
-  const decryptBodies = users.map((user, index) => ({
-    envelope: envelopes[index],
-    accessTokenId: tokens[index],
-    privateKey: user.privateKey,
-  }));
+
+  // Tokens granted now are live (≤ 180 s of the bench's clock) for the whole run; one slot each.
+  freeAllTokenSlots();
+  const decryptBodies = decryptBodiesFor(await grantTokens());
   await measureEndpoint(
     'receipts/decrypt',
     '/api/v1/receipts/decrypt',
@@ -405,10 +483,8 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     () => decryptBodies[0],
   );
 
-  // ---- keys/grant-access: round-robin over every user. Each user already holds the decrypt token and
-  // may lend one slot to warm-up, so the run is capped at 3 grants per user: every grant can succeed.
-  // Three warm-ups and the counted request go to four different users, one grant each.
-  const warmUpUsers = users.slice(0, 4);
+  // Every slot is free again, so with three grants per user at most, every grant can succeed.
+  freeAllTokenSlots();
   let warmUp = 0;
   await measureEndpoint(
     'keys/grant-access',
@@ -416,38 +492,39 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     issuerKey,
     users.map((user) => ({ userId: user.userId, keyId: user.keyId })),
     () => {
-      const user = warmUpUsers[warmUp++ % warmUpUsers.length] as User;
+      const user = users[warmUp++ % users.length] as User;
       return { userId: user.userId, keyId: user.keyId };
     },
     {
       maxRequests: users.length * 3,
-      note: `capped at ${users.length * 3} grants (3 per user over ${users.length} users) so no grant meets a user who already holds 5 live tokens`,
+      note: `capped at ${users.length * 3} grants (3 per user over ${users.length} users), every token slot free at the start`,
     },
   );
 
-  // ---- payments/gateway_a/create: flattened receipt + amount, a new receiptId and transactionId each time.
   await measureEndpoint(
     'payments/gateway_a/create',
     '/api/v1/payments/gateway_a/create',
     paymentKey,
     users.map(paymentBody),
     () => withIds(paymentBody(users[0] as User)),
-    { note: 'includes the in-process gateway sandbox call (HTTP over loopback through the stripe SDK)' },
+    { note: 'the gateway sandbox runs in its own process; its CPU is in no column' },
   );
 
   printHttpTables(endpoints, options);
   const encrypt = endpoints['receipts/encrypt'];
   const targets: TargetCheck[] = [
+    ...perRequest.targets,
     {
       section: 'http',
-      target: `encrypt p99 < 50 ms at ${options.connections} connections`,
+      target: `encrypt at ${options.connections} connections (was: p99 < 50 ms; kept as information)`,
       measured: encrypt
         ? `p99 ${encrypt.load.latencyMs.p99} ms (p50 ${encrypt.load.latencyMs.p50} ms, ${encrypt.load.requestsPerSecond} req/s, ${encrypt.load.non2xx} non-2xx)` +
           (encrypt.capacity
             ? `; ${encrypt.cpuMsPerRequest.total} ms CPU/request on ${cores} cores → mean ≥ ${encrypt.capacity.meanLatencyFloorMs} ms`
             : '')
         : 'not run',
-      met: encrypt ? encrypt.load.latencyMs.p99 < 50 && encrypt.load.non2xx === 0 : null,
+      met: null,
+      informational: true,
     },
   ];
   return {
@@ -459,6 +536,7 @@ async function runAgainst(stack: LocalStack, options: HttpOptions, workDir: stri
     },
     dynamoFloor,
     dynamoFloorSingle,
+    perRequest,
     endpoints,
     targets,
   };

@@ -57,8 +57,22 @@ const settings = {
     ? { samples: 12, loopRounds: 2, keysPerPhase: 6, concurrency: 4 }
     : { samples: 40, loopRounds: 3, keysPerPhase: 8, concurrency: 4 },
   http: quick
-    ? { connections: 16, durationSec: 3, users: 80, floorRounds: 2, floorSliceMs: 500 }
-    : { connections: 16, durationSec: 10, users: 300, floorRounds: 3, floorSliceMs: 1000 },
+    ? {
+        connections: 16,
+        durationSec: 3,
+        users: 80,
+        floorRounds: 2,
+        floorSliceMs: 500,
+        perRequest: { rounds: 3, durationSec: 2 },
+      }
+    : {
+        connections: 16,
+        durationSec: 10,
+        users: 200,
+        floorRounds: 3,
+        floorSliceMs: 1000,
+        perRequest: { rounds: 5, durationSec: 4 },
+      },
   coldstart: { imports: quick ? 3 : 5 },
 };
 
