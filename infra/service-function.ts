@@ -6,6 +6,7 @@ import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lam
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { RouteDefinition } from '../lib/routes.js';
+import { bundleDefines } from '../lib/wiring/aws.js';
 import { PAYMENT_SDKS, paymentSdkBundlingCommands } from './payment-sdks.js';
 
 export interface ServiceFunctionProps {
@@ -90,6 +91,8 @@ export class ServiceFunction extends Construct {
         // Payment SDKs ship beside the bundle and load on first use (payment-sdks.ts).
         externalModules: route.gateways ? [...PAYMENT_SDKS] : [],
         banner: REQUIRE_BANNER,
+        // Leaves out the escrow and gateway adapters a route does not use (lib/wiring/aws.ts).
+        define: bundleDefines(route),
         metafile: true,
         commandHooks: {
           beforeBundling: () => [],

@@ -12,9 +12,20 @@ export type DepsFor<R extends Pick<RouteDefinition, 'escrow' | 'gateways'>> = Co
   (R['gateways'] extends true ? { gateways: GatewayRegistry } : unknown);
 
 /**
+ * Set at bundling time from the route (infra/service-function.ts, bench/coldstart.ts): esbuild then
+ * sees `'no' !== 'no'` and drops the adapter a route does not declare, with everything it imports
+ * (the KMS client, the gateway registry and the payment SDKs). Unbundled, both stay reachable.
+ */
+export const bundleDefines = (
+  route: Pick<RouteDefinition, 'escrow' | 'gateways'>,
+): Record<string, string> => ({
+  'process.env.RECEIPT_SERVICE_BUNDLE_ESCROW': JSON.stringify(route.escrow ? 'yes' : 'no'),
+  'process.env.RECEIPT_SERVICE_BUNDLE_GATEWAYS': JSON.stringify(route.gateways ? 'yes' : 'no'),
+});
+
+/**
  * A function's Lambda entry point, wired from its route's declared needs: the escrow key and the
- * gateways are built only for routes that declare them, and their adapters are imported on demand,
- * so a function that touches neither never evaluates the KMS or Secrets Manager code.
+ * gateways are built only for routes that declare them, and their adapters are imported on demand.
  */
 export function awsHandler<R extends RouteDefinition>(
   route: R,
@@ -22,12 +33,15 @@ export function awsHandler<R extends RouteDefinition>(
 ): LambdaEntry {
   return lambdaHandler(async () => {
     const core = awsCoreDeps();
-    const escrow = route.escrow
-      ? { escrow: (await import('./aws-escrow.js')).awsEscrowKey(core.config, core.tracer) }
-      : {};
-    const gateways = route.gateways
-      ? { gateways: (await import('./aws-gateways.js')).awsGateways(core.config, core.logger) }
-      : {};
+    // Each condition is written out in full so that esbuild can fold it (see bundleDefines).
+    const escrow =
+      process.env.RECEIPT_SERVICE_BUNDLE_ESCROW !== 'no' && route.escrow
+        ? { escrow: (await import('./aws-escrow.js')).awsEscrowKey(core.config, core.tracer) }
+        : {};
+    const gateways =
+      process.env.RECEIPT_SERVICE_BUNDLE_GATEWAYS !== 'no' && route.gateways
+        ? { gateways: (await import('./aws-gateways.js')).awsGateways(core.config, core.logger) }
+        : {};
     // The conditional spreads above are exactly what DepsFor<R> describes for this route.
     return createHandler({ ...core, ...escrow, ...gateways } as DepsFor<R>);
   });
