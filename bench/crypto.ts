@@ -111,7 +111,7 @@ function floorOpen(sealed: FloorSealed, privateKey: KeyObject): Buffer {
   return Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]);
 }
 
-/** Our envelope re-spelt as the flattened JWE it is (DECISIONS.md, Crypto): a cross-check, not timed. */
+/** Our envelope re-spelt as the flattened JWE it is (docs/ENVELOPE.md): a cross-check, not timed. */
 function envelopeAsJwe(envelope: SealedEnvelope): FlattenedJWE {
   const url = (base64: string) => Buffer.from(base64, 'base64').toString('base64url');
   return {

@@ -1,5 +1,5 @@
 /**
- * Hybrid receipt envelope (DECISIONS.md, Crypto): AES-256-GCM under a fresh content key (CEK), the CEK
+ * Hybrid receipt envelope (docs/ENVELOPE.md): AES-256-GCM under a fresh content key (CEK), the CEK
  * wrapped with RSA-OAEP-256, and the identifying fields bound as GCM additional data the way JWE does
  * it, so an envelope is a flattened JWE with its fields spelt in standard base64.
  */

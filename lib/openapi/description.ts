@@ -16,7 +16,7 @@ const endpointsOf = (group: RateGroup): string =>
 
 /**
  * The document's description: the choices the spec leaves open ("not shown") and how this service
- * settled them (DECISIONS.md), written for the integrator who reads only this document.
+ * settled them (docs/API.md), written for the integrator who reads only this document.
  */
 export function describeApi(tiers: TierTable): string {
   const tierRows = Object.entries(tiers).map(

@@ -1,5 +1,5 @@
 /**
- * The one amount-consistency rule (DECISIONS.md): the lines add up to the subtotal, and the subtotal
+ * The one amount-consistency rule (docs/API.md): the lines add up to the subtotal, and the subtotal
  * plus tax is the total. Encrypt (both forms), payment creation and the Square adapter's order all
  * check it here, each naming the fields in its own vocabulary.
  */

@@ -19,7 +19,7 @@ import {
 /**
  * The flattened receipt fields shared by receipts/encrypt and payments/{gateway}/create. Required:
  * receiptId, merchantId, merchantName, transactionId and the three amounts; everything else has a
- * documented default. Amounts must add up (DECISIONS.md): subtotal = Σ items' totalPrice and
+ * documented default. Amounts must add up (docs/API.md): subtotal = Σ items' totalPrice and
  * totalAmount = subtotal + taxAmount.
  */
 const text = (max = 256) => z.string().max(max);
@@ -82,7 +82,7 @@ export const flattenedReceiptFields = {
 export const flattenedReceiptSchema = z.strictObject(flattenedReceiptFields);
 export type FlattenedReceipt = z.infer<typeof flattenedReceiptSchema>;
 
-/** Adds the DECISIONS.md amount rules to any object schema built from the flattened fields. */
+/** Adds the amount rules (lib/receipts/amounts.ts) to any object schema built from the flattened fields. */
 export function checkAmounts(
   receipt: Pick<FlattenedReceipt, 'items' | 'mockItems' | 'subtotal' | 'taxAmount' | 'totalAmount'>,
   ctx: z.RefinementCtx,
