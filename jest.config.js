@@ -1,6 +1,33 @@
-// Jest runs the TypeScript sources as native ES modules (Middy 7 is ESM-only), transformed by swc.
+/*
+ * Three tiers, chosen by path so that a new test file lands in one without touching this file:
+ *   unit         pure logic: no DynamoDB, no network, no child processes; the whole tier under 30 s
+ *   integration  the service over HTTP on the local stack and the run's shared DynamoDB Local
+ *   slow         `npm start` as a process, CDK synthesis and a real esbuild bundle, a DynamoDB
+ *                outage (its own emulator), Redocly lint
+ * `npm test` runs all three; `npm run test:unit` (and the other test:* scripts) one of them.
+ *
+ * Jest runs the TypeScript sources as native ES modules (Middy 7 is ESM-only), transformed by swc.
+ */
+
+/*
+ * Slow: processes, bundles and CDK synthesis. Each CDK test file loads aws-cdk-lib into its own
+ * module registry and synthesizes the whole stack, 10-25 s a file on two cores, which alone would
+ * spend the unit tier's 30 s.
+ */
+const slowFolders = ['<rootDir>/test/infra'];
+const slowFiles = [
+  '<rootDir>/test/integration/npm-start.test.ts',
+  '<rootDir>/test/integration/outage.test.ts',
+  '<rootDir>/test/contract/lint.test.ts',
+];
+
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** testPathIgnorePatterns are regular expressions; these match the folders and files above exactly. */
+const underFolders = (folders) => folders.map((folder) => `^${escapeRegExp(folder)}/`);
+const exactly = (files) => files.map((file) => `^${escapeRegExp(file)}$`);
+
 /** @type {import('jest').Config} */
-export default {
+const shared = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
@@ -14,9 +41,57 @@ export default {
     ],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  testMatch: ['<rootDir>/test/**/*.test.ts'],
-  globalSetup: '<rootDir>/test/support/global-setup.js',
-  globalTeardown: '<rootDir>/test/support/global-teardown.js',
+};
+
+/** @type {import('jest').Config[]} */
+const tiers = [
+  {
+    ...shared,
+    displayName: 'unit',
+    testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+  },
+  {
+    ...shared,
+    displayName: 'integration',
+    // One DynamoDB Local for the run. Jest runs a project's globalSetup only when that project has
+    // tests in the run (runGlobalHook collects the paths from the tests about to run), so
+    // `test:unit` and `test:slow` start no Java for it.
+    globalSetup: '<rootDir>/test/support/global-setup.js',
+    globalTeardown: '<rootDir>/test/support/global-teardown.js',
+    // Everything that is neither unit nor slow: test/integration, test/contract, test/adversarial
+    // and any folder added later.
+    testMatch: ['<rootDir>/test/**/*.test.ts'],
+    testPathIgnorePatterns: [
+      '/node_modules/',
+      ...underFolders(['<rootDir>/test/unit', ...slowFolders]),
+      ...exactly(slowFiles),
+    ],
+  },
+  {
+    ...shared,
+    displayName: 'slow',
+    // A CDK App built without an outdir synthesizes into a fresh cdk.out* folder in the temp dir;
+    // this removes them after each file, also when its tests fail.
+    setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'],
+    testMatch: [...slowFolders.map((folder) => `${folder}/**/*.test.ts`), ...slowFiles],
+  },
+];
+
+/*
+ * TEST_TIER picks one tier (the test:* scripts). Not --selectProjects: that option takes every
+ * argument after it as a project name, so `npm run test:unit -- some/file.test.ts` would not filter.
+ */
+const tier = process.env.TEST_TIER;
+const projects = tier ? tiers.filter((project) => project.displayName === tier) : tiers;
+if (projects.length === 0) {
+  throw new Error(
+    `TEST_TIER=${tier} names no tier: ${tiers.map((project) => project.displayName).join(', ')}`,
+  );
+}
+
+/** @type {import('jest').Config} */
+export default {
+  projects,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   testTimeout: 60_000,
   maxWorkers: 2,

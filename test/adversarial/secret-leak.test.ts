@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
-import { captureLogs, type LogCapture } from '../support/logs.js';
+import { logsWhile } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import type { SuccessEnvelope } from './support.js';
 
 /**
  * Runs the spec's five-step flow on both gateways, plus receipts/encrypt and receipts/decrypt, with the
- * logger at DEBUG, then searches everything written to stdout and stderr for the secrets and the
- * receipt content that passed through: none may appear.
+ * logger at DEBUG, then searches everything the test wrote to stdout and stderr for the secrets and
+ * the receipt content that passed through: none may appear. Each test checks the logs of its own
+ * requests, so either passes alone and in any order.
  */
 
 // Distinctive values, so a hit in the logs can only be this receipt leaking.
@@ -48,164 +49,46 @@ const flattened = (recipientHashedPan: string) =>
 
 describe('secrets and receipt content never reach the logs', () => {
   let stack: TestStack;
-  let logs: LogCapture;
-  const secrets = new Map<string, string>();
-  const remember = (label: string, value: string) => secrets.set(label, value);
+  let merchant: { apiKey: string };
+  let issuer: { apiKey: string };
 
   beforeAll(async () => {
-    logs = captureLogs();
     stack = await startTestStack({ logLevel: 'DEBUG' });
+    merchant = await stack.apiKey(['merchant']);
+    issuer = await stack.apiKey(['issuer']);
   });
 
   afterAll(async () => {
     await stack?.close();
-    logs.restore();
   });
 
-  const rememberUser = (label: string, user: OnboardedUser) => {
-    const { privateKey, hashedPan } = user;
-    remember(`${label} private key`, privateKey);
-    // A logged slice is as bad as the whole key: look for 40-character windows across it.
-    for (const start of [0, 100, Math.floor(privateKey.length / 2), privateKey.length - 40]) {
-      remember(`${label} private key [${start}..${start + 40}]`, privateKey.slice(start, start + 40));
-    }
-    remember(`${label} hashedPan`, hashedPan);
-  };
-
-  it('runs the five-step flow on both gateways and both receipt endpoints, with refusals, at DEBUG', async () => {
-    const merchant = await stack.apiKey(['merchant']);
-    const issuer = await stack.apiKey(['issuer']);
+  /** The secrets a test handled, by label; the API keys are in every test's requests. */
+  const secretsOf = () => {
+    const secrets = new Map<string, string>();
     for (const [label, client] of [
       ['merchant', merchant],
       ['issuer', issuer],
     ] as const) {
-      remember(`${label} API key`, client.apiKey);
-      remember(`${label} API key secret`, client.apiKey.slice('rk_'.length + 32 + 1));
+      secrets.set(`${label} API key`, client.apiKey);
+      secrets.set(`${label} API key secret`, client.apiKey.slice('rk_'.length + 32 + 1));
     }
+    return secrets;
+  };
 
-    const onboarded: OnboardedUser[] = [];
-    for (const [gateway, extra] of [
-      ['gateway_a', { amount: 1548 }],
-      ['gateway_b', { cardNonce: 'cnon:card-nonce-ok' }],
-    ] as const) {
-      // Steps 1 and 2: generate-keys, register.
-      const user = await onboardUser(stack, issuer.apiKey, newHashedPan());
-      rememberUser(gateway, user);
-      onboarded.push(user);
-      // Step 3: the merchant charges and attaches the encrypted receipt.
-      const created = await stack.request<SuccessEnvelope<{ paymentId: string }>>(
-        'POST',
-        `/api/v1/payments/${gateway}/create`,
-        {
-          apiKey: merchant.apiKey,
-          body: { ...flattened(user.hashedPan), ...extra },
-        },
-      );
-      expect(created.status).toBe(200);
-      // Step 4: a token; step 5: the receipt by payment id.
-      const tokenId = await grantToken(stack, issuer.apiKey, user);
-      remember(`${gateway} token id`, tokenId);
-      const opened = await stack.request<SuccessEnvelope<{ merchant: { name: string } }>>(
-        'POST',
-        '/api/v1/payments/decrypt',
-        {
-          apiKey: issuer.apiKey,
-          body: {
-            paymentId: created.json.data.paymentId,
-            gateway,
-            accessTokenId: tokenId,
-            privateKey: user.privateKey,
-          },
-        },
-      );
-      expect(opened.status).toBe(200);
-      expect(opened.json.data.merchant.name).toBe(RECEIPT.merchantName);
-      // Refusals carry the same secrets in their requests and take the error paths.
-      const refused = await stack.request('POST', '/api/v1/payments/decrypt', {
-        apiKey: issuer.apiKey,
-        body: {
-          paymentId: created.json.data.paymentId,
-          gateway,
-          accessTokenId: randomUUID(),
-          privateKey: user.privateKey,
-        },
-      });
-      expect(refused.status).toBe(403);
-      const duplicate = await stack.request('POST', '/api/v1/onboarding/register', {
-        apiKey: issuer.apiKey,
-        body: { hashedPan: user.hashedPan, publicKey: user.publicKey, keyId: user.keyId },
-      });
-      expect(duplicate.status).toBe(409);
+  const rememberUser = (secrets: Map<string, string>, label: string, user: OnboardedUser) => {
+    const { privateKey, hashedPan } = user;
+    secrets.set(`${label} private key`, privateKey);
+    // A logged slice is as bad as the whole key: look for 40-character windows across it.
+    for (const start of [0, 100, Math.floor(privateKey.length / 2), privateKey.length - 40]) {
+      secrets.set(`${label} private key [${start}..${start + 40}]`, privateKey.slice(start, start + 40));
     }
+    secrets.set(`${label} hashedPan`, hashedPan);
+  };
 
-    const user = await onboardUser(stack, issuer.apiKey);
-    rememberUser('receipts', user);
-    const receipt = sampleReceipt({ notes: RECEIPT.notes });
-    receipt.merchant = {
-      ...receipt.merchant,
-      name: RECEIPT.merchantName,
-      contactEmail: RECEIPT.merchantContactEmail,
-      taxId: RECEIPT.merchantTaxId,
-    };
-    receipt.items = receipt.items.map((item, index) => ({
-      ...item,
-      name: RECEIPT.items[index] ?? item.name,
-    }));
-    receipt.transaction = {
-      ...receipt.transaction,
-      cardDetails: { ...receipt.transaction.cardDetails, last4: RECEIPT.cardLast4 },
-    };
-    receipt.loyaltyInfo = { ...receipt.loyaltyInfo, memberNumber: RECEIPT.loyaltyMember };
-    const encrypted = await stack.request<SuccessEnvelope<unknown>>('POST', '/api/v1/receipts/encrypt', {
-      apiKey: merchant.apiKey,
-      body: {
-        receipt,
-        recipientIdentifier: { type: 'email', value: RECEIPT.recipientEmail },
-        recipientHashedPan: user.hashedPan,
-      },
-    });
-    expect(encrypted.status).toBe(200);
-    const tokenId = await grantToken(stack, issuer.apiKey, user);
-    remember('receipts token id', tokenId);
-    const opened = await stack.request<SuccessEnvelope<unknown>>('POST', '/api/v1/receipts/decrypt', {
-      apiKey: issuer.apiKey,
-      body: { envelope: encrypted.json.data, accessTokenId: tokenId, privateKey: user.privateKey },
-    });
-    expect(opened.status).toBe(200);
-    expect(opened.json.data).toEqual(receipt);
-    const wrongKey = await stack.request('POST', '/api/v1/receipts/decrypt', {
-      apiKey: issuer.apiKey,
-      body: { envelope: encrypted.json.data, accessTokenId: tokenId, privateKey: onboarded[0]!.privateKey },
-    });
-    expect(wrongKey.status).toBe(403);
-    // Requests that end in the service's error logging (gateway refusals): the logged errors must not
-    // carry the receipt either.
-    for (const extra of [{ currency: 'QQQ' }, { cardNonce: 'cnon:not-a-real-nonce' }]) {
-      const failed = await stack.request('POST', '/api/v1/payments/gateway_b/create', {
-        apiKey: merchant.apiKey,
-        body: { ...flattened(user.hashedPan), ...extra },
-      });
-      expect(failed.status).not.toBe(200);
-    }
-    // An escrowed receipt for a recipient who is not registered yet, and the flattened form.
-    const escrowed = await stack.request('POST', '/api/v1/receipts/encrypt', {
-      apiKey: merchant.apiKey,
-      body: flattened(newHashedPan()),
-    });
-    expect(escrowed.status).toBe(200);
-  });
-
-  it('wrote log lines for the flow, and none of them carries a secret', () => {
-    const text = logs.text();
-    expect(text).toContain('"route":"decrypt-payment"');
-    expect(text).toContain('"route":"decrypt-receipt"');
-    expect(secrets.size).toBeGreaterThan(20);
+  /** Neither a secret nor any of the receipt's content in the text. */
+  const expectNoLeaks = (text: string, secrets: Map<string, string>) => {
     const found = [...secrets].filter(([, value]) => text.includes(value)).map(([label]) => label);
     expect(found).toEqual([]);
-  });
-
-  it('wrote none of the receipt content', () => {
-    const text = logs.text();
     const values = [
       RECEIPT.merchantName,
       RECEIPT.merchantStreet,
@@ -224,5 +107,138 @@ describe('secrets and receipt content never reach the logs', () => {
       new RegExp(`${RECEIPT.cardLast4}\\W{0,3}(?:visa|card)`, 'i'),
     ];
     expect(last4.filter((pattern) => pattern.test(text)).map(String)).toEqual([]);
+  };
+
+  it('logs the five-step flow on both gateways, with refusals and gateway errors, at DEBUG without a secret or receipt content', async () => {
+    const secrets = secretsOf();
+    const { text } = await logsWhile(async () => {
+      for (const [gateway, extra] of [
+        ['gateway_a', { amount: 1548 }],
+        ['gateway_b', { cardNonce: 'cnon:card-nonce-ok' }],
+      ] as const) {
+        // Steps 1 and 2: generate-keys, register.
+        const user = await onboardUser(stack, issuer.apiKey, newHashedPan());
+        rememberUser(secrets, gateway, user);
+        // Step 3: the merchant charges and attaches the encrypted receipt.
+        const created = await stack.request<SuccessEnvelope<{ paymentId: string }>>(
+          'POST',
+          `/api/v1/payments/${gateway}/create`,
+          {
+            apiKey: merchant.apiKey,
+            body: { ...flattened(user.hashedPan), ...extra },
+          },
+        );
+        expect(created.status).toBe(200);
+        // Step 4: a token; step 5: the receipt by payment id.
+        const tokenId = await grantToken(stack, issuer.apiKey, user);
+        secrets.set(`${gateway} token id`, tokenId);
+        const opened = await stack.request<SuccessEnvelope<{ merchant: { name: string } }>>(
+          'POST',
+          '/api/v1/payments/decrypt',
+          {
+            apiKey: issuer.apiKey,
+            body: {
+              paymentId: created.json.data.paymentId,
+              gateway,
+              accessTokenId: tokenId,
+              privateKey: user.privateKey,
+            },
+          },
+        );
+        expect(opened.status).toBe(200);
+        expect(opened.json.data.merchant.name).toBe(RECEIPT.merchantName);
+        // Refusals carry the same secrets in their requests and take the error paths.
+        const refused = await stack.request('POST', '/api/v1/payments/decrypt', {
+          apiKey: issuer.apiKey,
+          body: {
+            paymentId: created.json.data.paymentId,
+            gateway,
+            accessTokenId: randomUUID(),
+            privateKey: user.privateKey,
+          },
+        });
+        expect(refused.status).toBe(403);
+        const duplicate = await stack.request('POST', '/api/v1/onboarding/register', {
+          apiKey: issuer.apiKey,
+          body: { hashedPan: user.hashedPan, publicKey: user.publicKey, keyId: user.keyId },
+        });
+        expect(duplicate.status).toBe(409);
+        // Requests that end in the service's error logging (gateway refusals): the logged errors must
+        // not carry the receipt either.
+        if (gateway === 'gateway_b') {
+          for (const failing of [{ currency: 'QQQ' }, { cardNonce: 'cnon:not-a-real-nonce' }]) {
+            const failed = await stack.request('POST', '/api/v1/payments/gateway_b/create', {
+              apiKey: merchant.apiKey,
+              body: { ...flattened(user.hashedPan), ...failing },
+            });
+            expect(failed.status).not.toBe(200);
+          }
+        }
+      }
+    });
+    expect(text).toContain('"route":"decrypt-payment"');
+    // 4 API key values, and per gateway 5 private key values, the hashedPan and the token id.
+    expect(secrets.size).toBe(4 + 2 * 7);
+    expectNoLeaks(text, secrets);
+  });
+
+  it('logs receipts/encrypt and receipts/decrypt, escrowed and refused, at DEBUG without a secret or receipt content', async () => {
+    const secrets = secretsOf();
+    const { text } = await logsWhile(async () => {
+      const user = await onboardUser(stack, issuer.apiKey);
+      rememberUser(secrets, 'receipts', user);
+      const stranger = await onboardUser(stack, issuer.apiKey);
+      rememberUser(secrets, 'stranger', stranger);
+      const receipt = sampleReceipt({ notes: RECEIPT.notes });
+      receipt.merchant = {
+        ...receipt.merchant,
+        name: RECEIPT.merchantName,
+        contactEmail: RECEIPT.merchantContactEmail,
+        taxId: RECEIPT.merchantTaxId,
+      };
+      receipt.items = receipt.items.map((item, index) => ({
+        ...item,
+        name: RECEIPT.items[index] ?? item.name,
+      }));
+      receipt.transaction = {
+        ...receipt.transaction,
+        cardDetails: { ...receipt.transaction.cardDetails, last4: RECEIPT.cardLast4 },
+      };
+      receipt.loyaltyInfo = { ...receipt.loyaltyInfo, memberNumber: RECEIPT.loyaltyMember };
+      const encrypted = await stack.request<SuccessEnvelope<unknown>>('POST', '/api/v1/receipts/encrypt', {
+        apiKey: merchant.apiKey,
+        body: {
+          receipt,
+          recipientIdentifier: { type: 'email', value: RECEIPT.recipientEmail },
+          recipientHashedPan: user.hashedPan,
+        },
+      });
+      expect(encrypted.status).toBe(200);
+      const tokenId = await grantToken(stack, issuer.apiKey, user);
+      secrets.set('receipts token id', tokenId);
+      const opened = await stack.request<SuccessEnvelope<unknown>>('POST', '/api/v1/receipts/decrypt', {
+        apiKey: issuer.apiKey,
+        body: { envelope: encrypted.json.data, accessTokenId: tokenId, privateKey: user.privateKey },
+      });
+      expect(opened.status).toBe(200);
+      expect(opened.json.data).toEqual(receipt);
+      const wrongKey = await stack.request('POST', '/api/v1/receipts/decrypt', {
+        apiKey: issuer.apiKey,
+        body: { envelope: encrypted.json.data, accessTokenId: tokenId, privateKey: stranger.privateKey },
+      });
+      expect(wrongKey.status).toBe(403);
+      // An escrowed receipt for a recipient who is not registered yet, in the flattened form.
+      const unregistered = newHashedPan();
+      secrets.set('unregistered hashedPan', unregistered);
+      const escrowed = await stack.request('POST', '/api/v1/receipts/encrypt', {
+        apiKey: merchant.apiKey,
+        body: flattened(unregistered),
+      });
+      expect(escrowed.status).toBe(200);
+    });
+    expect(text).toContain('"route":"decrypt-receipt"');
+    // 4 API key values, 6 for each of the two users, the token id and the unregistered hashedPan.
+    expect(secrets.size).toBe(4 + 2 * 6 + 2);
+    expectNoLeaks(text, secrets);
   });
 });

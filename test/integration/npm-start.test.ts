@@ -1,144 +1,189 @@
-import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { freePort } from '../../local/dynamodb-local.js';
+import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import {
+  answersHttp,
+  patience,
+  pollUntil,
+  startProcessGroup,
+  stopAllProcessGroups,
+  type ProcessGroup,
+} from '../support/processes.js';
+
+/**
+ * `npm start` as a developer runs it. On a loaded machine (CI with another test run beside it) a
+ * start takes many times what it takes on an idle one, so every wait here is a deadline scaled by
+ * the load, the port is the OS's choice (PORT=0, read back from what the service prints), and every
+ * process group a test starts is stopped after it, passed or failed.
+ */
 
 const run = promisify(execFile);
-
-const answers = async (url: string): Promise<boolean> => {
-  try {
-    await fetch(url, { signal: AbortSignal.timeout(1_000) });
-    return true;
-  } catch {
-    return false;
-  }
-};
+// The jest worker's flags (--experimental-vm-modules) are not the service's.
+const childEnv = (dataDir: string, extra: Record<string, string> = {}) => ({
+  ...process.env,
+  LOCAL_DATA_DIR: dataDir,
+  NODE_OPTIONS: '',
+  ...extra,
+});
 
 interface RunningService {
-  output: () => string;
-  /** Seconds from spawn to the first health answer. */
-  readySeconds: number;
-  healthStatus: number;
-  /** Ctrl-C: SIGINT to the whole process group, then wait for the exit. */
-  interrupt(): Promise<void>;
-  kill(): void;
+  group: ProcessGroup;
+  url: string;
 }
 
-/** `npm start` as a developer runs it, in its own process group so a group SIGINT is what Ctrl-C sends. */
-async function startService(port: number, dataDir: string, args: string[] = []): Promise<RunningService> {
-  const started = Date.now();
-  const child = spawn('npm', ['start', '--', ...args], {
-    env: { ...process.env, PORT: String(port), LOCAL_DATA_DIR: dataDir, NODE_OPTIONS: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let health: Response | undefined;
-  while (Date.now() - started < 60_000 && !health && child.exitCode === null) {
-    health = await fetch(`http://127.0.0.1:${port}/api/v1/health`).catch(() => undefined);
-    if (!health) await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  const kill = () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  };
-  return {
-    output: () => output,
-    readySeconds: (Date.now() - started) / 1000,
-    healthStatus: health?.status ?? 0,
-    interrupt: async () => {
-      process.kill(-child.pid!, 'SIGINT');
-      await exited;
+async function startService(dataDir: string): Promise<RunningService> {
+  const group = startProcessGroup('npm', ['start'], { env: childEnv(dataDir, { PORT: '0' }) });
+  const printed = await group.waitForOutput(/Receipt service listening on (http:\/\/\S+)/, patience(90_000));
+  const url = printed[1] ?? '';
+  // Ready once health says 200: right after the start, or on a loaded machine, its DynamoDB probe may
+  // still time out and answer 503 for a while.
+  let last = 'no answer';
+  await pollUntil(
+    `health of ${url}`,
+    async () => {
+      const health = await fetch(`${url}/api/v1/health`, {
+        signal: AbortSignal.timeout(patience(10_000)),
+      }).catch((error: unknown) => {
+        last = String(error);
+        return undefined;
+      });
+      if (health) last = `${health.status} ${await health.text()}`;
+      return health?.status === 200 ? true : undefined;
     },
-    kill,
-  };
+    {
+      timeoutMs: patience(60_000),
+      // Health counts against the anonymous limit (60 a minute by default): at most one a second.
+      intervalMs: 1_000,
+      abort: () => (group.exitStatus() ? `npm start ${group.exitStatus()}:\n${group.output()}` : undefined),
+    },
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; last answer: ${last}`);
+  });
+  return { group, url };
 }
+
+/** Ctrl-C: SIGINT to the whole process group, then wait until every process of it has ended. */
+async function interrupt(service: RunningService): Promise<void> {
+  service.group.signal('SIGINT');
+  await service.group.gone(patience(30_000));
+}
+
+const admin = async (dataDir: string, ...args: string[]) =>
+  (
+    await run('npm', ['run', '-s', 'admin', '--', 'api-keys', ...args], {
+      env: childEnv(dataDir),
+      timeout: patience(60_000),
+    })
+  ).stdout;
+
+const escrowKeyOf = (output: string) => /escrow key: (\S+)/.exec(output)?.[1];
 
 describe('npm start', () => {
-  let port: number;
-  let dataDir: string;
-  let first: RunningService | undefined;
-  let second: RunningService | undefined;
+  const dataDirs: string[] = [];
+  const newDataDir = async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'receipts-start-'));
+    dataDirs.push(dir);
+    return dir;
+  };
 
-  const admin = async (...args: string[]) =>
-    (
-      await run('npm', ['run', '-s', 'admin', '--', 'api-keys', ...args], {
-        env: { ...process.env, LOCAL_DATA_DIR: dataDir, NODE_OPTIONS: '' },
-      })
-    ).stdout;
-
-  beforeAll(async () => {
-    port = await freePort();
-    dataDir = await mkdtemp(join(tmpdir(), 'receipts-start-'));
+  afterEach(async () => {
+    await stopAllProcessGroups();
   });
 
-  afterAll(() => {
-    first?.kill();
-    second?.kill();
+  afterAll(async () => {
+    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
-  it('serves health within 30 seconds, prints how to create keys, manages keys with the admin CLI, and Ctrl-C stops everything', async () => {
-    first = await startService(port, dataDir);
-    expect(first.healthStatus).toBe(200);
-    expect(first.readySeconds).toBeLessThan(30);
-    expect(first.output()).toContain('npm run admin -- api-keys create');
-    const state = JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as {
-      dynamoDbEndpoint: string;
-    };
-    expect(await answers(state.dynamoDbEndpoint)).toBe(true);
+  it(
+    'serves health, prints how to create keys, manages keys with the admin CLI, and Ctrl-C stops everything',
+    async () => {
+      const dataDir = await newDataDir();
+      const service = await startService(dataDir);
+      expect(service.group.output()).toContain('npm run admin -- api-keys create');
+      const state = JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as {
+        url: string;
+        dynamoDbEndpoint: string;
+      };
+      expect(state.url).toBe(service.url);
+      expect(await answersHttp(state.dynamoDbEndpoint)).toBe(true);
 
-    // The admin CLI finds the running stack and manages keys against it.
-    const created = JSON.parse(
-      await admin('create', '--name', 'CLI issuer', '--roles', 'issuer', '--tier', 'free', '--json'),
-    ) as { apiKey: string; keyId: string; tier: string };
-    expect(created).toMatchObject({ tier: 'free', apiKey: expect.stringMatching(/^rk_/) });
-    const keys = await fetch(`http://127.0.0.1:${port}/api/v1/onboarding/generate-keys`, {
-      method: 'POST',
-      headers: { 'X-API-Key': created.apiKey },
-    });
-    expect(keys.status).toBe(200);
-    expect(
-      JSON.parse(await admin('set-tier', '--key-id', created.keyId, '--tier', 'enterprise', '--json')),
-    ).toMatchObject({
-      tier: 'enterprise',
-    });
-    expect(JSON.parse(await admin('revoke', '--key-id', created.keyId, '--json'))).toMatchObject({
-      status: 'revoked',
-    });
-    const listed = JSON.parse(await admin('list', '--json')) as { keyId: string; status: string }[];
-    expect(listed).toEqual([
-      expect.objectContaining({ keyId: created.keyId, status: 'revoked', tier: 'enterprise' }),
-    ]);
-    expect(listed[0]).not.toHaveProperty('secretHash');
-    await expect(admin('create', '--name', 'x', '--roles', 'admin', '--tier', 'free')).rejects.toThrow(
-      /--roles/,
-    );
+      // The admin CLI finds the running stack and manages keys against it.
+      const created = JSON.parse(
+        await admin(
+          dataDir,
+          'create',
+          '--name',
+          'CLI issuer',
+          '--roles',
+          'issuer',
+          '--tier',
+          'free',
+          '--json',
+        ),
+      ) as { apiKey: string; keyId: string; tier: string };
+      expect(created).toMatchObject({ tier: 'free', apiKey: expect.stringMatching(/^rk_/) });
+      const keys = await fetch(`${service.url}/api/v1/onboarding/generate-keys`, {
+        method: 'POST',
+        headers: { 'X-API-Key': created.apiKey },
+      });
+      expect(keys.status).toBe(200);
+      expect(
+        JSON.parse(
+          await admin(dataDir, 'set-tier', '--key-id', created.keyId, '--tier', 'enterprise', '--json'),
+        ),
+      ).toMatchObject({ tier: 'enterprise' });
+      expect(JSON.parse(await admin(dataDir, 'revoke', '--key-id', created.keyId, '--json'))).toMatchObject({
+        status: 'revoked',
+      });
+      const listed = JSON.parse(await admin(dataDir, 'list', '--json')) as {
+        keyId: string;
+        status: string;
+      }[];
+      expect(listed).toEqual([
+        expect.objectContaining({ keyId: created.keyId, status: 'revoked', tier: 'enterprise' }),
+      ]);
+      expect(listed[0]).not.toHaveProperty('secretHash');
+      await expect(
+        admin(dataDir, 'create', '--name', 'x', '--roles', 'admin', '--tier', 'free'),
+      ).rejects.toThrow(/--roles/);
 
-    await first.interrupt();
-    expect(await answers(`http://127.0.0.1:${port}/api/v1/health`)).toBe(false);
-    expect(await answers(state.dynamoDbEndpoint)).toBe(false);
-  }, 120_000);
+      await interrupt(service);
+      // Every process of the group has ended, DynamoDB Local included: nothing listens any more.
+      expect(await answersHttp(`${service.url}/api/v1/health`)).toBe(false);
+      expect(await answersHttp(state.dynamoDbEndpoint)).toBe(false);
+    },
+    patience(240_000),
+  );
 
-  it('keeps its data across a restart: keys, their state and the escrow key', async () => {
-    const escrowKeyOf = (output: string) => /escrow key: (\S+)/.exec(output)?.[1];
-    const before = escrowKeyOf(first!.output());
-    second = await startService(port, dataDir);
-    expect(second.healthStatus).toBe(200);
-    expect(escrowKeyOf(second.output())).toBe(before);
-    // Only a first start explains how to make keys.
-    expect(second.output()).not.toContain('npm run admin -- api-keys create');
-    const listed = JSON.parse(await admin('list', '--json')) as { status: string; tier: string }[];
-    expect(listed).toEqual([expect.objectContaining({ status: 'revoked', tier: 'enterprise' })]);
-    await second.interrupt();
-  }, 120_000);
+  it(
+    'keeps its data across a restart: keys, their state and the escrow key',
+    async () => {
+      const dataDir = await newDataDir();
+      const first = await startService(dataDir);
+      const created = JSON.parse(
+        await admin(dataDir, 'create', '--name', 'Kept', '--roles', 'merchant', '--tier', 'free', '--json'),
+      ) as { keyId: string };
+      await admin(dataDir, 'revoke', '--key-id', created.keyId, '--json');
+      const escrowKey = escrowKeyOf(first.group.output());
+      expect(escrowKey).toMatch(/^local-escrow-/);
+      await interrupt(first);
+
+      const second = await startService(dataDir);
+      expect(escrowKeyOf(second.group.output())).toBe(escrowKey);
+      // Only a first start explains how to make keys.
+      expect(second.group.output()).not.toContain('npm run admin -- api-keys create');
+      const listed = JSON.parse(await admin(dataDir, 'list', '--json')) as {
+        keyId: string;
+        status: string;
+      }[];
+      expect(listed).toEqual([
+        expect.objectContaining({ keyId: created.keyId, status: 'revoked', tier: 'free' }),
+      ]);
+      await interrupt(second);
+    },
+    patience(240_000),
+  );
 });

@@ -7,25 +7,48 @@ export interface LogCapture {
   restore(): void;
 }
 
+type Write = typeof process.stdout.write;
+
+/** Writers installed by captures still open, so that a nested capture passes lines on to the outer one. */
+const taps = new Set<Write>();
+
 export function captureLogs(options: { echo?: boolean } = {}): LogCapture {
   const chunks: string[] = [];
-  const originals = {
-    out: process.stdout.write.bind(process.stdout),
-    err: process.stderr.write.bind(process.stderr),
-  };
-  const tap =
-    (original: typeof process.stdout.write) =>
-    (chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
+  const originals = { out: process.stdout.write, err: process.stderr.write };
+  const tap = (stream: NodeJS.WriteStream, original: Write): Write => {
+    const forward = options.echo || taps.has(original);
+    const write = (chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
       chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
-      return options.echo ? (original as (...args: unknown[]) => boolean)(chunk, ...rest) : true;
+      return forward ? (original as (...args: unknown[]) => boolean).apply(stream, [chunk, ...rest]) : true;
     };
-  process.stdout.write = tap(originals.out) as typeof process.stdout.write;
-  process.stderr.write = tap(originals.err) as typeof process.stderr.write;
+    taps.add(write as Write);
+    return write as Write;
+  };
+  const out = tap(process.stdout, originals.out);
+  const err = tap(process.stderr, originals.err);
+  process.stdout.write = out;
+  process.stderr.write = err;
   return {
     text: () => chunks.join(''),
     restore: () => {
+      taps.delete(out);
+      taps.delete(err);
       process.stdout.write = originals.out;
       process.stderr.write = originals.err;
     },
   };
+}
+
+/**
+ * Runs `work` with the logs captured and returns what it wrote, so that a test checks its own log
+ * lines and never those an earlier test left behind. The capture ends also when `work` throws.
+ */
+export async function logsWhile<T>(work: () => Promise<T>): Promise<{ value: T; text: string }> {
+  const capture = captureLogs();
+  try {
+    const value = await work();
+    return { value, text: capture.text() };
+  } finally {
+    capture.restore();
+  }
 }

@@ -34,16 +34,20 @@ export interface TestStack extends LocalStack {
  * prefix), an in-memory escrow key, the gateway sandbox and a clock the test moves.
  */
 export async function startTestStack(options: LocalStackOptions = {}): Promise<TestStack> {
-  const endpoint = process.env.TEST_DYNAMODB_ENDPOINT;
-  if (!endpoint) throw new Error('TEST_DYNAMODB_ENDPOINT is not set: run the tests with `npm test`');
+  const endpoint = options.dynamoDbEndpoint ?? process.env.TEST_DYNAMODB_ENDPOINT;
+  if (!endpoint) {
+    throw new Error(
+      'TEST_DYNAMODB_ENDPOINT is not set: run the tests with `npm test` (the integration project starts DynamoDB Local)',
+    );
+  }
   const clock = options.clock instanceof ManualClock ? options.clock : new ManualClock(new Date());
   const stack = await startLocalStack({
-    dynamoDbEndpoint: endpoint,
     tablePrefix: `t${randomBytes(4).toString('hex')}-`,
     inMemory: true,
     port: 0,
     logLevel: 'INFO',
     ...options,
+    dynamoDbEndpoint: endpoint,
     clock,
     env: { ANON_RATE_LIMIT_PER_MINUTE: '10000', ...options.env },
   });
