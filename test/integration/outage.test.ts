@@ -17,6 +17,9 @@ describe('a DynamoDB outage', () => {
     expect(
       (await stack.request('POST', '/api/v1/onboarding/generate-keys', { apiKey: issuer.apiKey })).status,
     ).toBe(200);
+    // Health loads the gateway SDKs on its first call. On a loaded machine that load alone can outlast
+    // the function's timeout (a 503 without details), so it happens here, before the outage.
+    await stack.request('GET', '/api/v1/health');
     await ddb.stop();
   }, 120_000);
 
