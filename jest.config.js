@@ -2,24 +2,28 @@
  * Three tiers, chosen by path so that a new test file lands in one without touching this file:
  *   unit         pure logic: no DynamoDB, no network, no child processes; the whole tier under 30 s
  *   integration  the service over HTTP on the local stack and the run's shared DynamoDB Local
- *   slow         `npm start` as a process, CDK synthesis and a real esbuild bundle, a DynamoDB
- *                outage (its own emulator), Redocly lint
+ *   slow         `npm start` and other npm scripts as processes, CDK synthesis and a real esbuild
+ *                bundle, a DynamoDB outage (its own emulator), Redocly lint
  * `npm test` runs all three; `npm run test:unit` (and the other test:* scripts) one of them.
  *
  * Jest runs the TypeScript sources as native ES modules (Middy 7 is ESM-only), transformed by swc.
  */
 
 /*
- * Slow: processes, bundles and CDK synthesis. Each CDK test file loads aws-cdk-lib into its own
- * module registry and synthesizes the whole stack, 10-25 s a file on two cores, which alone would
- * spend the unit tier's 30 s.
+ * Slow: child processes (npm, DynamoDB Local of its own, Redocly), bundles and CDK synthesis. Each
+ * CDK test file loads aws-cdk-lib into its own module registry and synthesizes the whole stack,
+ * 10-25 s a file on two cores, which alone would spend the unit tier's 30 s. A new test that spawns
+ * processes is slow too: name it *.slow.test.ts, or put it in slowFiles.
  */
 const slowFolders = ['<rootDir>/test/infra'];
 const slowFiles = [
   '<rootDir>/test/integration/npm-start.test.ts',
+  '<rootDir>/test/integration/readme-walkthrough.test.ts',
+  '<rootDir>/test/integration/newcomer-errors.test.ts',
   '<rootDir>/test/integration/outage.test.ts',
   '<rootDir>/test/contract/lint.test.ts',
 ];
+const slowSuffix = '.slow.test.ts';
 
 const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** testPathIgnorePatterns are regular expressions; these match the folders and files above exactly. */
@@ -49,6 +53,7 @@ const tiers = [
     ...shared,
     displayName: 'unit',
     testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+    testPathIgnorePatterns: ['/node_modules/', `${escapeRegExp(slowSuffix)}$`],
   },
   {
     ...shared,
@@ -65,6 +70,7 @@ const tiers = [
       '/node_modules/',
       ...underFolders(['<rootDir>/test/unit', ...slowFolders]),
       ...exactly(slowFiles),
+      `${escapeRegExp(slowSuffix)}$`,
     ],
   },
   {
@@ -73,7 +79,11 @@ const tiers = [
     // A CDK App built without an outdir synthesizes into a fresh cdk.out* folder in the temp dir;
     // this removes them after each file, also when its tests fail.
     setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'],
-    testMatch: [...slowFolders.map((folder) => `${folder}/**/*.test.ts`), ...slowFiles],
+    testMatch: [
+      ...slowFolders.map((folder) => `${folder}/**/*.test.ts`),
+      ...slowFiles,
+      `<rootDir>/test/**/*${slowSuffix}`,
+    ],
   },
 ];
 
