@@ -1,3 +1,5 @@
+import { afterEach, beforeEach, expect } from '@jest/globals';
+
 /**
  * Captures everything this test worker writes to stdout and stderr (Powertools Logger writes JSON
  * lines there), so a test can assert that no secret ever reached a log line.
@@ -51,4 +53,25 @@ export async function logsWhile<T>(work: () => Promise<T>): Promise<{ value: T; 
   } finally {
     capture.restore();
   }
+}
+
+/**
+ * In the describe block it is called from: captures each test's own logs and fails that test if they
+ * hold a value of `secrets()`, named by its label so that the failure does not print it. `secrets` is
+ * read as each test ends, so it may include what the test itself created.
+ */
+export function expectNoSecretsInEachTestsLogs(
+  secrets: () => Iterable<readonly [label: string, value: string]>,
+): void {
+  let capture: LogCapture | undefined;
+  beforeEach(() => {
+    capture = captureLogs();
+  });
+  afterEach(() => {
+    const text = capture?.text() ?? '';
+    capture?.restore();
+    capture = undefined;
+    const found = [...secrets()].filter(([, value]) => value !== '' && text.includes(value));
+    expect(found.map(([label]) => label)).toEqual([]);
+  });
 }
