@@ -1,7 +1,7 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import * as z from 'zod';
-import { serviceEnvSchema } from '../lib/config.js';
+import { deployedApiKeyEnvironment, serviceEnvSchema, type ApiKeyEnvironment } from '../lib/config.js';
 import { rateGroups, tierNames, tiers as serviceTiers, type TierTable } from '../lib/tiers.js';
 
 /**
@@ -99,6 +99,8 @@ export interface ServiceSettings extends Omit<
   squareSecretName: string;
   /** Resource names start with this; DynamoDB tables are `${resourcePrefix}-${table}`. */
   resourcePrefix: string;
+  /** From the stage, never set apart from it, so the admin CLI derives the same (lib/config.ts). */
+  apiKeyEnvironment: Exclude<ApiKeyEnvironment, 'local'>;
 }
 
 export const settingKeys = Object.keys(settingsSchema.shape) as (keyof SettingsInput)[];
@@ -136,5 +138,6 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
     stripeSecretName: values.stripeSecretName ?? `/${values.stage}/receipt-service/stripe-secret-key`,
     squareSecretName: values.squareSecretName ?? `/${values.stage}/receipt-service/square-access-token`,
     resourcePrefix: `receipt-service-${values.stage}`,
+    apiKeyEnvironment: deployedApiKeyEnvironment(values.stage),
   };
 }

@@ -5,6 +5,23 @@ import { tableDefinitions, tableEnvVar, tableKeys, type TableKey, type TableName
  * Service configuration, read from the environment once per cold start. A bad value stops the
  * function (or `npm start`) with a message naming the variable, rather than failing mid-request.
  */
+/**
+ * Each environment has its own API keys, and a key names its environment in its prefix: `rk_live_…`
+ * (production), `rk_test_…` (staging), `rk_local_…` (the local stack).
+ */
+export const apiKeyEnvironments = ['live', 'test', 'local'] as const;
+export type ApiKeyEnvironment = (typeof apiKeyEnvironments)[number];
+
+/** The stage names that are production; every other deployed stage is staging. */
+export const productionStages: readonly string[] = ['prod', 'production'];
+
+/**
+ * The key environment of a deployed stage. The CDK stack and the admin CLI (`--aws`) both derive it
+ * from the stage name with this one rule, so neither can disagree with the other about a table.
+ */
+export const deployedApiKeyEnvironment = (stage: string): Exclude<ApiKeyEnvironment, 'local'> =>
+  productionStages.includes(stage) ? 'live' : 'test';
+
 const seconds = (min: number, max: number, fallback: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -18,11 +35,17 @@ export const serviceEnvSchema = z.object({
   LOCAL_ESCROW_DIR: z.string().min(1).optional(),
   TOKEN_TTL_SECONDS: seconds(120, 180, 180),
   API_KEY_CACHE_TTL_SECONDS: seconds(0, 300, 30),
+  /** Set by the CDK stack from the stage (see deployedApiKeyEnvironment); unset on the local stack. */
+  API_KEY_ENVIRONMENT: z.enum(apiKeyEnvironments).default('local'),
   ANON_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(60),
   RECEIPT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(2557),
   ESCROW_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(400),
   LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+  /** A claimed transaction matches receipts whose transaction time is within ± this many minutes. */
+  CLAIM_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+  /** Transactions one user's claims may name per UTC day. */
+  CLAIM_DAILY_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
 });
 
 export type ServiceEnv = z.infer<typeof serviceEnvSchema>;
@@ -38,12 +61,16 @@ export interface ServiceConfig {
   tokenTtlSeconds: number;
   maxActiveTokens: number;
   apiKeyCacheTtlSeconds: number;
+  /** The only key environment this service accepts. */
+  apiKeyEnvironment: ApiKeyEnvironment;
   anonymousRequestsPerMinute: number;
   receiptRetentionDays: number;
   escrowRetentionDays: number;
   auditRetentionDays: number;
   maxBodyBytes: number;
   logLevel: ServiceEnv['LOG_LEVEL'];
+  claimWindowMinutes: number;
+  claimDailyLimit: number;
 }
 
 export class ConfigError extends Error {}
@@ -94,11 +121,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
     tokenTtlSeconds: values.TOKEN_TTL_SECONDS,
     maxActiveTokens: 5,
     apiKeyCacheTtlSeconds: values.API_KEY_CACHE_TTL_SECONDS,
+    apiKeyEnvironment: values.API_KEY_ENVIRONMENT,
     anonymousRequestsPerMinute: values.ANON_RATE_LIMIT_PER_MINUTE,
     receiptRetentionDays: values.RECEIPT_RETENTION_DAYS,
     escrowRetentionDays: values.ESCROW_RETENTION_DAYS,
     auditRetentionDays: values.AUDIT_RETENTION_DAYS,
     maxBodyBytes: 128 * 1024,
     logLevel: values.LOG_LEVEL,
+    claimWindowMinutes: values.CLAIM_WINDOW_MINUTES,
+    claimDailyLimit: values.CLAIM_DAILY_LIMIT,
   };
 }

@@ -2,13 +2,21 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  checkKeyEnvironment,
   createApiKey,
+  EnvironmentMismatchError,
   listApiKeys,
   revokeApiKey,
   setApiKeyTier,
   UnknownKeyError,
   type ApiKeyAdminDeps,
 } from '../lib/admin/api-keys.js';
+import {
+  apiKeyEnvironments,
+  deployedApiKeyEnvironment,
+  productionStages,
+  type ApiKeyEnvironment,
+} from '../lib/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { ApiKeyRepository } from '../lib/db/api-keys.js';
 import type { Role } from '../lib/routes.js';
@@ -18,13 +26,21 @@ import { awsEdgeKeyStore } from './admin-aws.js';
 const usage = `Usage: npm run admin -- api-keys <command> [options]
 
 Commands:
-  create  --name NAME --roles merchant,issuer --tier ${tierNames.join('|')} [--json]
+  create  --name NAME --roles merchant,issuer --tier ${tierNames.join('|')} [--environment ENV] [--json]
   list    [--json]
   revoke  --key-id KEY_ID [--json]
   set-tier --key-id KEY_ID --tier ${tierNames.join('|')} [--json]
 
 Target: the local stack started by \`npm start\` (found through .local-data/stack.json), or a
-deployed stack with --aws (needs AWS credentials, AWS_REGION, STAGE and TABLE_API_KEYS; see docs/DEPLOY.md).`;
+deployed stack with --aws (needs AWS credentials, AWS_REGION, STAGE and TABLE_API_KEYS; see docs/DEPLOY.md).
+
+Keys belong to the target's environment: rk_local_ on the local stack; with --aws, rk_live_ when
+STAGE is ${productionStagesText()} and rk_test_ (staging) otherwise. --environment ${apiKeyEnvironments.join('|')}, when
+given, must name that same environment: it guards against creating a key on the wrong stack.`;
+
+function productionStagesText(): string {
+  return productionStages.map((stage) => `"${stage}"`).join(' or ');
+}
 
 class UsageError extends Error {}
 /** The CLI's target is not there: one line that says what to do, and exit status 1. */
@@ -46,6 +62,13 @@ function parseRoles(value: string | undefined): Role[] {
 function parseTier(value: string | undefined): TierName {
   if (!value || !isTierName(value)) throw new UsageError(`--tier must be one of ${tierNames.join(', ')}`);
   return value;
+}
+
+function parseEnvironment(value: string | undefined): ApiKeyEnvironment | undefined {
+  if (value === undefined) return undefined;
+  const environment = apiKeyEnvironments.find((candidate) => candidate === value);
+  if (!environment) throw new UsageError(`--environment must be one of ${apiKeyEnvironments.join(', ')}`);
+  return environment;
 }
 
 /** Any HTTP answer will do: DynamoDB Local answers a bare GET with an error body. */
@@ -82,7 +105,11 @@ async function localDeps(): Promise<ApiKeyAdminDeps> {
     );
   }
   const { doc } = createDynamoClients({ region: process.env.AWS_REGION ?? 'us-east-1', endpoint });
-  return { repository: new ApiKeyRepository(doc, `${prefix}api-keys`), now: () => new Date() };
+  return {
+    repository: new ApiKeyRepository(doc, `${prefix}api-keys`),
+    environment: 'local',
+    now: () => new Date(),
+  };
 }
 
 async function awsDeps(): Promise<ApiKeyAdminDeps> {
@@ -95,6 +122,7 @@ async function awsDeps(): Promise<ApiKeyAdminDeps> {
   return {
     repository: new ApiKeyRepository(doc, table),
     edge: await awsEdgeKeyStore(region, stage),
+    environment: deployedApiKeyEnvironment(stage),
     now: () => new Date(),
   };
 }
@@ -108,6 +136,7 @@ async function main(argv: string[]): Promise<void> {
       roles: { type: 'string' },
       tier: { type: 'string' },
       'key-id': { type: 'string' },
+      environment: { type: 'string' },
       json: { type: 'boolean', default: false },
       aws: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -115,6 +144,11 @@ async function main(argv: string[]): Promise<void> {
   });
   const [group, command] = positionals;
   if (values.help || group !== 'api-keys' || !command) throw new UsageError(usage);
+  // Checked before connecting, so a wrong environment is named even when the target is down.
+  const environment = parseEnvironment(values.environment);
+  if (command === 'create' && values.aws && !process.env.STAGE)
+    throw new UsageError('--aws needs TABLE_API_KEYS, AWS_REGION and STAGE in the environment');
+  checkKeyEnvironment(values.aws ? deployedApiKeyEnvironment(process.env.STAGE ?? '') : 'local', environment);
   const deps = values.aws ? await awsDeps() : await localDeps();
   const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
   switch (command) {
@@ -124,9 +158,10 @@ async function main(argv: string[]): Promise<void> {
         name: values.name.trim(),
         roles: parseRoles(values.roles),
         tier: parseTier(values.tier),
+        ...(environment ? { environment } : {}),
       });
       print(
-        `API key for "${created.record.name}" (client ${created.record.clientId}, roles ${created.record.roles.join(',')}, tier ${created.record.tier}):\n\n  ${created.apiKey}\n\nIt is shown only now; store it safely. Key id: ${created.record.keyId}`,
+        `${created.record.environment} API key for "${created.record.name}" (client ${created.record.clientId}, roles ${created.record.roles.join(',')}, tier ${created.record.tier}):\n\n  ${created.apiKey}\n\nIt is shown only now; store it safely. Key id: ${created.record.keyId}`,
         { apiKey: created.apiKey, ...created.record },
       );
       return;
@@ -139,7 +174,7 @@ async function main(argv: string[]): Promise<void> {
           : keys
               .map(
                 (key) =>
-                  `${key.keyId}  ${key.status.padEnd(7)}  ${key.tier.padEnd(10)}  ${key.roles.join(',').padEnd(15)}  ${key.name}`,
+                  `${key.keyId}  ${key.environment.padEnd(5)}  ${key.status.padEnd(7)}  ${key.tier.padEnd(10)}  ${key.roles.join(',').padEnd(15)}  ${key.name}`,
               )
               .join('\n'),
         keys,
@@ -166,9 +201,14 @@ async function main(argv: string[]): Promise<void> {
 main(process.argv.slice(2)).then(
   () => process.exit(0),
   (error: unknown) => {
-    if (error instanceof UsageError || error instanceof UnknownKeyError || error instanceof NotRunningError) {
+    if (
+      error instanceof UsageError ||
+      error instanceof UnknownKeyError ||
+      error instanceof NotRunningError ||
+      error instanceof EnvironmentMismatchError
+    ) {
       console.error(error.message);
     } else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(error instanceof UsageError ? 2 : 1);
+    process.exit(error instanceof UsageError || error instanceof EnvironmentMismatchError ? 2 : 1);
   },
 );

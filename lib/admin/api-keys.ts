@@ -1,4 +1,5 @@
-import { newApiKeyRecord } from '../api-key-auth.js';
+import { environmentLabels, newApiKeyRecord } from '../api-key-auth.js';
+import type { ApiKeyEnvironment } from '../config.js';
 import type { ApiKeyRecord, ApiKeyRepository } from '../db/api-keys.js';
 import type { Role } from '../routes.js';
 import type { TierName } from '../tiers.js';
@@ -12,24 +13,47 @@ export interface ApiKeyAdminDeps {
   repository: ApiKeyRepository;
   /** Present only against a deployed stack. */
   edge?: EdgeKeyStore;
+  /** The environment of the table's stack; `local` when omitted (the local stack and tests). */
+  environment?: ApiKeyEnvironment;
   now: () => Date;
 }
 
-export type PublicApiKeyRecord = Omit<ApiKeyRecord, 'secretHash'>;
+export type PublicApiKeyRecord = Omit<ApiKeyRecord, 'secretHash' | 'environment'> & {
+  environment: ApiKeyEnvironment;
+};
 
-const publicView = ({ secretHash: _secretHash, ...rest }: ApiKeyRecord): PublicApiKeyRecord => rest;
+const publicView = ({ secretHash: _secretHash, environment, ...rest }: ApiKeyRecord): PublicApiKeyRecord => ({
+  ...rest,
+  environment: environment ?? 'local',
+});
 
 export class UnknownKeyError extends Error {}
 
+/** A key was asked for another environment than the table's: it would never work there. */
+export class EnvironmentMismatchError extends Error {}
+
+/** Refuses a key asked for another environment than the table's, which would never work there. */
+export function checkKeyEnvironment(table: ApiKeyEnvironment, asked: ApiKeyEnvironment | undefined): void {
+  if (asked && asked !== table) {
+    throw new EnvironmentMismatchError(
+      `Cannot create a ${asked} (${environmentLabels[asked]}) key here: this table belongs to the ` +
+        `${table} (${environmentLabels[table]}) environment, which takes only rk_${table}_ keys`,
+    );
+  }
+}
+
 export async function createApiKey(
   deps: ApiKeyAdminDeps,
-  input: { name: string; roles: Role[]; tier: TierName },
+  input: { name: string; roles: Role[]; tier: TierName; environment?: ApiKeyEnvironment },
 ): Promise<{ apiKey: string; record: PublicApiKeyRecord }> {
-  const { apiKey, record } = newApiKeyRecord(input, deps.now());
+  const environment = deps.environment ?? 'local';
+  checkKeyEnvironment(environment, input.environment);
+  const { apiKey, record } = newApiKeyRecord({ ...input, environment }, deps.now());
   if (deps.edge) {
     const { edgeKeyId } = await deps.edge.createKey({
       name: input.name,
-      value: apiKey,
+      // The edge key holds the client's usage identifier, derived from the key id, never the secret.
+      keyId: record.keyId,
       tier: input.tier,
       clientId: record.clientId,
     });

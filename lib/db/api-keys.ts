@@ -5,6 +5,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import type { ApiKeyEnvironment } from '../config.js';
 import type { Role } from '../routes.js';
 import type { TierName } from '../tiers.js';
 import { isConditionFailure } from './client.js';
@@ -16,6 +17,8 @@ export interface ApiKeyRecord {
   name: string;
   roles: Role[];
   tier: TierName;
+  /** Absent on records made before keys named their environment: those are local keys. */
+  environment?: ApiKeyEnvironment;
   secretHash: string;
   status: 'active' | 'revoked';
   createdAt: string;
