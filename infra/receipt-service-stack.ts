@@ -168,6 +168,7 @@ export class ReceiptServiceStack extends Stack {
       LOG_LEVEL: settings.logLevel,
       TOKEN_TTL_SECONDS: String(settings.tokenTtlSeconds),
       API_KEY_CACHE_TTL_SECONDS: String(settings.apiKeyCacheTtlSeconds),
+      API_KEY_ENVIRONMENT: settings.apiKeyEnvironment,
       ANON_RATE_LIMIT_PER_MINUTE: String(settings.anonymousRequestsPerMinute),
       RECEIPT_RETENTION_DAYS: String(settings.receiptRetentionDays),
       ESCROW_RETENTION_DAYS: String(settings.escrowRetentionDays),
