@@ -1,13 +1,16 @@
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { ApiKeyAuthenticator } from './api-key-auth.js';
 import type { Clock } from './clock.js';
-import { requireTable, type ServiceConfig } from './config.js';
+import { ConfigError, requireTable, type ServiceConfig } from './config.js';
+import { CardTags, type CardTagKeySource } from './crypto/card-tag.js';
 import type { EscrowKey } from './crypto/escrow.js';
 import { AccessTokenRepository } from './db/access-tokens.js';
 import { ApiKeyRepository } from './db/api-keys.js';
 import { AuditLog } from './db/audit.js';
+import { ClaimQuota } from './db/claim-quota.js';
 import type { DynamoClients } from './db/client.js';
 import { KeyPairRepository } from './db/key-pairs.js';
+import { MerchantRepository } from './db/merchants.js';
 import { RateLimiter } from './db/rate-limits.js';
 import { ReceiptRepository } from './db/receipts.js';
 import { TransactionRepository } from './db/transactions.js';
@@ -26,6 +29,9 @@ export interface Repositories {
   accessTokens: AccessTokenRepository;
   receipts: ReceiptRepository;
   transactions: TransactionRepository;
+  /** Transactions claimed per user per day, counted in the rate-limit table. */
+  claimQuota: ClaimQuota;
+  merchants: MerchantRepository;
 }
 
 /** Everything built from configuration and DynamoDB alone. */
@@ -33,6 +39,8 @@ export interface CoreDeps extends PlatformDeps {
   dynamo: DynamoClients;
   repos: Repositories;
   audit: AuditLog;
+  /** The card-tag keyring (lib/crypto/card-tag.ts), read from its source on first use. */
+  cardTags: CardTags;
   /** Counters an operator watches (lib/observability.ts). */
   telemetry: Telemetry;
   /** X-Ray, in Lambda only. */
@@ -53,6 +61,10 @@ export function createCoreDeps(input: {
   tiers: TierTable;
   telemetry: Telemetry;
   tracer?: Tracer;
+  /** Where the card-tag key versions are kept (Secrets Manager, or the local key file). */
+  cardTagKeys?: CardTagKeySource;
+  /** How long a read keyring is used before the source is read again (a rotation lands then). */
+  cardTagKeysMaxAgeMs?: number;
 }): CoreDeps {
   const { config, dynamo, clock } = input;
   const { doc } = dynamo;
@@ -66,16 +78,30 @@ export function createCoreDeps(input: {
     accessTokens: () => new AccessTokenRepository(doc, table('accessTokens'), config.maxActiveTokens),
     receipts: () => new ReceiptRepository(doc, table('receipts')),
     transactions: () => new TransactionRepository(doc, table('transactions')),
+    claimQuota: () => new ClaimQuota(doc, table('rateLimits')),
+    merchants: () => new MerchantRepository(doc, table('merchants')),
   });
+  const { cardTagKeys, cardTagKeysMaxAgeMs, ...rest } = input;
   return {
-    ...input,
+    ...rest,
     repos,
+    cardTags: new CardTags(cardTagKeys ?? noCardTagKeys, clock, cardTagKeysMaxAgeMs ?? 300_000),
     // Every route that authenticates is granted the key and rate-limit tables.
-    authenticator: new ApiKeyAuthenticator(repos.apiKeys, clock, config.apiKeyCacheTtlSeconds),
+    authenticator: new ApiKeyAuthenticator(
+      repos.apiKeys,
+      clock,
+      config.apiKeyCacheTtlSeconds,
+      config.apiKeyEnvironment,
+    ),
     rateLimiter: new RateLimiter(doc, table('rateLimits')),
     audit: new AuditLog(doc, () => table('audit'), clock, config.auditRetentionDays),
   };
 }
+
+/** For deps built without a key source: tagging a card then fails, naming what is missing. */
+const noCardTagKeys: CardTagKeySource = {
+  load: () => Promise.reject(new ConfigError('No card-tag key source was given to this process')),
+};
 
 /** An object whose properties are built on first read and then kept (spreading it would build them all). */
 function lazily<T extends object>(factories: { [K in keyof T]: () => T[K] }): T {

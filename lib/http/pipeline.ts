@@ -5,7 +5,7 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpSecurityHeaders from '@middy/http-security-headers';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { ApiKeyAuthenticator, Caller } from '../api-key-auth.js';
+import { ForeignApiKeyError, type ApiKeyAuthenticator, type Caller } from '../api-key-auth.js';
 import type { Clock } from '../clock.js';
 import type { ServiceConfig } from '../config.js';
 import { uncountedWindow, type RateLimiter, type RateLimitState } from '../db/rate-limits.js';
@@ -155,7 +155,14 @@ function authorise(deps: PlatformDeps, route: RouteDeclaration): Middleware {
           return fallback;
         };
       const headers = request.event.headers ?? {};
-      const caller = await deps.authenticator.authenticate(headers['x-api-key']).catch(unlessOutage(null));
+      // A key of another environment is counted by source IP like any bad key, then refused by name
+      // on a keyed route; a public route ignores it, as it ignores any key.
+      let foreignKey: ForeignApiKeyError | undefined;
+      const caller = await deps.authenticator.authenticate(headers['x-api-key']).catch((error: unknown) => {
+        if (!(error instanceof ForeignApiKeyError)) return unlessOutage(null)(error);
+        foreignKey = error;
+        return null;
+      });
       const group = rateGroupOf(route);
       const [bucket, limit] = caller
         ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]
@@ -170,7 +177,7 @@ function authorise(deps: PlatformDeps, route: RouteDeclaration): Middleware {
       if (!route.apiKeyRequired) return;
       if (outage)
         throw new ServiceUnavailableError('The service cannot verify API keys right now; retry shortly');
-      if (!caller) throw new UnauthorizedError(unauthorizedMessage(headers));
+      if (!caller) throw foreignKey ?? new UnauthorizedError(unauthorizedMessage(headers));
       if (!route.roles.some((role) => caller.roles.includes(role))) {
         throw new ForbiddenError(
           `This operation needs an API key with the role ${route.roles.map((role) => `"${role}"`).join(' or ')}; ` +

@@ -260,8 +260,8 @@ describe('platform: authentication, limits and the request pipeline over HTTP', 
     expect(text.length).toBeGreaterThan(0);
     for (const key of [merchant.apiKey, issuer.apiKey]) {
       expect(text).not.toContain(key);
-      // The secret alone, which may itself hold '_' (base64url): everything after `rk_<keyId>_`.
-      expect(text).not.toContain(key.replace(/^rk_[0-9a-f]{32}_/, ''));
+      // The secret alone, which may itself hold '_' (base64url): everything after `rk_<env>_<keyId>_`.
+      expect(text).not.toContain(key.replace(/^rk_(?:live_|test_|local_)?[0-9a-f]{32}_/, ''));
     }
   });
 });
