@@ -33,19 +33,27 @@ export const tableOperations: Record<TableKey, TableOperations> = {
   keyPairs: {
     read: ['dynamodb:GetItem'],
     indexRead: [],
-    // Registering binds the key pair to its user inside the user's transaction.
-    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    // Registering binds the key pair to its user inside the user's transaction; a key rotation marks
+    // the old one retired there; an erasure deletes the user's pairs.
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   },
-  users: { read: ['dynamodb:GetItem'], indexRead: [], write: ['dynamodb:PutItem'] },
+  users: {
+    read: ['dynamodb:GetItem'],
+    indexRead: [],
+    // A key rotation updates the user and its card guard; an erasure deletes both.
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+  },
   accessTokens: {
     read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
     indexRead: [],
-    write: ['dynamodb:PutItem'],
+    // Revocation deletes a token and its slot.
+    write: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
   },
   receipts: {
     read: ['dynamodb:GetItem'],
     indexRead: ['dynamodb:Query'],
-    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    // An erasure deletes the receipts wrapped for the user.
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   },
   transactions: {
     read: ['dynamodb:GetItem'],

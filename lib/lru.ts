@@ -1,8 +1,12 @@
 /** Least-recently-used map with a fixed capacity: Map keeps insertion order, so re-inserting on a hit moves an entry to the young end. */
 export class LruCache<K, V> {
-  private readonly entries = new Map<K, V>();
+  private readonly entries = new Map<K, { value: V; storedAt: number }>();
 
-  constructor(private readonly capacity: number) {
+  /** `maxAgeMs`: an entry older than this is a miss, for values that can change elsewhere. */
+  constructor(
+    private readonly capacity: number,
+    private readonly maxAgeMs = Number.POSITIVE_INFINITY,
+  ) {
     if (!Number.isInteger(capacity) || capacity < 1)
       throw new RangeError('LRU capacity must be a positive integer');
   }
@@ -12,20 +16,25 @@ export class LruCache<K, V> {
   }
 
   get(key: K): V | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, value);
-    }
-    return value;
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    this.entries.delete(key);
+    // A cache age, not a business time: the monotonic clock, which no test needs to move.
+    if (performance.now() - entry.storedAt > this.maxAgeMs) return undefined;
+    this.entries.set(key, entry);
+    return entry.value;
   }
 
   set(key: K, value: V): void {
     this.entries.delete(key);
-    this.entries.set(key, value);
+    this.entries.set(key, { value, storedAt: performance.now() });
     if (this.entries.size > this.capacity) {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);
     }
+  }
+
+  delete(key: K): void {
+    this.entries.delete(key);
   }
 }

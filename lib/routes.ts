@@ -9,6 +9,9 @@ import { grantAccessRoute } from './routes/grant-access.js';
 import { healthRoute } from './routes/health.js';
 import { openApiRoute } from './routes/openapi.js';
 import { registerRoute } from './routes/register.js';
+import { eraseUserRoute } from './routes/erase-user.js';
+import { revokeTokenRoute } from './routes/revoke-token.js';
+import { rotateUserKeyRoute } from './routes/rotate-user-key.js';
 import { storeTransactionRoute } from './routes/store-transaction.js';
 
 export {
@@ -37,6 +40,9 @@ export const routeTable = {
   'get-transaction': getTransactionRoute,
   'create-payment': createPaymentRoute,
   'decrypt-payment': decryptPaymentRoute,
+  'rotate-user-key': rotateUserKeyRoute,
+  'erase-user': eraseUserRoute,
+  'revoke-token': revokeTokenRoute,
   openapi: openApiRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 

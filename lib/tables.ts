@@ -32,8 +32,12 @@ export const tableDefinitions = {
     partitionKey: 'receiptId',
     ttlAttribute: 'ttl',
     durable: true,
-    // Sparse: only escrowed receipts addressed to a hashed PAN carry `pendingRecipient`.
-    indexes: [{ name: 'by-pending-recipient', partitionKey: 'pendingRecipient' }],
+    // Sparse: only escrowed receipts addressed to a hashed PAN carry `pendingRecipient`; only receipts
+    // wrapped for a registered user carry `recipientUserId` (an erasure finds them there).
+    indexes: [
+      { name: 'by-pending-recipient', partitionKey: 'pendingRecipient' },
+      { name: 'by-recipient-user', partitionKey: 'recipientUserId', sortKey: 'createdAt' },
+    ],
   },
   transactions: { name: 'transactions', partitionKey: 'transactionId', durable: true },
   rateLimits: { name: 'rate-limits', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },

@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { BatchGetCommand, GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  DeleteCommand,
+  GetCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { isConditionFailure } from './client.js';
 import { transactWrite } from './transact.js';
 
 /** A token as stored: keyed by sha256(tokenId), never by the id itself. */
@@ -85,5 +91,109 @@ export class AccessTokenRepository {
     );
     const expiries = (result.Responses?.[this.tableName] ?? []).map((item) => Number(item.expiresAt));
     return expiries.length === 0 ? 1 : Math.max(1, Math.min(...expiries) - nowSeconds);
+  }
+
+  /**
+   * Deletes a token of this client and frees its slot, in one transaction so the slot is never freed
+   * while the token still works. The stored token, or null when there is none of this client's.
+   */
+  async revoke(tokenId: string, clientId: string): Promise<AccessTokenRecord | null> {
+    const tokenHash = hashTokenId(tokenId);
+    const result = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { pk: tokenPk(tokenHash) }, ConsistentRead: true }),
+    );
+    const item = result.Item;
+    if (!item || item.clientId !== clientId) return null;
+    const { pk: _pk, slot, ttl: _ttl, ...token } = item;
+    const deleted = await this.deleteToken(tokenHash, Number(slot), String(token.userId));
+    return deleted ? (token as AccessTokenRecord) : null;
+  }
+
+  /**
+   * Deletes the user's tokens that still hold a slot (every live one) and frees those slots; `keep`
+   * spares tokens that should survive (a key rotation keeps the new key's). Tokens whose slot was
+   * already reclaimed have expired and go with the table's TTL.
+   */
+  async revokeAllFor(
+    userId: string,
+    keep: (token: AccessTokenRecord) => boolean = () => false,
+  ): Promise<number> {
+    const slots = await this.batchGet(
+      Array.from({ length: this.maxActive }, (_, slot) => ({ pk: slotPk(userId, slot) })),
+    );
+    const holders = slots.flatMap((item) => {
+      const slot = /^SLOT#.+#(\d+)$/.exec(String(item.pk))?.[1];
+      return typeof item.tokenHash === 'string' && slot !== undefined
+        ? [{ tokenHash: item.tokenHash, slot: Number(slot) }]
+        : [];
+    });
+    if (holders.length === 0) return 0;
+    const tokens = new Map(
+      (await this.batchGet(holders.map((holder) => ({ pk: tokenPk(holder.tokenHash) })))).map((item) => [
+        String(item.pk),
+        item,
+      ]),
+    );
+    let revoked = 0;
+    for (const holder of holders) {
+      const token = tokens.get(tokenPk(holder.tokenHash));
+      if (token && keep(token as unknown as AccessTokenRecord)) continue;
+      if (await this.deleteToken(holder.tokenHash, holder.slot, userId)) revoked += 1;
+    }
+    return revoked;
+  }
+
+  /** The token and, when it still holds it, its slot. False when the token was already gone. */
+  private async deleteToken(tokenHash: string, slot: number, userId: string): Promise<boolean> {
+    const outcome = await transactWrite(this.doc, {
+      TransactItems: [
+        {
+          Delete: {
+            TableName: this.tableName,
+            Key: { pk: tokenPk(tokenHash) },
+            ConditionExpression: 'attribute_exists(pk)',
+          },
+        },
+        {
+          Delete: {
+            TableName: this.tableName,
+            Key: { pk: slotPk(userId, slot) },
+            ConditionExpression: 'tokenHash = :tokenHash',
+            ExpressionAttributeValues: { ':tokenHash': tokenHash },
+          },
+        },
+      ],
+    });
+    if (outcome.ok) return true;
+    if (outcome.reasons[0] === 'ConditionalCheckFailed') return false;
+    // The slot went to a later token after this one expired: only the token itself is left to delete.
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { pk: tokenPk(tokenHash) },
+          ConditionExpression: 'attribute_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Every found item: keys DynamoDB leaves unprocessed are asked for again, or a live token could be missed. */
+  private async batchGet(keys: { pk: string }[]): Promise<Record<string, unknown>[]> {
+    const found: Record<string, unknown>[] = [];
+    let pending: Record<string, unknown>[] = keys;
+    for (let attempt = 0; pending.length > 0; attempt += 1) {
+      if (attempt === 5) throw new Error('access-token reads left unprocessed after 5 attempts');
+      const result = await this.doc.send(
+        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
+      );
+      found.push(...(result.Responses?.[this.tableName] ?? []));
+      pending = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+    }
+    return found;
   }
 }

@@ -12,7 +12,10 @@ export type AuditAction =
   | 'escrow.claim'
   | 'transaction.store'
   | 'payment.create'
-  | 'payment.decrypt';
+  | 'payment.decrypt'
+  | 'user.rekey'
+  | 'user.erase'
+  | 'access.revoke';
 
 /**
  * One audited cryptographic operation. Never a key, a token id, a full PAN hash or receipt content:

@@ -1,6 +1,7 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   type AttributeDefinition,
   type DynamoDBClient,
@@ -61,12 +62,38 @@ async function createTable(client: DynamoDBClient, name: string, definition: Tab
   }
 }
 
+/** A data folder written before an index was declared gets it, as CloudFormation adds it in AWS. */
+async function addMissingIndexes(client: DynamoDBClient, name: string, definition: TableDefinition) {
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+  const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName));
+  for (const index of (definition.indexes ?? []).filter((candidate) => !present.has(candidate.name))) {
+    await client.send(
+      new UpdateTableCommand({
+        TableName: name,
+        AttributeDefinitions: [index.partitionKey, ...(index.sortKey ? [index.sortKey] : [])].map(
+          (attribute): AttributeDefinition => ({ AttributeName: attribute, AttributeType: 'S' }),
+        ),
+        GlobalSecondaryIndexUpdates: [
+          {
+            Create: {
+              IndexName: index.name,
+              KeySchema: keySchema(index.partitionKey, index.sortKey),
+              Projection: { ProjectionType: 'ALL' },
+            },
+          },
+        ],
+      }),
+    );
+  }
+}
+
 /** Creates whichever of the service's tables are missing (the local stack's equivalent of the CDK stack). */
 export async function ensureTables(client: DynamoDBClient, names: TableNames): Promise<void> {
   await Promise.all(
     tableKeys.map(async (key) => {
       const definition: TableDefinition = tableDefinitions[key];
       if (!(await exists(client, names[key]))) await createTable(client, names[key], definition);
+      else await addMissingIndexes(client, names[key], definition);
     }),
   );
 }

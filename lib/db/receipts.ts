@@ -1,6 +1,13 @@
-import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import type { SealedEnvelope } from '../crypto/envelope.js';
 import { isConditionFailure, putIfAbsent, type PutIfAbsentOutcome } from './client.js';
+import { tableDefinitions } from '../tables.js';
 
 /**
  * The envelope as stored and returned to merchants (spec: EncryptedReceiptEnvelope): what the crypto
@@ -84,6 +91,56 @@ export class ReceiptRepository {
           ConditionExpression: 'attribute_exists(pendingRecipient)',
           ExpressionAttributeNames: { '#ttl': 'ttl' },
           ExpressionAttributeValues: { ':envelope': envelope, ':user': recipientUserId, ':ttl': ttl },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Up to `limit` table keys of the receipts wrapped for a user (the sparse by-recipient-user index),
+   * and whether more may remain. The index is eventually consistent in AWS: a receipt stored a moment
+   * ago can be missing from it, which is why an erasure can be repeated.
+   */
+  async keysForRecipient(
+    userId: string,
+    limit: number,
+  ): Promise<{ keys: Record<string, unknown>[]; more: boolean }> {
+    const { partitionKey, sortKey } = tableDefinitions.receipts as { partitionKey: string; sortKey?: string };
+    const keyNames = [partitionKey, ...(sortKey ? [sortKey] : [])];
+    const keys: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: 'by-recipient-user',
+          KeyConditionExpression: 'recipientUserId = :user',
+          ExpressionAttributeValues: { ':user': userId },
+          ProjectionExpression: keyNames.map((_, index) => `#k${index}`).join(', '),
+          ExpressionAttributeNames: Object.fromEntries(keyNames.map((name, index) => [`#k${index}`, name])),
+          Limit: limit - keys.length,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      keys.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && keys.length < limit);
+    return { keys, more: startKey !== undefined };
+  }
+
+  /** Deletes a receipt if it is still wrapped for this user; false when it is not (or is gone). */
+  async deleteForRecipient(key: Record<string, unknown>, userId: string): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: key,
+          ConditionExpression: 'recipientUserId = :user',
+          ExpressionAttributeValues: { ':user': userId },
         }),
       );
       return true;

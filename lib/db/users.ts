@@ -12,15 +12,34 @@ export interface UserRecord {
   clientId: string;
   status: 'active';
   registeredAt: string;
+  /** Keys the user was bound to before a rotation, so an erasure can delete their bindings too. */
+  retiredKeyIds?: string[];
+  keyBoundAt?: string;
 }
+
+/** What an erasure leaves: who may finish it, and which key bindings it still has to delete. */
+export interface ErasedUserRecord {
+  userId: string;
+  clientId: string;
+  keyIds: string[];
+  erasedAt: string;
+}
+
+export type RebindOutcome = 'rebound' | 'user-changed' | 'key-unavailable';
 
 export type RegisterOutcome = 'registered' | 'pan-taken' | 'key-unavailable';
 
+/** How long another process may go on wrapping for a user's previous key, or for an erased user. */
+export const USER_CACHE_MAX_AGE_MS = 30_000;
+
 const userPk = (userId: string) => `USER#${userId}`;
 const panPk = (hashedPan: string) => `PAN#${hashedPan}`;
+const erasedPk = (userId: string) => `ERASED#${userId}`;
 
 export class UserRepository {
-  private readonly registered = new LruCache<string, UserRecord>(10_000);
+  // Bounded in age because a key rotation or an erasure in another function's process changes a user:
+  // this process forgets it at once, the others within this long.
+  private readonly registered = new LruCache<string, UserRecord>(10_000, USER_CACHE_MAX_AGE_MS);
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -80,8 +99,8 @@ export class UserRepository {
   }
 
   /**
-   * Registered users never change, so a found one is kept in memory: encrypting for a regular
-   * recipient then costs no read. Misses are not kept, or a new registration would go unseen.
+   * A found user is kept in memory for up to USER_CACHE_MAX_AGE_MS: encrypting for a regular recipient
+   * then costs no read. Misses are not kept, or a new registration would go unseen.
    */
   async getByHashedPan(hashedPan: string): Promise<UserRecord | null> {
     const known = this.registered.get(hashedPan);
@@ -98,5 +117,124 @@ export class UserRepository {
     if (!result.Item) return null;
     const { pk: _pk, ...user } = result.Item;
     return user as UserRecord;
+  }
+
+  /** The card guard of a user: the one place that knows how it is keyed. */
+  private guardPk(user: UserRecord): string {
+    return panPk(user.hashedPan);
+  }
+
+  /**
+   * Binds the user to another key this client generated and nobody holds: the user, its card guard
+   * (the copy encryption reads) and both key bindings change in one transaction, conditioned on the
+   * key the caller read, so two concurrent rotations leave one winner.
+   */
+  async rebindKey(
+    user: UserRecord,
+    next: { keyId: string; publicKey: string },
+    at: string,
+  ): Promise<RebindOutcome> {
+    if (!this.keyPairsTable) throw new Error('UserRepository.rebindKey needs the key-pairs table');
+    const userUpdate = {
+      UpdateExpression:
+        'SET keyId = :next, publicKey = :publicKey, keyBoundAt = :at, ' +
+        'retiredKeyIds = list_append(if_not_exists(retiredKeyIds, :none), :retired)',
+      ConditionExpression: 'keyId = :current AND clientId = :clientId',
+      ExpressionAttributeValues: {
+        ':next': next.keyId,
+        ':publicKey': next.publicKey,
+        ':at': at,
+        ':none': [],
+        ':retired': [user.keyId],
+        ':current': user.keyId,
+        ':clientId': user.clientId,
+      },
+    };
+    const outcome = await transactWrite(this.doc, {
+      TransactItems: [
+        { Update: { TableName: this.tableName, Key: { pk: userPk(user.userId) }, ...userUpdate } },
+        { Update: { TableName: this.tableName, Key: { pk: this.guardPk(user) }, ...userUpdate } },
+        {
+          Update: {
+            TableName: this.keyPairsTable,
+            Key: { keyId: next.keyId },
+            UpdateExpression: 'SET userId = :userId',
+            ConditionExpression:
+              'attribute_exists(keyId) AND attribute_not_exists(userId) AND clientId = :clientId AND publicKey = :publicKey',
+            ExpressionAttributeValues: {
+              ':userId': user.userId,
+              ':clientId': user.clientId,
+              ':publicKey': next.publicKey,
+            },
+          },
+        },
+        {
+          // The old key stays bound, so it can never be registered again, and is marked retired.
+          Update: {
+            TableName: this.keyPairsTable,
+            Key: { keyId: user.keyId },
+            UpdateExpression: 'SET retiredAt = :at',
+            ConditionExpression: 'userId = :userId',
+            ExpressionAttributeValues: { ':at': at, ':userId': user.userId },
+          },
+        },
+      ],
+    });
+    this.registered.delete(user.hashedPan);
+    if (outcome.ok) return 'rebound';
+    return outcome.reasons[2] === 'ConditionalCheckFailed' ? 'key-unavailable' : 'user-changed';
+  }
+
+  /**
+   * Removes the user and its card guard and leaves an erasure record, in one transaction conditioned
+   * on the key the caller read (a concurrent rotation makes the caller read again). From here on no
+   * function finds the user, so nothing new is wrapped for it and no token is granted.
+   */
+  async markErased(user: UserRecord, erasedAt: string): Promise<ErasedUserRecord | null> {
+    const erased: ErasedUserRecord = {
+      userId: user.userId,
+      clientId: user.clientId,
+      keyIds: [...(user.retiredKeyIds ?? []), user.keyId],
+      erasedAt,
+    };
+    const outcome = await transactWrite(this.doc, {
+      TransactItems: [
+        {
+          Delete: {
+            TableName: this.tableName,
+            Key: { pk: userPk(user.userId) },
+            ConditionExpression: 'keyId = :keyId AND clientId = :clientId',
+            ExpressionAttributeValues: { ':keyId': user.keyId, ':clientId': user.clientId },
+          },
+        },
+        {
+          Delete: {
+            TableName: this.tableName,
+            Key: { pk: this.guardPk(user) },
+            ConditionExpression: 'userId = :userId',
+            ExpressionAttributeValues: { ':userId': user.userId },
+          },
+        },
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: { pk: erasedPk(user.userId), ...erased },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+      ],
+    });
+    this.registered.delete(user.hashedPan);
+    return outcome.ok ? erased : null;
+  }
+
+  /** The erasure record of a user, so the client that erased it can finish a sweep cut short. */
+  async getErased(userId: string): Promise<ErasedUserRecord | null> {
+    const result = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { pk: erasedPk(userId) }, ConsistentRead: true }),
+    );
+    if (!result.Item) return null;
+    const { pk: _pk, ...erased } = result.Item;
+    return erased as ErasedUserRecord;
   }
 }

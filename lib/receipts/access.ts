@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
 import type { AppDeps } from '../deps.js';
-import { GrantForbiddenError, GrantLimitError } from '../errors.js';
+import { GrantForbiddenError, GrantLimitError, NotFoundError } from '../errors.js';
 import { redactEverywhere } from '../log.js';
 
 export interface AccessToken {
@@ -68,4 +68,39 @@ export async function grantAccess(
   redactEverywhere(tokenId);
   await audit('success');
   return { tokenId, ...record };
+}
+
+export interface TokenRevocation {
+  userId: string;
+  keyId: string;
+  revokedAt: string;
+}
+
+/**
+ * Revokes a token granted to this client: it stops working at once and its slot is free for the
+ * next grant. Another client's token and an unknown one are reported alike, as not found.
+ */
+export async function revokeAccess(
+  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit'>,
+  input: { tokenId: string; caller: Caller; sourceIp: string; requestId: string },
+): Promise<TokenRevocation> {
+  const token = await deps.repos.accessTokens.revoke(input.tokenId, input.caller.clientId);
+  const audit = {
+    action: 'access.revoke' as const,
+    requestId: input.requestId,
+    clientId: input.caller.clientId,
+    sourceIp: input.sourceIp,
+  };
+  if (!token) {
+    await deps.audit.record({
+      ...audit,
+      outcome: 'failure',
+      reason: 'unknown token or token of another client',
+    });
+    throw new NotFoundError('No access token with this id', { field: 'tokenId' });
+  }
+  // A real token id arrived in the path: whatever logs it from here on logs it redacted.
+  redactEverywhere(input.tokenId);
+  await deps.audit.record({ ...audit, outcome: 'success', userId: token.userId, keyId: token.keyId });
+  return { userId: token.userId, keyId: token.keyId, revokedAt: deps.clock.now().toISOString() };
 }

@@ -58,10 +58,22 @@ const actionsOn = (name: string, resourceId: string): Set<string> =>
 // per table, the calls the functions' code makes when it reads and when it writes.
 const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }> = {
   apiKeys: { read: ['dynamodb:GetItem'], write: [] },
-  keyPairs: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
-  users: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
-  accessTokens: { read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
-  receipts: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  keyPairs: {
+    read: ['dynamodb:GetItem'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
+  users: {
+    read: ['dynamodb:GetItem'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
+  accessTokens: {
+    read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem'],
+  },
+  receipts: {
+    read: ['dynamodb:GetItem'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
   transactions: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
   rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
