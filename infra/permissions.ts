@@ -40,8 +40,9 @@ export const tableOperations: Record<TableKey, TableOperations> = {
   users: {
     read: ['dynamodb:GetItem'],
     indexRead: [],
-    // A key rotation updates the user and its card guard; an erasure deletes both.
-    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+    // A key rotation updates the user and its card guard; an erasure deletes both. Registering checks
+    // that no guard holds the card under an older card-tag key version (ConditionCheck).
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
   },
   accessTokens: {
     read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
@@ -57,10 +58,13 @@ export const tableOperations: Record<TableKey, TableOperations> = {
   },
   transactions: {
     read: ['dynamodb:GetItem'],
-    indexRead: [],
+    // Issuers find a transactionId's mappings across merchant clients.
+    indexRead: ['dynamodb:Query'],
     // Payment creation reserves the mapping before it charges and records the payment after.
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
+  // merchantId claims: a conditional put, and the owner read back when it fails.
+  merchants: { read: ['dynamodb:GetItem'], indexRead: [], write: ['dynamodb:PutItem'] },
   // Every count is one atomic ADD whose result comes back with the update.
   rateLimits: { read: [], indexRead: [], write: ['dynamodb:UpdateItem'] },
   // Append-only: no function may change or remove what the audit recorded, whatever its route says.

@@ -20,7 +20,7 @@ export const errorCatalogue = {
   409: { platform: [], endpoint: ['CONFLICT', 'ALREADY_REGISTERED'] },
   413: { platform: ['payload_too_large'], endpoint: [] },
   415: { platform: ['unsupported_media_type'], endpoint: [] },
-  429: { platform: ['rate_limit_exceeded'], endpoint: ['GRANT_ERROR'] },
+  429: { platform: ['rate_limit_exceeded'], endpoint: ['GRANT_ERROR', 'CLAIM_LIMIT_EXCEEDED'] },
   500: { platform: ['internal_server_error'], endpoint: ['ENCRYPTION_ERROR', 'KEY_GENERATION_FAILED'] },
   502: { platform: [], endpoint: ['GATEWAY_ERROR'] },
   503: { platform: ['service_unavailable'], endpoint: [] },
@@ -149,6 +149,17 @@ export class GrantLimitError extends AppError<429> {
   readonly code = 'GRANT_ERROR';
   constructor(retryAfterSeconds: number, maxActive: number) {
     super(`Failed to grant access: at most ${maxActive} access tokens may be active per user`, undefined, {
+      'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
+    });
+  }
+}
+
+/** A user's claims have named the day's allowance of transactions. */
+export class ClaimLimitError extends AppError<429> {
+  readonly status = 429 as const;
+  readonly code = 'CLAIM_LIMIT_EXCEEDED';
+  constructor(retryAfterSeconds: number, dailyLimit: number) {
+    super(`At most ${dailyLimit} transactions may be claimed per user per day`, undefined, {
       'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
     });
   }

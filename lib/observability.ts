@@ -19,6 +19,12 @@ export interface MetricDimensions {
   GrantLimitRefusals: Record<string, never>;
   /** A payment the gateway declined or failed to make. */
   PaymentFailures: { gateway: GatewayKind; outcome: PaymentFailure };
+  /** A registration answered 409: the card (or key) is already registered, maybe by another issuer. */
+  RegisterConflicts: Record<string, never>;
+  /** An escrowed receipt released to a user by a claim with its card transaction. */
+  ReceiptsClaimed: Record<string, never>;
+  /** A claim refused because the user's daily number of claimed transactions is spent. */
+  ClaimLimitRefusals: Record<string, never>;
   /** A request refused at the per-minute rate limit: per endpoint group, or per source IP without a key. */
   RateLimitRefusals: { group: RateGroup | 'anonymous' };
 }

@@ -1,4 +1,5 @@
 import type { RouteDeclaration } from './contract/route.js';
+import { claimReceiptsRoute } from './routes/claim-receipts.js';
 import { createPaymentRoute } from './routes/create-payment.js';
 import { decryptPaymentRoute } from './routes/decrypt-payment.js';
 import { decryptReceiptRoute } from './routes/decrypt-receipt.js';
@@ -44,6 +45,7 @@ export const routeTable = {
   'erase-user': eraseUserRoute,
   'revoke-token': revokeTokenRoute,
   openapi: openApiRoute,
+  'claim-receipts': claimReceiptsRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

@@ -23,23 +23,37 @@ export interface TableDefinition {
 export const tableDefinitions = {
   apiKeys: { name: 'api-keys', partitionKey: 'keyId', durable: true },
   keyPairs: { name: 'key-pairs', partitionKey: 'keyId', durable: true },
-  // Holds USER#<userId> records and PAN#<hashedPan> uniqueness guards, written in one transaction.
+  // Holds USER#<userId> records and CARD#<cardTag> uniqueness guards, written in one transaction.
   users: { name: 'users', partitionKey: 'pk', durable: true },
   // TOKEN#<sha256(tokenId)> records and SLOT#<userId>#<n> active-token slots.
   accessTokens: { name: 'access-tokens', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
+  // Receipt and transaction ids are the merchant client's own: keyed under it, another client's
+  // ids never collide with them, block them or show that they exist.
   receipts: {
     name: 'receipts',
-    partitionKey: 'receiptId',
+    partitionKey: 'merchantClientId',
+    sortKey: 'receiptId',
     ttlAttribute: 'ttl',
     durable: true,
-    // Sparse: only escrowed receipts addressed to a hashed PAN carry `pendingRecipient`; only receipts
-    // wrapped for a registered user carry `recipientUserId` (an erasure finds them there).
+    // Sparse: only escrowed receipts addressed to a card carry `pendingRecipient` (its card tag, and
+    // `claimAt`, which a claim reads a window of); only receipts wrapped for a registered user carry
+    // `recipientUserId` (an erasure finds them there).
     indexes: [
       { name: 'by-pending-recipient', partitionKey: 'pendingRecipient' },
+      { name: 'by-card-and-time', partitionKey: 'pendingRecipient', sortKey: 'claimAt' },
       { name: 'by-recipient-user', partitionKey: 'recipientUserId', sortKey: 'createdAt' },
     ],
   },
-  transactions: { name: 'transactions', partitionKey: 'transactionId', durable: true },
+  transactions: {
+    name: 'transactions',
+    partitionKey: 'merchantClientId',
+    sortKey: 'transactionId',
+    durable: true,
+    // Issuers ask by transactionId alone and read only the mapping whose receipt is for their user.
+    indexes: [{ name: 'by-transaction-id', partitionKey: 'transactionId' }],
+  },
+  // One item per merchantId: the merchant client that named it first, which alone may name it again.
+  merchants: { name: 'merchants', partitionKey: 'merchantId', durable: true },
   rateLimits: { name: 'rate-limits', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
   audit: { name: 'audit', partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'ttl', durable: true },
   // Powertools idempotency layout: `id` key and `expiration` TTL.

@@ -9,6 +9,9 @@ import { createLogger, type LogLevel } from '../lib/log.js';
 import { LogTelemetry } from '../lib/observability.js';
 import { tiers as defaultTiers, type TierTable } from '../lib/tiers.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { inMemoryCardTagKeys, type CardTagKeyStore } from '../lib/crypto/card-tag.js';
+import { LocalCardTagKeyFile } from './card-tag-key.js';
+import { migrateLegacyCardData } from './legacy-card-data.js';
 import { LocalEscrowKey } from './escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { gatewayConfigFromEnv } from './gateway-settings.js';
@@ -33,6 +36,8 @@ export interface LocalStackOptions {
   logLevel?: LogLevel;
   /** The routes to serve; lib/routes.ts's table unless a test declares its own. */
   routes?: readonly RouteDeclaration[];
+  /** The card-tag key versions; the data folder's key file (or memory, with inMemory) otherwise. */
+  cardTagKeys?: CardTagKeyStore;
 }
 
 export interface LocalStack {
@@ -42,6 +47,8 @@ export interface LocalStack {
   dynamoDbEndpoint: string;
   /** The gateway test double, unless real provider credentials were given. */
   sandbox: GatewaySandbox | undefined;
+  /** Where the card-tag key versions are kept: `card-key rotate` adds to it. */
+  cardTagKeys: CardTagKeyStore;
   close(): Promise<void>;
 }
 
@@ -87,6 +94,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const escrow = options.inMemory
       ? await LocalEscrowKey.inMemory()
       : await LocalEscrowKey.loadOrCreate(dataDir);
+    const cardTagKeys =
+      options.cardTagKeys ??
+      (options.inMemory ? inMemoryCardTagKeys() : await LocalCardTagKeyFile.loadOrCreate(dataDir));
     const gateways = createGatewayRegistry(gatewayConfigFromEnv(env));
     const deps: AppDeps = {
       ...createCoreDeps({
@@ -96,10 +106,24 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         logger,
         tiers: options.tiers ?? defaultTiers,
         telemetry: new LogTelemetry(logger),
+        cardTagKeys,
+        // The admin CLI rotates the key from another process: a few seconds and the server uses it.
+        cardTagKeysMaxAgeMs: 5_000,
       }),
       escrow,
       gateways,
     };
+    if (!options.inMemory) {
+      // A data folder from before card tags is moved to them before anything is served.
+      const migrated = await migrateLegacyCardData({
+        doc: dynamo.doc,
+        tables: requireAllTables(config),
+        keyring: await deps.cardTags.keyring(),
+        escrow,
+      });
+      if (Object.values(migrated).some((count) => count > 0))
+        logger.info('data folder moved from hashed card numbers to card tags', { ...migrated });
+    }
     const http = await startHttpServer(deps, {
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
@@ -113,6 +137,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       deps,
       dynamoDbEndpoint: endpoint,
       sandbox,
+      cardTagKeys,
       close: async () => {
         for (const stop of stops.reverse()) await stop();
       },

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { AppDeps } from '../../lib/deps.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
 import { digestOf, encryptAndStore } from '../../lib/receipts/encrypt.js';
@@ -10,7 +9,7 @@ type EncryptReceiptDeps = Omit<AppDeps, 'gateways'>;
 
 /**
  * POST /api/v1/receipts/encrypt — either form becomes a DigitalReceipt, encrypted for the registered
- * recipient or escrowed. A nested-form recipientIdentifier never selects a user; only its hash is kept.
+ * recipient or escrowed. A nested-form recipientIdentifier never selects a user and is not stored at all.
  */
 export const encryptReceipt = async (
   deps: EncryptReceiptDeps,
@@ -21,16 +20,10 @@ export const encryptReceipt = async (
   const { envelope } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
-    ...(body.form === 'nested'
-      ? {
-          recipientIdentifierHash: createHash('sha256')
-            .update(`${body.recipientIdentifier.type}:${body.recipientIdentifier.value}`)
-            .digest('hex'),
-        }
-      : {}),
     caller: request.caller,
     requestId: request.meta.requestId,
-    requestDigest: digestOf(body),
+    // The identifier is not stored in any form, not even inside a digest.
+    requestDigest: digestOf(body.form === 'nested' ? { ...body, recipientIdentifier: undefined } : body),
   });
   if (body.form === 'nested') return envelope;
   // The spec's flattened-form response has no expiresAt and no escrowKeyId.

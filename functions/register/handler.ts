@@ -1,10 +1,10 @@
-import type { AppDeps } from '../../lib/deps.js';
+import type { CoreDeps } from '../../lib/deps.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
 import { registerUser } from '../../lib/receipts/onboarding.js';
 import { registerRoute as route } from '../../lib/routes/register.js';
 import { awsHandler } from '../../lib/wiring/aws.js';
 
-type RegisterDeps = Omit<AppDeps, 'gateways'>;
+type RegisterDeps = CoreDeps;
 
 /** POST /api/v1/onboarding/register — binds a hashedPan to a key this issuer generated. */
 export const register = async (deps: RegisterDeps, request: AuthenticatedRequest<typeof route>) => {

@@ -10,6 +10,10 @@ export type AuditAction =
   | 'receipt.decrypt'
   | 'escrow.wrap'
   | 'escrow.claim'
+  | 'escrow.claim-request'
+  | 'user.register-conflict'
+  | 'user.unbind'
+  | 'card-key.rotate'
   | 'transaction.store'
   | 'payment.create'
   | 'payment.decrypt'
@@ -18,8 +22,8 @@ export type AuditAction =
   | 'access.revoke';
 
 /**
- * One audited cryptographic operation. Never a key, a token id, a full PAN hash or receipt content:
- * only identifiers and outcomes.
+ * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only
+ * identifiers, outcomes and at most a short prefix of a card tag.
  */
 export interface AuditEvent {
   action: AuditAction;
@@ -33,8 +37,10 @@ export interface AuditEvent {
   transactionId?: string;
   sourceIp?: string;
   escrowKeyId?: string;
-  /** First 8 hex characters only: enough to correlate, not enough to identify a card. */
-  panHashPrefix?: string;
+  /** `v<n>.` and 6 characters of a card tag (lib/crypto/card-tag.ts): correlates, identifies nothing. */
+  cardTagPrefix?: string;
+  /** Counts an operation worked through (a claim's transactions, released receipts, re-tagged items). */
+  counts?: Record<string, number>;
 }
 
 export interface AuditRecord extends AuditEvent {
@@ -43,8 +49,6 @@ export interface AuditRecord extends AuditEvent {
   at: string;
   ttl: number;
 }
-
-export const panHashPrefix = (hashedPan: string): string => hashedPan.slice(0, 8);
 
 export class AuditLog {
   constructor(

@@ -27,14 +27,25 @@ export interface StoredReceipt {
   merchantClientId: string;
   /** Registered recipient, when there was one at encryption time or after a claim. */
   recipientUserId?: string;
-  /** Escrowed receipts addressed to a hashed PAN wait here for that PAN's registration. */
+  /**
+   * An escrowed receipt addressed to a card: the card's tag (never its hashedPan), until a claim with
+   * the card's transaction releases it.
+   */
   pendingRecipient?: string;
-  recipientIdentifierHash?: string;
+  /** The card transaction's time (ISO 8601, UTC), beside the tag: claims look up a window of it. */
+  claimAt?: string;
+  /** What a claim must match (amounts, currency, last four), sealed under the card-tag key. */
+  claimFacts?: string;
   /** sha256 of the validated request, so an identical retry returns the first envelope. */
   requestDigest: string;
   createdAt: string;
   ttl: number;
 }
+
+/** A receiptId is unique within its merchant client only (DECISIONS: merchant namespaces). */
+export type ReceiptKey = Pick<StoredReceipt, 'merchantClientId' | 'receiptId'>;
+
+const keyOf = ({ merchantClientId, receiptId }: ReceiptKey): ReceiptKey => ({ merchantClientId, receiptId });
 
 export class ReceiptRepository {
   constructor(
@@ -43,14 +54,14 @@ export class ReceiptRepository {
   ) {}
 
   putIfAbsent(receipt: StoredReceipt): Promise<PutIfAbsentOutcome<StoredReceipt>> {
-    return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt.receiptId));
+    return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt));
   }
 
-  async get(receiptId: string): Promise<StoredReceipt | null> {
+  async get(key: ReceiptKey): Promise<StoredReceipt | null> {
     // Ids can come straight from a caller's envelope; DynamoDB refuses an empty key rather than finding nothing.
-    if (receiptId === '') return null;
+    if (key.receiptId === '' || key.merchantClientId === '') return null;
     const result = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: { receiptId }, ConsistentRead: true }),
+      new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
     );
     return (result.Item as StoredReceipt | undefined) ?? null;
   }
@@ -74,9 +85,31 @@ export class ReceiptRepository {
     return receipts;
   }
 
+  /**
+   * Escrowed receipts of one card whose transaction time lies in [from, to], oldest first, at most
+   * `limit`: the work of one claimed transaction is bounded whatever the card has pending.
+   */
+  async pendingForCardBetween(
+    cardTag: string,
+    from: string,
+    to: string,
+    limit: number,
+  ): Promise<StoredReceipt[]> {
+    const page = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'by-card-and-time',
+        KeyConditionExpression: 'pendingRecipient = :tag AND claimAt BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':tag': cardTag, ':from': from, ':to': to },
+        Limit: limit,
+      }),
+    );
+    return (page.Items as StoredReceipt[] | undefined) ?? [];
+  }
+
   /** Replaces an escrowed envelope with one wrapped for its now-registered recipient, once. */
   async claim(
-    receiptId: string,
+    key: ReceiptKey,
     envelope: ReceiptEnvelope,
     recipientUserId: string,
     ttl: number,
@@ -85,9 +118,9 @@ export class ReceiptRepository {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { receiptId },
+          Key: keyOf(key),
           UpdateExpression:
-            'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient',
+            'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient, claimAt, claimFacts',
           ConditionExpression: 'attribute_exists(pendingRecipient)',
           ExpressionAttributeNames: { '#ttl': 'ttl' },
           ExpressionAttributeValues: { ':envelope': envelope, ':user': recipientUserId, ':ttl': ttl },

@@ -4,7 +4,11 @@ import { transactWrite } from './transact.js';
 
 export interface UserRecord {
   userId: string;
-  hashedPan: string;
+  /**
+   * The card's tag (lib/crypto/card-tag.ts), never its hashedPan. Its version says which card-tag key
+   * versions it has been through; `card-key rotate` moves it to the current one.
+   */
+  cardTag: string;
   keyId: string;
   /** base64 DER SPKI of the user's key, copied here so encryption needs one read. */
   publicKey: string;
@@ -32,8 +36,9 @@ export type RegisterOutcome = 'registered' | 'pan-taken' | 'key-unavailable';
 /** How long another process may go on wrapping for a user's previous key, or for an erased user. */
 export const USER_CACHE_MAX_AGE_MS = 30_000;
 
-const userPk = (userId: string) => `USER#${userId}`;
-const panPk = (hashedPan: string) => `PAN#${hashedPan}`;
+/** Users are keyed `USER#<userId>`; each card's guard, a full copy, `CARD#<cardTag>`. */
+export const userPk = (userId: string) => `USER#${userId}`;
+export const cardPk = (cardTag: string) => `CARD#${cardTag}`;
 const erasedPk = (userId: string) => `ERASED#${userId}`;
 
 export class UserRepository {
@@ -49,10 +54,11 @@ export class UserRepository {
   ) {}
 
   /**
-   * The user, its hashedPan guard and the key binding are written in one transaction, so concurrent
-   * registrations of one hashedPan or one key leave exactly one winner.
+   * The user, its card guard and the key binding are written in one transaction, so concurrent
+   * registrations of one card or one key leave exactly one winner. `olderTags` are the same card's
+   * tags under older key versions: a guard not re-tagged yet still holds the card.
    */
-  async register(user: UserRecord): Promise<RegisterOutcome> {
+  async register(user: UserRecord, olderTags: readonly string[] = []): Promise<RegisterOutcome> {
     if (!this.keyPairsTable) throw new Error('UserRepository.register needs the key-pairs table');
     const outcome = await transactWrite(this.doc, {
       TransactItems: [
@@ -66,8 +72,8 @@ export class UserRepository {
         {
           Put: {
             TableName: this.tableName,
-            // A full copy, so finding a recipient by hashedPan is one read on the encrypt path.
-            Item: { pk: panPk(user.hashedPan), ...user },
+            // A full copy, so finding a recipient by card is one read on the encrypt path.
+            Item: { pk: cardPk(user.cardTag), ...user },
             ConditionExpression: 'attribute_not_exists(pk)',
           },
         },
@@ -85,10 +91,18 @@ export class UserRepository {
             },
           },
         },
+        ...olderTags.map((tag) => ({
+          ConditionCheck: {
+            TableName: this.tableName,
+            Key: { pk: cardPk(tag) },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        })),
       ],
     });
     if (outcome.ok) return 'registered';
     if (outcome.reasons[1] === 'ConditionalCheckFailed') return 'pan-taken';
+    if (outcome.reasons.slice(3).includes('ConditionalCheckFailed')) return 'pan-taken';
     if (outcome.reasons[2] === 'ConditionalCheckFailed') return 'key-unavailable';
     // Conflicts that outlived the retries: another registration of this PAN or key is in flight.
     return outcome.reasons[1] === 'TransactionConflict' ? 'pan-taken' : 'key-unavailable';
@@ -102,12 +116,18 @@ export class UserRepository {
    * A found user is kept in memory for up to USER_CACHE_MAX_AGE_MS: encrypting for a regular recipient
    * then costs no read. Misses are not kept, or a new registration would go unseen.
    */
-  async getByHashedPan(hashedPan: string): Promise<UserRecord | null> {
-    const known = this.registered.get(hashedPan);
-    if (known) return known;
-    const user = await this.read(panPk(hashedPan));
-    if (user) this.registered.set(hashedPan, user);
-    return user;
+  async getByCardTags(tags: readonly string[]): Promise<UserRecord | null> {
+    // Current version first: after a rotation's re-tagging that is the only read.
+    for (const tag of tags) {
+      const known = this.registered.get(tag);
+      if (known) return known;
+      const user = await this.read(cardPk(tag));
+      if (user) {
+        this.registered.set(tag, user);
+        return user;
+      }
+    }
+    return null;
   }
 
   private async read(pk: string): Promise<UserRecord | null> {
@@ -121,7 +141,7 @@ export class UserRepository {
 
   /** The card guard of a user: the one place that knows how it is keyed. */
   private guardPk(user: UserRecord): string {
-    return panPk(user.hashedPan);
+    return cardPk(user.cardTag);
   }
 
   /**
@@ -180,7 +200,7 @@ export class UserRepository {
         },
       ],
     });
-    this.registered.delete(user.hashedPan);
+    this.registered.delete(user.cardTag);
     if (outcome.ok) return 'rebound';
     return outcome.reasons[2] === 'ConditionalCheckFailed' ? 'key-unavailable' : 'user-changed';
   }
@@ -224,7 +244,7 @@ export class UserRepository {
         },
       ],
     });
-    this.registered.delete(user.hashedPan);
+    this.registered.delete(user.cardTag);
     return outcome.ok ? erased : null;
   }
 

@@ -2,23 +2,24 @@ import { createHash } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
 import { parsePublicKey } from '../crypto/keys.js';
 import { sealEnvelope, type Recipient } from '../crypto/envelope.js';
-import { panHashPrefix } from '../db/audit.js';
+import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { AppDeps } from '../deps.js';
-import { ConflictError, EncryptionError } from '../errors.js';
+import { ConflictError, EncryptionError, ForbiddenError } from '../errors.js';
 import type { DigitalReceipt } from './schemas.js';
 
 export type EncryptDeps = Pick<
   AppDeps,
-  'config' | 'clock' | 'repos' | 'audit' | 'escrow' | 'logger' | 'telemetry'
+  'config' | 'clock' | 'repos' | 'audit' | 'escrow' | 'logger' | 'telemetry' | 'cardTags'
 >;
 
 export interface EncryptInput {
   receipt: DigitalReceipt;
-  /** The registered user to encrypt for, found by hashedPan; absent means the receipt is escrowed. */
+  /**
+   * The card whose registered user to encrypt for, found by its card tag; used for nothing else and
+   * never stored. Absent, or no user for the card: the receipt is escrowed.
+   */
   recipientHashedPan?: string;
-  /** sha256 of a nested-form recipientIdentifier: kept for the record, never matched to a user. */
-  recipientIdentifierHash?: string;
   caller: Caller;
   requestId: string;
   /** A digest of the validated request: an identical retry returns the first envelope. */
@@ -36,17 +37,58 @@ const DAY_MS = 86_400_000;
 export const digestOf = (value: unknown): string =>
   createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
+/** What a claim is matched on: the total, and the total before tip when there is a tip. */
+export function claimFactsOf(receipt: DigitalReceipt): ClaimFacts {
+  const { total, tipAmount, currency } = receipt.summary;
+  const last4 = receipt.transaction.cardDetails?.last4;
+  return {
+    amounts: tipAmount ? [total, total - tipAmount] : [total],
+    currency,
+    at: new Date(receipt.transaction.datetime).toISOString(),
+    ...(last4 ? { cardLast4: last4 } : {}),
+  };
+}
+
 async function recipientFor(
   deps: EncryptDeps,
   hashedPan: string | undefined,
-): Promise<{ recipient: Recipient; userId: string | null }> {
-  const user = hashedPan ? await deps.repos.users.getByHashedPan(hashedPan) : null;
+): Promise<{
+  recipient: Recipient;
+  userId: string | null;
+  cardTag: CardTag | null;
+  keyring: CardTagKeyring | null;
+}> {
+  const keyring = hashedPan ? await deps.cardTags.keyring() : null;
+  const tags = hashedPan && keyring ? keyring.tagsOf(hashedPan) : [];
+  const cardTag = tags[0] ?? null;
+  const user = tags.length > 0 ? await deps.repos.users.getByCardTags(tags) : null;
   if (user)
     return {
       recipient: { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) },
       userId: user.userId,
+      cardTag: user.cardTag,
+      keyring,
     };
-  return { recipient: { keyId: deps.escrow.keyId, publicKey: await deps.escrow.publicKey() }, userId: null };
+  return {
+    recipient: { keyId: deps.escrow.keyId, publicKey: await deps.escrow.publicKey() },
+    userId: null,
+    cardTag,
+    keyring,
+  };
+}
+
+/**
+ * A merchantId belongs to the first merchant client that names it: another client's receipts could
+ * otherwise pass for that merchant's. Refused before anything is sealed, stored or charged.
+ */
+export async function claimMerchant(
+  deps: Pick<EncryptDeps, 'repos' | 'clock'>,
+  merchantId: string,
+  caller: Caller,
+): Promise<void> {
+  const owner = await deps.repos.merchants.claim(merchantId, caller.clientId, deps.clock.now());
+  if (owner !== caller.clientId)
+    throw new ForbiddenError('This merchantId belongs to another merchant client');
 }
 
 /**
@@ -55,7 +97,10 @@ async function recipientFor(
  */
 export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): Promise<EncryptOutcome> {
   const { receipt, caller } = input;
-  const { recipient, userId } = await recipientFor(deps, input.recipientHashedPan);
+  const [{ recipient, userId, cardTag, keyring }] = await Promise.all([
+    recipientFor(deps, input.recipientHashedPan),
+    claimMerchant(deps, receipt.merchant.merchantId, caller),
+  ]);
   const isEscrowed = userId === null;
   const now = deps.clock.now();
   let sealed;
@@ -91,8 +136,15 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     envelope,
     merchantClientId: caller.clientId,
     ...(userId ? { recipientUserId: userId } : {}),
-    ...(isEscrowed && input.recipientHashedPan ? { pendingRecipient: input.recipientHashedPan } : {}),
-    ...(input.recipientIdentifierHash ? { recipientIdentifierHash: input.recipientIdentifierHash } : {}),
+    // Nothing here shows the amount beside the card: the facts a claim matches are sealed under the
+    // card-tag key; only the transaction time, which the envelope's createdAt all but gives, is clear.
+    ...(isEscrowed && cardTag && keyring
+      ? {
+          pendingRecipient: cardTag,
+          claimAt: claimFactsOf(receipt).at,
+          claimFacts: keyring.sealFacts(cardTag, claimFactsOf(receipt)),
+        }
+      : {}),
     requestDigest: input.requestDigest,
     createdAt: now.toISOString(),
     ttl: Math.floor(expiresAt.getTime() / 1000),
@@ -111,7 +163,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
       keyId: recipient.keyId,
       ...(userId ? { userId } : {}),
       ...(isEscrowed ? { escrowKeyId: deps.escrow.keyId } : {}),
-      ...(input.recipientHashedPan ? { panHashPrefix: panHashPrefix(input.recipientHashedPan) } : {}),
+      ...(cardTag ? { cardTagPrefix: cardTagPrefix(cardTag) } : {}),
     }),
   ]);
   if (!outcome.stored) {

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
-import { rewrapEnvelope, unwrapContentKey } from '../crypto/envelope.js';
+import { cardTagPrefix } from '../crypto/card-tag.js';
 import { generateRsaKeyPair, parsePublicKey, publicKeyDer } from '../crypto/keys.js';
-import { panHashPrefix } from '../db/audit.js';
-import type { ReceiptEnvelope } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../deps.js';
 import {
@@ -61,18 +59,17 @@ export interface RegisterInput {
   keyId: string;
 }
 
-const DAY_MS = 86_400_000;
-
 /**
- * Registers a user for a key this client generated and has not bound yet, then hands the user any
- * receipts escrowed for its hashedPan before it registered.
+ * Registers a user for a key this client generated and has not bound yet. Nothing escrowed is handed
+ * over here: registering proves nothing about who issues the card, so escrowed receipts wait for a
+ * claim with the card transaction (lib/receipts/claim.ts). The card is kept as its card tag only.
  */
 export async function registerUser(
-  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'logger' | 'escrow' | 'config'>,
+  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'logger' | 'cardTags' | 'telemetry'>,
   caller: Caller,
   input: RegisterInput,
   requestId: string,
-): Promise<{ user: UserRecord; claimedReceipts: number }> {
+): Promise<{ user: UserRecord }> {
   const keyPair = await deps.repos.keyPairs.get(input.keyId);
   // Another client's key is reported exactly like a missing one.
   if (!keyPair || keyPair.clientId !== caller.clientId) throw new KeyNotFoundError();
@@ -84,20 +81,34 @@ export async function registerUser(
       { field: 'publicKey', message: 'does not match the key pair generated for keyId' },
     ]);
   }
+  const [cardTag, ...olderTags] = (await deps.cardTags.keyring()).tagsOf(input.hashedPan);
   const user: UserRecord = {
     userId: randomUUID(),
-    hashedPan: input.hashedPan,
+    cardTag: cardTag!,
     keyId: input.keyId,
     publicKey: keyPair.publicKey,
     clientId: caller.clientId,
     status: 'active',
     registeredAt: deps.clock.now().toISOString(),
   };
-  const outcome = await deps.repos.users.register(user);
-  if (outcome === 'pan-taken')
-    throw new AlreadyRegisteredError('This hashedPan is already registered', { field: 'hashedPan' });
-  if (outcome === 'key-unavailable')
+  const outcome = await deps.repos.users.register(user, olderTags);
+  if (outcome !== 'registered') {
+    // A card registered twice may be a fintech user typing in someone else's card, or its issuer
+    // arriving after a wrong registration: an operator looks (alarm), and can unbind the wrong one.
+    deps.telemetry.count('RegisterConflicts');
+    await deps.audit.record({
+      action: 'user.register-conflict',
+      outcome: 'failure',
+      reason: outcome === 'pan-taken' ? 'card already registered' : 'key already bound',
+      requestId,
+      clientId: caller.clientId,
+      keyId: user.keyId,
+      cardTagPrefix: cardTagPrefix(user.cardTag),
+    });
+    if (outcome === 'pan-taken')
+      throw new AlreadyRegisteredError('This hashedPan is already registered', { field: 'hashedPan' });
     throw new AlreadyRegisteredError('This keyId is already bound to a user', { field: 'keyId' });
+  }
   await deps.audit.record({
     action: 'user.register',
     outcome: 'success',
@@ -105,73 +116,7 @@ export async function registerUser(
     clientId: caller.clientId,
     userId: user.userId,
     keyId: user.keyId,
-    panHashPrefix: panHashPrefix(user.hashedPan),
+    cardTagPrefix: cardTagPrefix(user.cardTag),
   });
-  const claimedReceipts = await claimEscrowedReceipts(deps, user, requestId);
-  return { user, claimedReceipts };
-}
-
-/** Re-wraps receipts escrowed for this hashedPan to the user's key (only keyBundle and keyId change). */
-async function claimEscrowedReceipts(
-  deps: Pick<AppDeps, 'repos' | 'audit' | 'escrow' | 'config' | 'logger'>,
-  user: UserRecord,
-  requestId: string,
-): Promise<number> {
-  const pending = await deps.repos.receipts.pendingFor(user.hashedPan);
-  const recipient = { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) };
-  let claimed = 0;
-  for (const receipt of pending) {
-    try {
-      const cek = await unwrapContentKey(receipt.envelope, (encryptedKey) =>
-        deps.escrow.unwrap(encryptedKey),
-      );
-      const rewrapped = rewrapEnvelope(receipt.envelope, cek, recipient);
-      cek.fill(0);
-      const createdAt = Date.parse(receipt.envelope.createdAt);
-      const expiresAt = new Date(createdAt + deps.config.receiptRetentionDays * DAY_MS);
-      const envelope: ReceiptEnvelope = {
-        ...receipt.envelope,
-        ...rewrapped,
-        isEscrowed: false,
-        escrowKeyId: null,
-        expiresAt: expiresAt.toISOString(),
-      };
-      if (
-        await deps.repos.receipts.claim(
-          receipt.receiptId,
-          envelope,
-          user.userId,
-          Math.floor(expiresAt.getTime() / 1000),
-        )
-      ) {
-        claimed += 1;
-        await deps.audit.record({
-          action: 'escrow.claim',
-          outcome: 'success',
-          requestId,
-          clientId: user.clientId,
-          userId: user.userId,
-          receiptId: receipt.receiptId,
-          escrowKeyId: deps.escrow.keyId,
-        });
-      }
-    } catch (error) {
-      // One unreadable escrowed receipt must not fail the registration; it stays escrowed and audited.
-      deps.logger.warn('escrow claim failed', {
-        requestId,
-        receiptId: receipt.receiptId,
-        error: error instanceof Error ? error.name : 'unknown',
-      });
-      await deps.audit.record({
-        action: 'escrow.claim',
-        outcome: 'failure',
-        reason: error instanceof Error ? error.name : 'unknown',
-        requestId,
-        clientId: user.clientId,
-        userId: user.userId,
-        receiptId: receipt.receiptId,
-      });
-    }
-  }
-  return claimed;
+  return { user };
 }

@@ -12,7 +12,9 @@ export const recipientIdentifierSchema = z
   })
   .meta({
     id: 'RecipientIdentifier',
-    description: 'Kept only as a SHA-256 hash; it never selects a registered user.',
+    description:
+      "Accepted for the specification's sake and then dropped: it never selects a registered user and is not " +
+      'stored in any form.',
   });
 
 /** Nested form: a whole DigitalReceipt plus who it is for. */
@@ -71,7 +73,7 @@ export const encryptReceiptRoute = defineRoute({
   entry: 'functions/encrypt-receipt/handler.ts',
   apiKeyRequired: true,
   roles: ['merchant'],
-  tables: { ...platformTables, users: 'read', keyPairs: 'read', receipts: 'write' },
+  tables: { ...platformTables, users: 'read', keyPairs: 'read', receipts: 'write', merchants: 'readWrite' },
   escrow: 'wrap',
   docs: {
     tag: 'receipts',
@@ -80,7 +82,8 @@ export const encryptReceiptRoute = defineRoute({
       'AES-256-GCM for the receipt, RSA-OAEP-256 for the content key. A body with a `receipt` member is the ' +
       'nested form, any other the flattened form. The recipient is the user registered with ' +
       '`recipientHashedPan`; when there is none the receipt is encrypted with the escrow key (`isEscrowed: ' +
-      'true`) and handed over when that hashedPan registers. The envelope is stored under its receiptId: an ' +
+      'true`) and released only when the issuer of a registered user shows the card transaction ' +
+      '(`POST /api/v1/receipts/claim`). The envelope is stored under its receiptId: an ' +
       'identical retry returns the first envelope. Unknown fields are refused, so a misspelt ' +
       '`recipientHashedPan` cannot escrow a receipt silently.',
   },
@@ -99,7 +102,14 @@ export const encryptReceiptRoute = defineRoute({
     enveloped: true,
   },
   errors: {
-    409: { description: 'A different receipt with this receiptId already exists.', codes: ['CONFLICT'] },
+    403: {
+      description:
+        "The API key's roles do not include this operation, or the merchantId belongs to another merchant client.",
+    },
+    409: {
+      description: 'A different receipt with this receiptId already exists for this merchant client.',
+      codes: ['CONFLICT'],
+    },
     500: { description: 'Encryption failed.', codes: ['ENCRYPTION_ERROR'] },
   },
 });

@@ -21,14 +21,15 @@ export const registerRoute = defineRoute({
   entry: 'functions/register/handler.ts',
   apiKeyRequired: true,
   roles: ['issuer'],
-  tables: { ...platformTables, keyPairs: 'readWrite', users: 'readWrite', receipts: 'readWrite' },
-  escrow: 'wrapAndUnwrap',
+  tables: { ...platformTables, keyPairs: 'readWrite', users: 'readWrite' },
   docs: {
     tag: 'onboarding',
     summary: 'Register a user by hashed PAN',
     description:
       'Step 2. Binds a hashedPan to a key pair this client generated and has not bound yet; `publicKey` must be ' +
-      "that pair's public key. Receipts escrowed earlier for this hashedPan are re-wrapped for the new key.",
+      "that pair's public key. The card is stored only as a keyed card tag. Registering releases nothing " +
+      'escrowed for the card: `POST /api/v1/receipts/claim` does, on evidence of the card transaction. A 409 ' +
+      'is audited and alarmed: if another client registered your card, the operator can undo it.',
   },
   request: { body: { description: 'The hashed PAN and the pair from generate-keys.', schema: registerBody } },
   response: { description: 'The registered user.', schema: userResponse, enveloped: true },
@@ -40,7 +41,8 @@ export const registerRoute = defineRoute({
       codes: ['KEY_NOT_FOUND'],
     },
     409: {
-      description: 'The hashedPan is already registered, or the keyId is already bound to a user.',
+      description:
+        'The hashedPan is already registered (by any client), or the keyId is already bound to a user.',
       codes: ['ALREADY_REGISTERED'],
     },
   },

@@ -6,6 +6,7 @@ import { createLogger } from '../log.js';
 import { awsObservability } from '../observability-aws.js';
 import { LogTelemetry } from '../observability.js';
 import { tiers } from '../tiers.js';
+import { awsCardTagKeys } from './aws-card-tags.js';
 
 let core: CoreDeps | undefined;
 
@@ -33,6 +34,7 @@ export function awsCoreDeps(): CoreDeps {
       tiers,
       telemetry,
       tracer,
+      cardTagKeys: awsCardTagKeys(),
     });
   }
   return core;

@@ -64,7 +64,7 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
   },
   users: {
     read: ['dynamodb:GetItem'],
-    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    write: ['dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
   accessTokens: {
     read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'],
@@ -75,6 +75,7 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
   transactions: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
   rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
   idempotency: {
@@ -90,11 +91,15 @@ const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =
   ].sort();
 
 describe('one function per route', () => {
-  it('creates exactly the functions of the route table', () => {
+  it('creates exactly the functions of the route table, and the edge authorizer', () => {
     const names = Object.values(resourcesOf(template, 'AWS::Lambda::Function')).map(
       (f) => f.Properties.FunctionName,
     );
-    expect(names.sort()).toEqual(routes.map((route) => `receipt-service-test-${route.name}`).sort());
+    expect(names.sort()).toEqual(
+      [...routes.map((route) => route.name), 'edge-authorizer']
+        .map((name) => `receipt-service-test-${name}`)
+        .sort(),
+    );
   });
 
   it.each(routes.map((route) => [route.name, route] as const))(
@@ -266,16 +271,22 @@ describe('least privilege', () => {
     }
   });
 
-  it('lets only readers of the receipts table query its escrow index, and only query', () => {
+  it.each([
+    ['receipts', 'by-pending-recipient'],
+    ['receipts', 'by-recipient-user'],
+    ['transactions', 'by-transaction-id'],
+  ] as const)('lets only readers of the %s table query its index %s, and only query', (table, index) => {
     const indexStatements = (name: string) =>
-      statements(name).filter((statement) => JSON.stringify(statement.Resource).includes('/index/'));
+      statements(name).filter((statement) => {
+        const resource = JSON.stringify(statement.Resource);
+        return resource.includes('/index/') && resource.includes(tableIds[table]);
+      });
     for (const route of routes) {
-      const access = route.tables.receipts;
+      const access = route.tables[table];
       const found = indexStatements(route.name);
       if (access === 'read' || access === 'readWrite') {
         expect(found.map((statement) => statement.Action)).toEqual(['dynamodb:Query']);
-        expect(JSON.stringify(found[0]?.Resource)).toContain('/index/by-pending-recipient');
-        expect(JSON.stringify(found[0]?.Resource)).toContain(tableIds.receipts);
+        expect(JSON.stringify(found[0]?.Resource)).toContain(`/index/${index}`);
       } else {
         expect([route.name, found]).toEqual([route.name, []]);
       }
@@ -344,10 +355,12 @@ describe('least privilege', () => {
       'encrypt-receipt',
       'create-payment',
       'health',
+      // Registering releases nothing any more: only a claim with the card transaction unwraps.
+      'register',
     ]) {
       expect(actionsOn(name, escrowKeyId).has('kms:Decrypt')).toBe(false);
     }
-    expect(actionsOn('register', escrowKeyId).has('kms:Decrypt')).toBe(true);
+    expect(actionsOn('claim-receipts', escrowKeyId).has('kms:Decrypt')).toBe(true);
   });
 
   it.each(routes.map((route) => [route.name, route] as const))(

@@ -370,7 +370,7 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     ).toBe(200);
   });
 
-  it('escrows a receipt for an unregistered recipient, unwraps it through the escrow key, and hands it over on registration', async () => {
+  it('escrows a receipt for an unregistered recipient, unwraps it through the escrow key, and hands it over on a claim with its transaction', async () => {
     const hashedPan = newHashedPan();
     secrets.push(hashedPan);
     const { receipt, envelope } = await encryptNested(sampleReceipt(), hashedPan);
@@ -386,9 +386,26 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     // Nobody decrypts an escrowed envelope through the API.
     const token = await grantToken(stack, issuer.apiKey, user);
     expect((await decrypt(envelope, token)).status).toBe(403);
-    // The cardholder registers: the stored receipt is re-wrapped for them.
+    // The cardholder registers (which releases nothing) and its issuer claims with the card transaction.
     const late = await onboardUser(stack, issuer.apiKey, hashedPan);
-    const stored = await stack.deps.repos.receipts.get(receipt.receiptId);
+    const claim = await stack.request<Data<{ released: number }>>('POST', '/api/v1/receipts/claim', {
+      apiKey: issuer.apiKey,
+      body: {
+        userId: late.userId,
+        transactions: [
+          {
+            amount: receipt.summary.total,
+            currency: receipt.summary.currency,
+            transactionDate: receipt.transaction.datetime,
+          },
+        ],
+      },
+    });
+    expect([claim.status, claim.json.data.released]).toEqual([200, 1]);
+    const stored = await stack.deps.repos.receipts.get({
+      merchantClientId: merchant.clientId,
+      receiptId: receipt.receiptId,
+    });
     expect(stored?.envelope).toMatchObject({
       isEscrowed: false,
       escrowKeyId: null,
@@ -405,8 +422,12 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
   it('escrows a nested-form receipt addressed only by recipientIdentifier', async () => {
     const { envelope } = await encryptNested(sampleReceipt(), null);
     expect(envelope.isEscrowed).toBe(true);
-    const stored = await stack.deps.repos.receipts.get(envelope.receiptId);
-    expect(stored?.recipientIdentifierHash).toMatch(/^[0-9a-f]{64}$/);
+    const stored = await stack.deps.repos.receipts.get({
+      merchantClientId: merchant.clientId,
+      receiptId: envelope.receiptId,
+    });
+    // Not stored in any form: neither the value nor a hash of it.
+    expect(Object.keys(stored ?? {}).filter((name) => /identifier/i.test(name))).toEqual([]);
     expect(JSON.stringify(stored)).not.toContain('cardholder@example.com');
   });
 
@@ -461,12 +482,12 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
       (await stack.request('GET', `/api/v1/transactions/${randomUUID()}`, { apiKey: merchant.apiKey }))
         .status,
     ).toBe(404);
-    // Another merchant cannot map our receipt.
+    // Another merchant cannot map our receipt: its merchantId is ours.
     const foreign = await stack.request('POST', '/api/v1/transactions', {
       apiKey: otherMerchant.apiKey,
       body: { envelope, paymentGateway: 'other' },
     });
-    expect(foreign.status).toBe(404);
+    expect(foreign.status).toBe(403);
   });
 
   it('answers an envelope with empty identifiers 404 on transactions, never 500', async () => {

@@ -1,0 +1,499 @@
+import { randomUUID } from 'node:crypto';
+import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { rotateCardTagKey, retagCardRecords } from '../../lib/admin/card-tags.js';
+import { unbindUser } from '../../lib/admin/users.js';
+import { requireAllTables } from '../../lib/config.js';
+import { LogTelemetry } from '../../lib/observability.js';
+import { migrateLegacyCardData } from '../../local/legacy-card-data.js';
+import { CANDIDATES_PER_TRANSACTION } from '../../lib/receipts/claim.js';
+import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
+import { logsWhile } from '../support/logs.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+interface Data<T> {
+  success: true;
+  data: T;
+}
+interface ErrorBody {
+  error: { code: string };
+}
+interface ClaimResult {
+  userId: string;
+  results: { transactionIndex: number; receiptIds: string[] }[];
+  released: number;
+}
+interface Envelope {
+  receiptId: string;
+  isEscrowed: boolean;
+  keyId: string;
+}
+
+/**
+ * Issue 11: keyed card tags, escrow released only on transaction evidence, registration disputes.
+ * Everything over HTTP on the local stack, on DynamoDB Local; the admin operations through the same
+ * functions the CLI calls.
+ */
+describe('cardholder trust: card tags, claims on evidence, registration disputes', () => {
+  let stack: TestStack;
+  let merchantA: { apiKey: string; clientId: string };
+  let issuerA: { apiKey: string; clientId: string };
+  let issuerB: { apiKey: string; clientId: string };
+  let telemetry: LogTelemetry;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ logLevel: 'DEBUG' });
+    merchantA = await stack.apiKey(['merchant']);
+    issuerA = await stack.apiKey(['issuer']);
+    issuerB = await stack.apiKey(['issuer']);
+    if (!(stack.deps.telemetry instanceof LogTelemetry)) throw new Error('the local stack counts in memory');
+    telemetry = stack.deps.telemetry;
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  /** Every item of every table, as text. */
+  const dumpTables = async (): Promise<string> => {
+    const dumps: string[] = [];
+    for (const table of Object.values(requireAllTables(stack.config))) {
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await stack.deps.dynamo.doc.send(
+          new ScanCommand({ TableName: table, ExclusiveStartKey: startKey }),
+        );
+        dumps.push(JSON.stringify(page.Items ?? []));
+        startKey = page.LastEvaluatedKey;
+      } while (startKey);
+      // Index projections are the same items; nothing else is stored.
+    }
+    return dumps.join('\n');
+  };
+
+  const encrypt = async (hashedPan: string, receipt = sampleReceipt()) => {
+    const reply = await stack.request<Data<Envelope>>('POST', '/api/v1/receipts/encrypt', {
+      apiKey: merchantA.apiKey,
+      body: {
+        receipt,
+        recipientIdentifier: { type: 'email', value: 'someone@example.com' },
+        recipientHashedPan: hashedPan,
+      },
+    });
+    expect(reply.status).toBe(200);
+    return { receipt, envelope: reply.json.data };
+  };
+
+  const claim = (apiKey: string, userId: string, transactions: Record<string, unknown>[]) =>
+    stack.request<Data<ClaimResult> & ErrorBody>('POST', '/api/v1/receipts/claim', {
+      apiKey,
+      body: { userId, transactions },
+    });
+
+  const decryptEnvelope = (envelope: unknown, user: OnboardedUser, token: string, apiKey: string) =>
+    stack.request<Data<{ receiptId: string }>>('POST', '/api/v1/receipts/decrypt', {
+      apiKey,
+      body: { envelope, accessTokenId: token, privateKey: user.privateKey },
+    });
+
+  const stored = (receiptId: string) =>
+    stack.deps.repos.receipts.get({ merchantClientId: merchantA.clientId, receiptId });
+
+  it('after the five-step flow on both gateways, neither the hashedPan nor its first 8 hex characters is in any table or log', async () => {
+    const pans: string[] = [];
+    const { text } = await logsWhile(async () => {
+      for (const [gateway, extra] of [
+        ['gateway_a', { amount: 1548 }],
+        ['gateway_b', { cardNonce: 'cnon:card-nonce-ok' }],
+      ] as const) {
+        const user = await onboardUser(stack, issuerA.apiKey, newHashedPan());
+        pans.push(user.hashedPan);
+        const created = await stack.request<Data<{ paymentId: string }>>(
+          'POST',
+          `/api/v1/payments/${gateway}/create`,
+          {
+            apiKey: merchantA.apiKey,
+            body: { ...flattenedReceipt({ recipientHashedPan: user.hashedPan }), ...extra },
+          },
+        );
+        expect(created.status).toBe(200);
+        const token = await grantToken(stack, issuerA.apiKey, user);
+        const opened = await stack.request('POST', '/api/v1/payments/decrypt', {
+          apiKey: issuerA.apiKey,
+          body: {
+            paymentId: created.json.data.paymentId,
+            gateway,
+            accessTokenId: token,
+            privateKey: user.privateKey,
+          },
+        });
+        expect(opened.status).toBe(200);
+        // A card nobody registered: escrowed, with its pending tag and sealed claim facts.
+        const stranger = newHashedPan();
+        pans.push(stranger);
+        await encrypt(stranger);
+        // A conflict writes audit and a metric: neither may carry the card either.
+        const keys = await stack.request<Data<{ keyId: string; publicKey: string }>>(
+          'POST',
+          '/api/v1/onboarding/generate-keys',
+          { apiKey: issuerB.apiKey },
+        );
+        const again = await stack.request('POST', '/api/v1/onboarding/register', {
+          apiKey: issuerB.apiKey,
+          body: {
+            hashedPan: user.hashedPan,
+            publicKey: keys.json.data.publicKey,
+            keyId: keys.json.data.keyId,
+          },
+        });
+        expect(again.status).toBe(409);
+      }
+    });
+    const tables = await dumpTables();
+    expect(tables).toContain('"pendingRecipient":"v1.');
+    for (const pan of pans) {
+      expect([tables.includes(pan), tables.includes(pan.slice(0, 8))]).toEqual([false, false]);
+      expect([text.includes(pan), text.includes(pan.slice(0, 8))]).toEqual([false, false]);
+    }
+    expect(tables).not.toContain('someone@example.com');
+    expect(tables).not.toContain('panHashPrefix');
+  });
+
+  describe('escrow is released on the card transaction, not on registration', () => {
+    const hashedPan = newHashedPan();
+    const at = '2026-11-21T09:15:00Z';
+    let first: Awaited<ReturnType<typeof encrypt>>;
+    let second: Awaited<ReturnType<typeof encrypt>>;
+    let paymentId: string;
+    let userB: OnboardedUser;
+
+    beforeAll(async () => {
+      // Merchant A's receipts for a card nobody has registered: two nested, one by payment.
+      first = await encrypt(hashedPan, sampleReceipt());
+      const later = sampleReceipt();
+      second = await encrypt(hashedPan, {
+        ...later,
+        transaction: { ...later.transaction, datetime: '2026-11-21T13:40:00Z' },
+        summary: { ...later.summary, tipAmount: null, total: 999, subtotal: later.summary.subtotal },
+      });
+      const created = await stack.request<Data<{ paymentId: string }>>(
+        'POST',
+        '/api/v1/payments/gateway_a/create',
+        {
+          apiKey: merchantA.apiKey,
+          body: { ...flattenedReceipt({ recipientHashedPan: hashedPan, transactionDate: at }), amount: 1548 },
+        },
+      );
+      expect(created.status).toBe(200);
+      paymentId = created.json.data.paymentId;
+      // Issuer B registers the card: that alone hands it nothing.
+      userB = await onboardUser(stack, issuerB.apiKey, hashedPan);
+    });
+
+    it('gives issuer B none of them on registration: payments/decrypt and receipts/decrypt give the uniform 403', async () => {
+      const token = await grantToken(stack, issuerB.apiKey, userB);
+      const byPayment = await stack.request('POST', '/api/v1/payments/decrypt', {
+        apiKey: issuerB.apiKey,
+        body: { paymentId, gateway: 'gateway_a', accessTokenId: token, privateKey: userB.privateKey },
+      });
+      const byEnvelope = await decryptEnvelope(first.envelope, userB, token, issuerB.apiKey);
+      expect([byPayment.status, byEnvelope.status]).toEqual([403, 403]);
+      expect(withoutRequestIdentity(byPayment.text)).toEqual(withoutRequestIdentity(byEnvelope.text));
+      expect((await stored(first.receipt.receiptId))?.envelope.isEscrowed).toBe(true);
+    });
+
+    it('releases nothing for a wrong amount, another currency, or a time outside the window', async () => {
+      const { total, currency } = first.receipt.summary;
+      const reply = await claim(issuerB.apiKey, userB.userId, [
+        { amount: total + 1, currency, transactionDate: at },
+        { amount: total, currency: 'EUR', transactionDate: at },
+        { amount: total, currency, transactionDate: '2026-11-21T09:30:01Z' },
+        { amount: total, currency, transactionDate: '2026-11-21T08:59:59Z' },
+        { amount: total, currency, transactionDate: at, cardLast4: '0000' },
+      ]);
+      expect(reply.status).toBe(200);
+      expect(reply.json.data.released).toBe(0);
+      expect(reply.json.data.results.map((result) => result.receiptIds)).toEqual([[], [], [], [], []]);
+      expect((await stored(first.receipt.receiptId))?.envelope.isEscrowed).toBe(true);
+    });
+
+    it('releases exactly the receipts the evidence matches, which then decrypt for B’s user', async () => {
+      const { total, tipAmount, currency } = first.receipt.summary;
+      // 1548 is the nested receipt's total before its tip and the paid receipt's total: at the edge of
+      // the window both match, and the second receipt, hours later and of another amount, does not.
+      expect(total - (tipAmount ?? 0)).toBe(1548);
+      const reply = await claim(issuerB.apiKey, userB.userId, [
+        { amount: 1548, currency, transactionDate: '2026-11-21T09:30:00Z', cardLast4: '4242' },
+      ]);
+      expect(reply.status).toBe(200);
+      expect(reply.json.data.released).toBe(2);
+      expect(reply.json.data.results[0]!.receiptIds).toContain(first.receipt.receiptId);
+      const released = await stored(first.receipt.receiptId);
+      expect(released?.envelope).toMatchObject({ isEscrowed: false, keyId: userB.keyId });
+      expect(released).not.toHaveProperty('pendingRecipient');
+      expect(released).not.toHaveProperty('claimFacts');
+      expect((await stored(second.receipt.receiptId))?.envelope.isEscrowed).toBe(true);
+      const token = await grantToken(stack, issuerB.apiKey, userB);
+      const opened = await decryptEnvelope(released!.envelope, userB, token, issuerB.apiKey);
+      expect([opened.status, opened.json.data.receiptId]).toEqual([200, first.receipt.receiptId]);
+      const byPayment = await stack.request('POST', '/api/v1/payments/decrypt', {
+        apiKey: issuerB.apiKey,
+        body: { paymentId, gateway: 'gateway_a', accessTokenId: token, privateKey: userB.privateKey },
+      });
+      expect(byPayment.status).toBe(200);
+
+      // The same evidence again releases nothing more; the second receipt's own evidence releases it.
+      const again = await claim(issuerB.apiKey, userB.userId, [
+        { amount: 1548, currency, transactionDate: at },
+      ]);
+      expect(again.json.data.released).toBe(0);
+      const own = await claim(issuerB.apiKey, userB.userId, [
+        { amount: 999, currency, transactionDate: '2026-11-21T13:31:00Z' },
+      ]);
+      expect(own.json.data.results[0]!.receiptIds).toEqual([second.receipt.receiptId]);
+      const audit = await stack.deps.audit.forClient(issuerB.clientId, 50);
+      expect(
+        audit.filter((record) => record.action === 'escrow.claim' && record.outcome === 'success'),
+      ).toHaveLength(3);
+      expect(audit.filter((record) => record.action === 'escrow.claim-request')).toHaveLength(4);
+    });
+
+    it("refuses a claim for another client's user exactly like one for a user that does not exist", async () => {
+      const transactions = [{ amount: 999, currency: 'USD', transactionDate: '2026-11-21T13:40:00Z' }];
+      const foreign = await claim(issuerA.apiKey, userB.userId, transactions);
+      const missing = await claim(issuerA.apiKey, randomUUID(), transactions);
+      expect([foreign.status, missing.status]).toEqual([404, 404]);
+      expect(withoutRequestIdentity(foreign.text)).toEqual(withoutRequestIdentity(missing.text));
+      // Audited under the caller, with nothing released.
+      const audit = await stack.deps.audit.forClient(issuerA.clientId, 10);
+      expect(audit.filter((record) => record.action === 'escrow.claim-request')[0]).toMatchObject({
+        outcome: 'failure',
+      });
+    });
+
+    it('refuses a claim from a merchant key and bad bodies with 4xx', async () => {
+      const transactions = [{ amount: 999, currency: 'USD', transactionDate: at }];
+      expect((await claim(merchantA.apiKey, userB.userId, transactions)).status).toBe(403);
+      for (const body of [
+        { userId: userB.userId, transactions: [] },
+        { userId: userB.userId, transactions: Array.from({ length: 51 }, () => transactions[0]) },
+        { userId: userB.userId, transactions: [{ ...transactions[0], amount: 1.5 }] },
+        { userId: userB.userId, transactions: [{ ...transactions[0], transactionDate: 'yesterday' }] },
+        { userId: userB.userId, transactions, hashedPan },
+      ]) {
+        const reply = await stack.request<ErrorBody>('POST', '/api/v1/receipts/claim', {
+          apiKey: issuerB.apiKey,
+          body,
+        });
+        expect([reply.status, reply.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
+      }
+    });
+  });
+
+  it('bounds the receipts one claimed transaction examines', async () => {
+    const hashedPan = newHashedPan();
+    for (let index = 0; index < CANDIDATES_PER_TRANSACTION + 2; index += 1) await encrypt(hashedPan);
+    const user = await onboardUser(stack, issuerA.apiKey, hashedPan);
+    const evidence = { amount: 1748, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' };
+    const first = await claim(issuerA.apiKey, user.userId, [evidence]);
+    expect(first.json.data.released).toBe(CANDIDATES_PER_TRANSACTION);
+    const rest = await claim(issuerA.apiKey, user.userId, [evidence]);
+    expect(rest.json.data.released).toBe(2);
+  });
+
+  it('holds the daily claim allowance of 200 transactions under concurrent claims', async () => {
+    const user = await onboardUser(stack, issuerA.apiKey);
+    const transactions = Array.from({ length: 50 }, (_, index) => ({
+      amount: 100 + index,
+      currency: 'USD',
+      transactionDate: '2026-11-20T10:00:00Z',
+    }));
+    const before = telemetry.total('ClaimLimitRefusals');
+    const replies = await Promise.all(
+      Array.from({ length: 6 }, () => claim(issuerA.apiKey, user.userId, transactions)),
+    );
+    const statuses = replies.map((reply) => reply.status).sort();
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    const refused = replies.find((reply) => reply.status === 429)!;
+    expect(refused.json.error.code).toBe('CLAIM_LIMIT_EXCEEDED');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(telemetry.total('ClaimLimitRefusals')).toBe(before + 2);
+    // The next UTC day has a fresh allowance.
+    stack.clock.advance(86_400_000);
+    expect((await claim(issuerA.apiKey, user.userId, transactions.slice(0, 1))).status).toBe(200);
+  });
+
+  it('audits and counts a register conflict, and after an operator unbinds the wrong registration the rightful issuer registers', async () => {
+    const hashedPan = newHashedPan();
+    // A fintech app (issuer B) registers a card that issuer A issues.
+    const wrong = await onboardUser(stack, issuerB.apiKey, hashedPan);
+    const before = telemetry.total('RegisterConflicts');
+    const keys = await stack.request<Data<{ keyId: string; publicKey: string }>>(
+      'POST',
+      '/api/v1/onboarding/generate-keys',
+      { apiKey: issuerA.apiKey },
+    );
+    const register = () =>
+      stack.request<Data<{ userId: string }> & ErrorBody>('POST', '/api/v1/onboarding/register', {
+        apiKey: issuerA.apiKey,
+        body: { hashedPan, publicKey: keys.json.data.publicKey, keyId: keys.json.data.keyId },
+      });
+    const refused = await register();
+    expect([refused.status, refused.json.error.code]).toEqual([409, 'ALREADY_REGISTERED']);
+    expect(telemetry.total('RegisterConflicts')).toBe(before + 1);
+    const conflicts = (await stack.deps.audit.forClient(issuerA.clientId, 20)).filter(
+      (record) => record.action === 'user.register-conflict',
+    );
+    expect(conflicts).toHaveLength(1);
+    expect(conflicts[0]).toMatchObject({
+      outcome: 'failure',
+      cardTagPrefix: expect.stringMatching(/^v1\.[\w-]{6}$/),
+    });
+
+    const tables = requireAllTables(stack.config);
+    await unbindUser(
+      {
+        doc: stack.deps.dynamo.doc,
+        tables: { users: tables.users, keyPairs: tables.keyPairs },
+        audit: stack.deps.audit,
+        now: () => stack.clock.now(),
+      },
+      wrong.userId,
+      'card issued by issuer A; ticket 4711',
+    );
+    const unbound = (await stack.deps.audit.forClient(issuerB.clientId, 20)).find(
+      (record) => record.action === 'user.unbind',
+    );
+    expect(unbound).toMatchObject({
+      userId: wrong.userId,
+      reason: 'operator: card issued by issuer A; ticket 4711',
+    });
+    // The wrong client can no longer act for the user; the rightful issuer registers the card.
+    const grant = await stack.request('POST', '/api/v1/keys/grant-access', {
+      apiKey: issuerB.apiKey,
+      body: { userId: wrong.userId, keyId: wrong.keyId },
+    });
+    expect(grant.status).toBe(403);
+    const rightful = await register();
+    expect(rightful.status).toBe(200);
+    const { envelope } = await encrypt(hashedPan);
+    expect([envelope.isEscrowed, envelope.keyId]).toEqual([false, keys.json.data.keyId]);
+  });
+
+  it('finds records written under card-tag key version 1 after rotating to version 2 and re-tagging', async () => {
+    const registeredPan = newHashedPan();
+    const escrowedPan = newHashedPan();
+    const user = await onboardUser(stack, issuerA.apiKey, registeredPan);
+    const { receipt } = await encrypt(escrowedPan);
+    const tables = requireAllTables(stack.config);
+    const admin = {
+      doc: stack.deps.dynamo.doc,
+      tables: { users: tables.users, receipts: tables.receipts },
+      store: stack.cardTagKeys,
+      audit: stack.deps.audit,
+    };
+    const rotated = await rotateCardTagKey(admin);
+    expect(rotated.version).toBe(2);
+    expect(rotated.counts.skipped).toBe(0);
+    stack.deps.cardTags.invalidate();
+    const dump = await dumpTables();
+    expect(dump).not.toMatch(/"(pendingRecipient|cardTag)":"v1\./);
+    expect(dump).not.toMatch(/"pk":"CARD#v1\./);
+
+    // The registered card is found (its guard is under version 2 now): encrypted for the user.
+    const found = await encrypt(registeredPan);
+    expect([found.envelope.isEscrowed, found.envelope.keyId]).toEqual([false, user.keyId]);
+    // The escrowed receipt is found by a claim for the card's new user, and its facts still open.
+    const late = await onboardUser(stack, issuerA.apiKey, escrowedPan);
+    const released = await claim(issuerA.apiKey, late.userId, [
+      { amount: receipt.summary.total, currency: 'USD', transactionDate: receipt.transaction.datetime },
+    ]);
+    expect(released.json.data.results[0]!.receiptIds).toEqual([receipt.receiptId]);
+
+    // A version the records have not been moved to yet: look-ups fall back to version 2, and a second
+    // registration of the card is still refused.
+    await stack.cardTagKeys.addVersion();
+    stack.deps.cardTags.invalidate();
+    const fallback = await encrypt(registeredPan);
+    expect(fallback.envelope.keyId).toBe(user.keyId);
+    const keys = await stack.request<Data<{ keyId: string; publicKey: string }>>(
+      'POST',
+      '/api/v1/onboarding/generate-keys',
+      { apiKey: issuerB.apiKey },
+    );
+    const twice = await stack.request('POST', '/api/v1/onboarding/register', {
+      apiKey: issuerB.apiKey,
+      body: { hashedPan: registeredPan, publicKey: keys.json.data.publicKey, keyId: keys.json.data.keyId },
+    });
+    expect(twice.status).toBe(409);
+    const counts = await retagCardRecords(admin);
+    expect(counts.guards).toBeGreaterThan(0);
+    expect(await dumpTables()).not.toMatch(/"(pendingRecipient|cardTag)":"v[12]\./);
+  });
+
+  it('moves a data folder written with hashed card numbers to card tags, keeping registrations and escrow', async () => {
+    const tables = requireAllTables(stack.config);
+    const doc = stack.deps.dynamo.doc;
+    // What the previous version wrote: a user and its PAN# guard, an escrowed receipt pending on the
+    // hashedPan with an identifier hash, and an audit record with a hashedPan prefix.
+    const registeredPan = newHashedPan();
+    const escrowedPan = newHashedPan();
+    const keys = await stack.request<Data<{ keyId: string; publicKey: string; privateKey: string }>>(
+      'POST',
+      '/api/v1/onboarding/generate-keys',
+      { apiKey: issuerA.apiKey },
+    );
+    const legacyUser = {
+      userId: randomUUID(),
+      hashedPan: registeredPan,
+      keyId: keys.json.data.keyId,
+      publicKey: keys.json.data.publicKey,
+      clientId: issuerA.clientId,
+      status: 'active',
+      registeredAt: stack.clock.now().toISOString(),
+    };
+    for (const pk of [`USER#${legacyUser.userId}`, `PAN#${registeredPan}`])
+      await doc.send(new PutCommand({ TableName: tables.users, Item: { pk, ...legacyUser } }));
+    const { receipt } = await encrypt(escrowedPan);
+    await doc.send(
+      new UpdateCommand({
+        TableName: tables.receipts,
+        Key: { merchantClientId: merchantA.clientId, receiptId: receipt.receiptId },
+        UpdateExpression:
+          'SET pendingRecipient = :pan, recipientIdentifierHash = :hash REMOVE claimAt, claimFacts',
+        ExpressionAttributeValues: { ':pan': escrowedPan, ':hash': 'ab'.repeat(32) },
+      }),
+    );
+    await doc.send(
+      new PutCommand({
+        TableName: tables.audit,
+        Item: {
+          pk: `CLIENT#${issuerA.clientId}`,
+          sk: `legacy#${randomUUID()}`,
+          panHashPrefix: registeredPan.slice(0, 8),
+        },
+      }),
+    );
+
+    const migrated = await migrateLegacyCardData({
+      doc,
+      tables,
+      keyring: await stack.deps.cardTags.keyring(),
+      escrow: stack.deps.escrow,
+    });
+    expect(migrated).toMatchObject({ users: 1, guards: 1, receipts: 1, identifiers: 1, auditRecords: 1 });
+    const dump = await dumpTables();
+    for (const pan of [registeredPan, escrowedPan]) expect(dump.includes(pan.slice(0, 8))).toBe(false);
+    expect(dump).not.toContain('recipientIdentifierHash');
+
+    // The registration still receives receipts; the escrowed receipt is claimed by its card's new user.
+    const found = await encrypt(registeredPan);
+    expect([found.envelope.isEscrowed, found.envelope.keyId]).toEqual([false, legacyUser.keyId]);
+    const late = await onboardUser(stack, issuerA.apiKey, escrowedPan);
+    const released = await claim(issuerA.apiKey, late.userId, [
+      { amount: receipt.summary.total, currency: 'USD', transactionDate: receipt.transaction.datetime },
+    ]);
+    expect(released.json.data.results[0]!.receiptIds).toEqual([receipt.receiptId]);
+  });
+});
