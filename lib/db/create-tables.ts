@@ -87,13 +87,35 @@ async function addMissingIndexes(client: DynamoDBClient, name: string, definitio
   }
 }
 
+/**
+ * A table's key cannot change in place. A data folder from before merchant namespaces keys receipts
+ * and transactions by id alone, and every read of it would fail; say what to do instead.
+ */
+async function checkKeySchema(client: DynamoDBClient, name: string, definition: TableDefinition) {
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+  const found = (Table?.KeySchema ?? []).map((key) => `${key.AttributeName}:${key.KeyType}`).join(', ');
+  const wanted = keySchema(definition.partitionKey, definition.sortKey)
+    .map((key) => `${key.AttributeName}:${key.KeyType}`)
+    .join(', ');
+  if (found !== wanted) {
+    throw new Error(
+      `Table ${name} is keyed (${found}) but this version keys it (${wanted}): it was made by an earlier ` +
+        'version. Start from an empty data folder (remove .local-data, or the LOCAL_DATA_DIR folder) or ' +
+        'copy its items into a new table.',
+    );
+  }
+}
+
 /** Creates whichever of the service's tables are missing (the local stack's equivalent of the CDK stack). */
 export async function ensureTables(client: DynamoDBClient, names: TableNames): Promise<void> {
   await Promise.all(
     tableKeys.map(async (key) => {
       const definition: TableDefinition = tableDefinitions[key];
       if (!(await exists(client, names[key]))) await createTable(client, names[key], definition);
-      else await addMissingIndexes(client, names[key], definition);
+      else {
+        await checkKeySchema(client, names[key], definition);
+        await addMissingIndexes(client, names[key], definition);
+      }
     }),
   );
 }

@@ -1,4 +1,4 @@
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { putIfAbsent, type PutIfAbsentOutcome } from './client.js';
 
 export type PaymentGatewayName = 'gateway_a' | 'gateway_b' | 'other';
@@ -21,6 +21,14 @@ export interface TransactionMappingRecord {
   reservedBy?: string;
 }
 
+/** A transactionId is unique within its merchant client only (DECISIONS: merchant namespaces). */
+export type TransactionKey = Pick<TransactionMappingRecord, 'merchantClientId' | 'transactionId'>;
+
+const keyOf = ({ merchantClientId, transactionId }: TransactionKey): TransactionKey => ({
+  merchantClientId,
+  transactionId,
+});
+
 /**
  * Free-form gateway metadata is stored as a JSON string: DynamoDB's own types refuse much valid JSON
  * (empty keys, nesting past 32 levels, numbers beyond its precision), and that is not the caller's fault.
@@ -37,7 +45,7 @@ const fromStored = ({ gatewayMetadataJson, ...rest }: StoredMapping): Transactio
   gatewayMetadata: JSON.parse(gatewayMetadataJson) as Record<string, unknown>,
 });
 
-/** One mapping per transactionId; the first write wins and later writes get it back. */
+/** One mapping per (merchant client, transactionId); the first write wins and later writes get it back. */
 export class TransactionRepository {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -48,14 +56,14 @@ export class TransactionRepository {
     mapping: TransactionMappingRecord,
   ): Promise<PutIfAbsentOutcome<TransactionMappingRecord>> {
     const outcome = await putIfAbsent(this.doc, this.tableName, toStored(mapping), 'transactionId', () =>
-      this.getStored(mapping.transactionId),
+      this.getStored(mapping),
     );
     return outcome.stored ? outcome : { stored: false, existing: fromStored(outcome.existing) };
   }
 
   /** Records the payment a reservation was made for; only the receipt that reserved it may complete it. */
   async complete(
-    transactionId: string,
+    key: TransactionKey,
     receiptId: string,
     paymentId: string,
     gatewayMetadata: Record<string, unknown>,
@@ -63,7 +71,7 @@ export class TransactionRepository {
     await this.doc.send(
       new UpdateCommand({
         TableName: this.tableName,
-        Key: { transactionId },
+        Key: keyOf(key),
         UpdateExpression: 'SET paymentId = :paymentId, gatewayMetadataJson = :metadata',
         ConditionExpression: 'receiptId = :receiptId',
         ExpressionAttributeValues: {
@@ -75,16 +83,41 @@ export class TransactionRepository {
     );
   }
 
-  async get(transactionId: string): Promise<TransactionMappingRecord | null> {
-    const stored = await this.getStored(transactionId);
+  async get(key: TransactionKey): Promise<TransactionMappingRecord | null> {
+    const stored = await this.getStored(key);
     return stored ? fromStored(stored) : null;
   }
 
-  private async getStored(transactionId: string): Promise<StoredMapping | null> {
+  /**
+   * Every merchant client's mapping of this transactionId, for callers that must pick theirs by
+   * something other than the owner (an issuer, by its user's receipt). Eventually consistent: the
+   * index is written after the table.
+   */
+  async allWithTransactionId(transactionId: string): Promise<TransactionMappingRecord[]> {
+    if (transactionId === '') return [];
+    const mappings: TransactionMappingRecord[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: 'by-transaction-id',
+          KeyConditionExpression: 'transactionId = :transactionId',
+          ExpressionAttributeValues: { ':transactionId': transactionId },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      mappings.push(...((page.Items as StoredMapping[] | undefined) ?? []).map(fromStored));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return mappings;
+  }
+
+  private async getStored(key: TransactionKey): Promise<StoredMapping | null> {
     // Ids can come straight from a caller's envelope; DynamoDB refuses an empty key rather than finding nothing.
-    if (transactionId === '') return null;
+    if (key.transactionId === '' || key.merchantClientId === '') return null;
     const result = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: { transactionId }, ConsistentRead: true }),
+      new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
     );
     return (result.Item as StoredMapping | undefined) ?? null;
   }

@@ -96,9 +96,9 @@ async function reserveMapping(
     });
     return;
   }
+  // The mapping found is this client's own: transactionIds are unique per merchant client only.
   const { existing } = outcome;
-  const sameReceipt =
-    existing.receiptId === record.receiptId && existing.merchantClientId === caller.clientId;
+  const sameReceipt = existing.receiptId === record.receiptId;
   if (sameReceipt && existing.reservedBy === input.reservedBy && existing.paymentGateway === kind) return;
   if (sameReceipt) {
     throw new ConflictError(
@@ -108,16 +108,16 @@ async function reserveMapping(
       { field: 'receiptId', paymentGateway: existing.paymentGateway, paymentId: existing.paymentId ?? null },
     );
   }
-  throw new ConflictError('This transactionId is already mapped to another receipt', {
+  throw new ConflictError('This transactionId is already mapped to another of your receipts', {
     field: 'transactionId',
   });
 }
 
 /**
  * Encrypts and stores the receipt, creates the payment with pointers to it, and maps the transaction.
- * Every step is safe to repeat: the envelope is stored once per receiptId, the gateway call carries an
- * idempotency key derived from the merchant and receiptId, and the mapping is written once per
- * transactionId — so a retry after any failure finds the same payment rather than making another.
+ * Every step is safe to repeat: the envelope is stored once per (merchant client, receiptId), the
+ * gateway call carries an idempotency key derived from the same pair, and the mapping is written once
+ * per (merchant client, transactionId) — so a retry after any failure finds the same payment rather than making another.
  */
 export async function createPaymentWithReceipt(
   deps: PaymentDeps,
@@ -147,8 +147,8 @@ export async function createPaymentWithReceipt(
     transactionId: receipt.transaction.transactionId,
     merchantId: receipt.merchant.merchantId,
   };
-  // Everything that can refuse the request has run by now except the mapping: reserve it before
-  // charging, so a conflict never leaves a payment behind.
+  // Everything that can refuse the request has run by now (amounts, the merchantId's owner, the
+  // receipt) except the mapping: reserve it before charging, so a refusal never leaves a payment behind.
   await reserveMapping(deps, {
     kind,
     envelope,
@@ -175,7 +175,8 @@ export async function createPaymentWithReceipt(
       deps.telemetry.count('PaymentFailures', { gateway: kind, outcome: paymentFailure(error) });
       throw error;
     });
-  await deps.repos.transactions.complete(pointers.transactionId, pointers.receiptId, created.paymentId, {
+  const mappingKey = { merchantClientId: caller.clientId, transactionId: pointers.transactionId };
+  await deps.repos.transactions.complete(mappingKey, pointers.receiptId, created.paymentId, {
     paymentId: created.paymentId,
     orderId: created.orderId,
     status: created.status,

@@ -31,7 +31,13 @@ export async function decryptPaymentReceipt(
   const noReceipt = () => new NotFoundError('No receipt is attached to this payment', { field: 'paymentId' });
   const pointers = payment.pointers;
   if (!pointers) throw noReceipt();
-  const mapping = await deps.repos.transactions.get(pointers.transactionId);
+  // Receipt and transaction ids are unique within a merchant client; the merchantId names that client.
+  const merchantClientId = await deps.repos.merchants.ownerOf(pointers.merchantId);
+  if (!merchantClientId) throw noReceipt();
+  const mapping = await deps.repos.transactions.get({
+    merchantClientId,
+    transactionId: pointers.transactionId,
+  });
   if (
     !mapping ||
     mapping.receiptId !== pointers.receiptId ||
@@ -40,7 +46,7 @@ export async function decryptPaymentReceipt(
   ) {
     throw noReceipt();
   }
-  const receipt = await deps.repos.receipts.get(pointers.receiptId);
+  const receipt = await deps.repos.receipts.get({ merchantClientId, receiptId: pointers.receiptId });
   if (!receipt || receipt.envelope.merchantId !== pointers.merchantId) throw noReceipt();
   return decryptForCaller(deps, {
     envelope: receipt.envelope,

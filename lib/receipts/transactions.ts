@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
 import type { AppDeps } from '../deps.js';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { EnvelopeInput } from './schemas.js';
 
 /** Spec: TransactionMapping — the stored record without who may read it. */
@@ -30,7 +30,8 @@ const sameEnvelope = (stored: EnvelopeInput, presented: EnvelopeInput): boolean 
 
 /**
  * Maps a transaction to a receipt this merchant encrypted. The first mapping of a transactionId
- * wins: storing the same envelope again returns it; a different receipt for it is a conflict.
+ * within this merchant client wins: storing the same envelope again returns it; a different receipt
+ * of this client for it is a conflict. Another client's ids are never seen here.
  */
 export async function storeTransaction(
   deps: TransactionDeps,
@@ -44,9 +45,15 @@ export async function storeTransaction(
   },
 ): Promise<TransactionMapping> {
   const { envelope, caller } = input;
-  const receipt = await deps.repos.receipts.get(envelope.receiptId);
-  // Another merchant's receipt is reported exactly like a missing one.
-  if (!receipt || receipt.merchantClientId !== caller.clientId) {
+  const owner = await deps.repos.merchants.ownerOf(envelope.merchantId);
+  if (owner !== null && owner !== caller.clientId)
+    throw new ForbiddenError('This merchantId belongs to another merchant client');
+  const receipt = await deps.repos.receipts.get({
+    merchantClientId: caller.clientId,
+    receiptId: envelope.receiptId,
+  });
+  // Only this client's receipts are looked at, so another's is reported exactly like a missing one.
+  if (!receipt) {
     throw new NotFoundError('No receipt with this receiptId was encrypted by this merchant', {
       field: 'envelope.receiptId',
     });
@@ -69,9 +76,8 @@ export async function storeTransaction(
   const outcome = await deps.repos.transactions.putIfAbsent(record);
   if (!outcome.stored) {
     const { existing } = outcome;
-    if (existing.receiptId === record.receiptId && existing.merchantClientId === caller.clientId)
-      return publicMapping(existing);
-    throw new ConflictError('This transactionId is already mapped to another receipt', {
+    if (existing.receiptId === record.receiptId) return publicMapping(existing);
+    throw new ConflictError('This transactionId is already mapped to another of your receipts', {
       field: 'envelope.transactionId',
     });
   }
@@ -86,22 +92,39 @@ export async function storeTransaction(
   return publicMapping(record);
 }
 
-/** Readable by the merchant that stored it and by the issuer of the receipt's recipient; 404 for anyone else. */
+/** Whether the mapping's receipt is wrapped for a user of this issuer. */
+async function isForUserOf(
+  deps: TransactionDeps,
+  mapping: TransactionMappingRecord,
+  issuerClientId: string,
+): Promise<boolean> {
+  const receipt = await deps.repos.receipts.get(mapping);
+  const user = receipt?.recipientUserId ? await deps.repos.users.getById(receipt.recipientUserId) : null;
+  return user?.clientId === issuerClientId;
+}
+
+/**
+ * A merchant reads its own mapping of the transactionId; an issuer reads a mapping (any merchant
+ * client's) whose receipt is for one of its users, the newest when several are. 404 for anyone else.
+ */
 export async function getTransaction(
   deps: TransactionDeps,
   transactionId: string,
   caller: Caller,
 ): Promise<TransactionMapping> {
-  const notFound = () =>
-    new NotFoundError('No transaction with this transactionId', { field: 'transactionId' });
-  const mapping = await deps.repos.transactions.get(transactionId);
-  if (!mapping) throw notFound();
-  if (mapping.merchantClientId === caller.clientId && caller.roles.includes('merchant'))
-    return publicMapping(mapping);
-  if (caller.roles.includes('issuer')) {
-    const receipt = await deps.repos.receipts.get(mapping.receiptId);
-    const user = receipt?.recipientUserId ? await deps.repos.users.getById(receipt.recipientUserId) : null;
-    if (user && user.clientId === caller.clientId) return publicMapping(mapping);
+  if (caller.roles.includes('merchant')) {
+    const own = await deps.repos.transactions.get({ merchantClientId: caller.clientId, transactionId });
+    if (own) return publicMapping(own);
   }
-  throw notFound();
+  if (caller.roles.includes('issuer')) {
+    const candidates = await deps.repos.transactions.allWithTransactionId(transactionId);
+    const readable = await Promise.all(
+      candidates.map((mapping) => isForUserOf(deps, mapping, caller.clientId)),
+    );
+    const mine = candidates
+      .filter((_, index) => readable[index])
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    if (mine[0]) return publicMapping(mine[0]);
+  }
+  throw new NotFoundError('No transaction with this transactionId', { field: 'transactionId' });
 }

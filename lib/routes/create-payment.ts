@@ -46,6 +46,7 @@ export const createPaymentRoute = defineRoute({
     keyPairs: 'read',
     receipts: 'readWrite',
     transactions: 'readWrite',
+    merchants: 'readWrite',
     idempotency: 'readWrite',
   },
   escrow: 'wrap',
@@ -77,6 +78,11 @@ export const createPaymentRoute = defineRoute({
         'Invalid body, path or Idempotency-Key; amounts that do not add up; a gateway not configured here.',
     },
     402: { description: 'The gateway declined the payment.', codes: ['PAYMENT_DECLINED'] },
+    403: {
+      description:
+        "The API key's roles do not include this operation, or the merchantId belongs to another merchant " +
+        'client; nothing is charged.',
+    },
     409: {
       description:
         'The idempotency key was used with a different body, the same request is still running ' +

@@ -28,6 +28,7 @@ export const decryptPaymentRoute = defineRoute({
     accessTokens: 'read',
     receipts: 'read',
     transactions: 'read',
+    merchants: 'read',
   },
   gateways: true,
   rateGroup: 'payments',

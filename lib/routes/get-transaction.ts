@@ -16,8 +16,9 @@ export const getTransactionRoute = defineRoute({
     tag: 'transactions',
     summary: 'Read a transaction mapping',
     description:
-      "Readable by the merchant that stored it and by the issuer of the receipt's registered recipient. Anyone " +
-      'else gets the same 404 as for an unknown transactionId.',
+      "A merchant reads its own mapping of the transactionId; an issuer reads the mapping whose receipt's " +
+      'registered recipient is one of its users (the newest, should several merchants use the same ' +
+      'transactionId). Anyone else gets the same 404 as for an unknown transactionId.',
   },
   request: { params: z.object({ transactionId: uuid }) },
   response: { description: 'The mapping.', schema: transactionMappingResponse, enveloped: true },

@@ -27,19 +27,25 @@ export const storeTransactionRoute = defineRoute({
   entry: 'functions/store-transaction/handler.ts',
   apiKeyRequired: true,
   roles: ['merchant'],
-  tables: { ...platformTables, transactions: 'readWrite', receipts: 'readWrite' },
+  tables: { ...platformTables, transactions: 'readWrite', receipts: 'readWrite', merchants: 'read' },
   docs: {
     tag: 'transactions',
     summary: 'Map a transaction to its encrypted receipt',
     description:
-      'The envelope must be one this merchant encrypted, unchanged. The first mapping of a transactionId wins: ' +
-      'storing the same envelope again returns it.',
+      'The envelope must be one this merchant encrypted, unchanged. The first mapping of a transactionId by this ' +
+      "merchant client wins: storing the same envelope again returns it. Other clients' transactionIds are " +
+      'separate and never conflict.',
   },
   request: {
     body: { description: 'The envelope, the gateway and optional metadata.', schema: storeTransactionBody },
   },
   response: { description: 'The mapping.', schema: transactionMappingResponse, enveloped: true },
   errors: {
+    403: {
+      description:
+        "The API key's roles do not include this operation, or the envelope's merchantId belongs to another " +
+        'merchant client.',
+    },
     404: { description: 'No receipt with this receiptId was encrypted by this merchant.' },
     409: {
       description:

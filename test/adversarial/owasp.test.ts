@@ -317,26 +317,31 @@ describe('OWASP API Top 10 attacks over HTTP', () => {
     });
 
     it("refuses a merchant that maps, overwrites or charges against another merchant's receipt", async () => {
-      const before = await stack.deps.repos.receipts.get(envelope.receiptId);
+      const ours = { merchantClientId: merchant.clientId, receiptId: envelope.receiptId };
+      const ourMapping = { merchantClientId: merchant.clientId, transactionId: envelope.transactionId };
+      const before = await stack.deps.repos.receipts.get(ours);
       const mapped = await call('POST', '/api/v1/transactions', {
         apiKey: otherMerchant.apiKey,
         body: { envelope, paymentGateway: 'other' },
       });
-      expect(mapped.status).toBe(404);
+      // The envelope names our merchantId, which is ours alone.
+      expect([mapped.status, codeOf(mapped)]).toEqual([403, 'forbidden']);
+      // The same ids under its own merchantId are the other merchant's own receipt: no clash, no oracle.
       const overwrite = await call('POST', '/api/v1/receipts/encrypt', {
         apiKey: otherMerchant.apiKey,
         body: flattenedReceipt({ receiptId: envelope.receiptId, merchantName: 'Impostor Ltd' }),
       });
-      expect([overwrite.status, codeOf(overwrite)]).toEqual([409, 'CONFLICT']);
+      expect(overwrite.status).toBe(200);
       const charge = await call('POST', '/api/v1/payments/gateway_a/create', {
         apiKey: otherMerchant.apiKey,
-        body: { ...flattenedReceipt({ receiptId: envelope.receiptId }), amount: 1548 },
+        body: {
+          ...flattenedReceipt({ receiptId: randomUUID(), transactionId: envelope.transactionId }),
+          amount: 1548,
+        },
       });
-      expect([charge.status, codeOf(charge)]).toEqual([409, 'CONFLICT']);
-      expect(await stack.deps.repos.receipts.get(envelope.receiptId)).toEqual(before);
-      expect((await stack.deps.repos.transactions.get(envelope.transactionId))?.merchantClientId).toBe(
-        merchant.clientId,
-      );
+      expect(charge.status).toBe(200);
+      expect(await stack.deps.repos.receipts.get(ours)).toEqual(before);
+      expect((await stack.deps.repos.transactions.get(ourMapping))?.receiptId).toBe(envelope.receiptId);
     });
   });
 
@@ -521,7 +526,10 @@ describe('OWASP API Top 10 attacks over HTTP', () => {
         keyId: stack.deps.escrow.keyId,
       });
       expect(reply.json.data.expiresAt).not.toBe('2999-01-01T00:00:00Z');
-      const stored = await stack.deps.repos.receipts.get(receipt.receiptId);
+      const stored = await stack.deps.repos.receipts.get({
+        merchantClientId: merchant.clientId,
+        receiptId: receipt.receiptId,
+      });
       expect(stored?.merchantClientId).toBe(merchant.clientId);
       expect(stored).not.toHaveProperty('recipientUserId');
       const plaintext = JSON.parse(
@@ -564,7 +572,10 @@ describe('OWASP API Top 10 attacks over HTTP', () => {
       expect(reply.status).toBe(200);
       expect(reply.json.data.mappingId).not.toBe(chosenMappingId);
       expect(reply.json.data.createdAt).toBe(stack.clock.now().toISOString());
-      const stored = await stack.deps.repos.transactions.get(fresh.json.data.transactionId);
+      const stored = await stack.deps.repos.transactions.get({
+        merchantClientId: merchant.clientId,
+        transactionId: fresh.json.data.transactionId,
+      });
       expect(stored).toMatchObject({
         merchantClientId: merchant.clientId,
         mappingId: reply.json.data.mappingId,
@@ -592,10 +603,20 @@ describe('OWASP API Top 10 attacks over HTTP', () => {
       expect(reply.status).toBe(200);
       expect(reply.json.data.paymentId).not.toBe('pi_chosen');
       expect(reply.json.data.receiptMetadata.isEscrowed).toBe(true);
-      expect((await stack.deps.repos.receipts.get(body.receiptId as string))?.merchantClientId).toBe(
-        merchant.clientId,
-      );
-      expect(await stack.deps.repos.transactions.get(body.transactionId as string)).toMatchObject({
+      // Stored under the caller's own namespace, whatever owner the body named.
+      const owner = { merchantClientId: merchant.clientId };
+      expect(
+        await stack.deps.repos.receipts.get({ ...owner, receiptId: body.receiptId as string }),
+      ).not.toBeNull();
+      expect(
+        await stack.deps.repos.receipts.get({
+          merchantClientId: otherMerchant.clientId,
+          receiptId: body.receiptId as string,
+        }),
+      ).toBeNull();
+      expect(
+        await stack.deps.repos.transactions.get({ ...owner, transactionId: body.transactionId as string }),
+      ).toMatchObject({
         merchantClientId: merchant.clientId,
         paymentId: reply.json.data.paymentId,
       });
@@ -867,8 +888,13 @@ describe('OWASP API Top 10 attacks over HTTP', () => {
       const body = { ...flattenedReceipt(), amount: 1548 };
       const reply = await call('POST', '/api/v1/payments/gateway_a/create', { apiKey: issuer.apiKey, body });
       expect(reply.status).toBe(403);
-      expect(await stack.deps.repos.receipts.get(body.receiptId as string)).toBeNull();
-      expect(await stack.deps.repos.transactions.get(body.transactionId as string)).toBeNull();
+      const owner = { merchantClientId: issuer.clientId };
+      expect(
+        await stack.deps.repos.receipts.get({ ...owner, receiptId: body.receiptId as string }),
+      ).toBeNull();
+      expect(
+        await stack.deps.repos.transactions.get({ ...owner, transactionId: body.transactionId as string }),
+      ).toBeNull();
     });
 
     it('exposes no other methods or hidden routes', async () => {
