@@ -17,14 +17,27 @@ export interface EdgeErrorResponse {
   code: string;
   /** A fixed message, or API Gateway's own when omitted. */
   message?: string;
+  /** A message made of `$context` variables, placed inside the JSON string as it is. */
+  messageTemplate?: string;
   /** Extra headers as API Gateway mapping expressions (static values in single quotes). */
   headers?: Record<string, string>;
 }
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
-export function envelopeTemplate(code: string, message?: string): string {
-  const messageValue = message === undefined ? '$context.error.messageString' : JSON.stringify(message);
+/**
+ * The reason the edge authorizer gives with a Deny (lib/edge-authorizer.ts), which keeps it free of
+ * quotes and backslashes since nothing here escapes it.
+ */
+export const AUTHORIZER_MESSAGE = '$context.authorizer.message';
+
+export function envelopeTemplate(code: string, message?: string, messageTemplate?: string): string {
+  const messageValue =
+    messageTemplate !== undefined
+      ? `"${messageTemplate}"`
+      : message === undefined
+        ? '$context.error.messageString'
+        : JSON.stringify(message);
   return (
     `{"success":false,"error":{"code":${JSON.stringify(code)},"message":${messageValue},` +
     `"timestamp":"$context.requestTime","request_id":"$context.requestId"}}`
@@ -71,7 +84,29 @@ export const edgeErrorResponses: readonly EdgeErrorResponse[] = [
     message: "This API key's daily request quota is used up; it resets at 00:00 UTC",
     headers: { 'Retry-After': staticHeader('3600') },
   },
-  { type: ResponseType.ACCESS_DENIED, statusCode: '403', code: 'forbidden', message: 'Access denied' },
+  // The edge authorizer answers without a header (API Gateway itself, before invoking it) with
+  // UNAUTHORIZED, and refuses a key with a Deny, which arrives as ACCESS_DENIED carrying its reason in
+  // the authorizer's context: both are a bad key, 401. Nothing else in this API denies (no resource
+  // policy, no IAM authorization), and roles are checked by the functions (403 forbidden).
+  {
+    type: ResponseType.UNAUTHORIZED,
+    statusCode: '401',
+    code: 'unauthorized',
+    message: 'Missing or invalid API key',
+  },
+  {
+    type: ResponseType.ACCESS_DENIED,
+    statusCode: '401',
+    code: 'unauthorized',
+    messageTemplate: AUTHORIZER_MESSAGE,
+  },
+  {
+    // The authorizer failed or timed out (its table unreachable): not cached, so a retry may pass.
+    type: ResponseType.AUTHORIZER_FAILURE,
+    statusCode: '503',
+    code: 'service_unavailable',
+    message: 'The service is temporarily unavailable; retry later',
+  },
   { type: ResponseType.WAF_FILTERED, statusCode: '403', code: 'forbidden', message: 'Access denied' },
   {
     // API Gateway's own ceiling is 10 MB; the functions refuse bodies over 128 KiB themselves.

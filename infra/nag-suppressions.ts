@@ -17,10 +17,10 @@ export interface NagSubjects {
  */
 export const suppressionReasons = {
   apiAuthorization:
-    'Callers authenticate with API keys: API Gateway requires x-api-key on every method except the public ' +
-    'health check, the public openapi.json and the 405 mocks, and the functions verify the key again against ' +
-    'hashed keys in DynamoDB with per-key roles. The spec defines API-key authentication and no end-user ' +
-    'identities, so IAM and Cognito authorizers do not apply.',
+    'Callers authenticate with API keys: every method except the public health check, the public openapi.json ' +
+    'and the 405 mocks has the edge Lambda authorizer, which checks x-api-key against hashed keys in DynamoDB, ' +
+    'and the functions verify the key again with per-key roles. The spec defines API-key authentication and no ' +
+    'end-user identities, so IAM and Cognito authorizers do not apply.',
   waf:
     'Edge limits come from per-tier usage plans (rate, burst, daily quota) and the functions count per key and ' +
     'per source IP. A WAFv2 web ACL costs $5/month plus rules; the platform team can associate one with the ' +

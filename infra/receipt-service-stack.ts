@@ -5,6 +5,7 @@ import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 import { usagePlanParameterName } from '../lib/admin/api-gateway-keys.js';
+import { edgeAuthorizerFunction } from '../lib/edge-authorizer.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../lib/routes.js';
 import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/tables.js';
 import { tierNames } from '../lib/tiers.js';
@@ -48,6 +49,8 @@ export class ReceiptServiceStack extends Stack {
   readonly escrowKey: Key;
   readonly escrowKeyAlias: Alias;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
+  /** API Gateway's authorizer for every keyed method; not a route. */
+  readonly edgeAuthorizer: ServiceFunction;
   readonly api: ServiceApi;
   readonly monitoring: Monitoring;
 
@@ -114,11 +117,23 @@ export class ReceiptServiceStack extends Stack {
     this.functions = functions;
     this.nameEscrowKeyUsers(routes, functions);
 
+    this.edgeAuthorizer = new ServiceFunction(this, 'EdgeAuthorizerFunction', {
+      route: edgeAuthorizerFunction,
+      projectRoot,
+      functionName: `${settings.resourcePrefix}-${edgeAuthorizerFunction.name}`,
+      environment: this.environmentFor(edgeAuthorizerFunction, settings),
+      logRetention: settings.logRetentionDays,
+      tracingPolicy,
+      description: 'API Gateway authorizer: checks X-API-Key by its hash, names the usage-plan key',
+    });
+    this.grantRoute(this.edgeAuthorizer, edgeAuthorizerFunction, settings);
+
     this.api = new ServiceApi(this, 'Http', {
       stage: settings.stage,
       resourcePrefix: settings.resourcePrefix,
       routes,
       handlers: new Map([...functions].map(([name, fn]) => [name, fn.function])),
+      authorizer: this.edgeAuthorizer.function,
       tiers: settings.tiers,
       logRetention: settings.logRetentionDays,
       cloudWatchRole: settings.apiGatewayCloudWatchRole,

@@ -1,14 +1,16 @@
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   ApiKeySourceType,
   EndpointType,
+  IdentitySource,
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
   MockIntegration,
   PassthroughBehavior,
   Period,
+  RequestAuthorizer,
   RestApi,
   type MethodDeploymentOptions,
   type RequestValidator,
@@ -17,6 +19,7 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { EDGE_API_KEY_HEADER, EDGE_AUTHORIZER_CACHE_SECONDS } from '../lib/edge-authorizer.js';
 import type { RouteDefinition } from '../lib/routes.js';
 import { tierNames, type TierName, type TierTable } from '../lib/tiers.js';
 import { edgeErrorResponses, envelopeTemplate, REQUEST_ID_HEADER } from './gateway-responses.js';
@@ -27,6 +30,11 @@ export interface ServiceApiProps {
   routes: readonly RouteDefinition[];
   /** Route name → the function serving it. */
   handlers: ReadonlyMap<string, IFunction>;
+  /**
+   * The edge authorizer (functions/edge-authorizer): checks X-API-Key by its hash and names the
+   * client's usage-plan key, so API Gateway never holds a client's secret.
+   */
+  authorizer: IFunction;
   tiers: TierTable;
   logRetention: RetentionDays;
   /** Create the account-wide role API Gateway logs through (needed once per account and region). */
@@ -49,8 +57,12 @@ const accessLogFormat = JSON.stringify({
   responseLength: '$context.responseLength',
   latencyMs: '$context.responseLatency',
   integrationLatencyMs: '$context.integration.latency',
-  // The key's id, never its value.
+  // The key's id, never its value; the client the edge authorizer found for it.
   apiKeyId: '$context.identity.apiKeyId',
+  clientId: '$context.authorizer.principalId',
+  // Time the edge authorizer added: its Lambda's on a cache miss, near zero on a cache hit.
+  authorizerLatencyMs: '$context.authorizer.latency',
+  authorizerIntegrationLatencyMs: '$context.authorizer.integrationLatency',
   errorType: '$context.error.responseType',
   xrayTraceId: '$context.xrayTraceId',
 });
@@ -63,6 +75,7 @@ export class ServiceApi extends Construct {
   readonly api: RestApi;
   readonly accessLogGroup: LogGroup;
   readonly usagePlans: Record<TierName, UsagePlan>;
+  readonly authorizer: RequestAuthorizer;
 
   constructor(scope: Construct, id: string, props: ServiceApiProps) {
     super(scope, id);
@@ -93,7 +106,9 @@ export class ServiceApi extends Construct {
       restApiName: props.resourcePrefix,
       description: `Encrypted digital receipts (${props.stage})`,
       endpointTypes: [EndpointType.REGIONAL],
-      apiKeySourceType: ApiKeySourceType.HEADER,
+      // Usage-plan keys come from the edge authorizer's usageIdentifierKey, not from the header: the
+      // API Gateway keys hold usage identifiers, never the clients' secrets (lib/edge-authorizer.ts).
+      apiKeySourceType: ApiKeySourceType.AUTHORIZER,
       cloudWatchRole: props.cloudWatchRole,
       // The role is account-wide: other APIs may log through it after this stack is gone.
       cloudWatchRoleRemovalPolicy: props.cloudWatchRole ? RemovalPolicy.RETAIN : undefined,
@@ -119,6 +134,16 @@ export class ServiceApi extends Construct {
       validateRequestBody: true,
     });
 
+    this.authorizer = new RequestAuthorizer(this, 'EdgeAuthorizer', {
+      authorizerName: `${props.resourcePrefix}-edge`,
+      handler: props.authorizer,
+      // API Gateway answers 401 itself, without invoking the function, when the header is missing.
+      identitySources: [IdentitySource.header(EDGE_API_KEY_HEADER)],
+      // One answer per key value for five minutes: most requests cost no invocation. A revoked key
+      // still stops at once: revoking deletes its usage-plan key, and the function checks it too.
+      resultsCacheTtl: Duration.seconds(EDGE_AUTHORIZER_CACHE_SECONDS),
+    });
+
     this.addRoutes(props, validator);
     this.addMethodNotAllowed(props.routes);
     this.addGatewayResponses();
@@ -136,7 +161,10 @@ export class ServiceApi extends Construct {
         new LambdaIntegration(handler, { allowTestInvoke: false }),
         {
           operationName: route.name,
+          // Keyed methods keep apiKeyRequired so the usage plans throttle each client at the edge;
+          // the key they count is the one the authorizer names.
           apiKeyRequired: route.apiKeyRequired,
+          ...(route.apiKeyRequired ? { authorizer: this.authorizer } : {}),
           requestParameters: Object.fromEntries(
             parameters.map((name) => [`method.request.path.${name}`, true]),
           ),
@@ -201,7 +229,9 @@ export class ServiceApi extends Construct {
         type: response.type,
         statusCode: response.statusCode,
         responseHeaders: { [REQUEST_ID_HEADER]: 'context.requestId', ...response.headers },
-        templates: { 'application/json': envelopeTemplate(response.code, response.message) },
+        templates: {
+          'application/json': envelopeTemplate(response.code, response.message, response.messageTemplate),
+        },
       });
     }
   }

@@ -18,6 +18,8 @@ export interface ServiceFunctionProps {
   logRetention: RetentionDays;
   /** Shared X-Ray write policy; see below for why it is not the function's own. */
   tracingPolicy: Policy;
+  /** For a function that serves no path of its own (the edge authorizer); otherwise method and path. */
+  description?: string;
 }
 
 export const DEFAULT_MEMORY_MB = 512;
@@ -61,7 +63,7 @@ export class ServiceFunction extends Construct {
 
     this.function = new NodejsFunction(this, 'Function', {
       functionName: props.functionName,
-      description: `${route.method} ${route.path}`,
+      description: props.description ?? `${route.method} ${route.path}`,
       entry: join(props.projectRoot, route.entry),
       handler: 'handler',
       projectRoot: props.projectRoot,

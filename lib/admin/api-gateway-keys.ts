@@ -3,27 +3,52 @@ import {
   CreateUsagePlanKeyCommand,
   DeleteApiKeyCommand,
   DeleteUsagePlanKeyCommand,
+  GetApiKeysCommand,
+  GetRestApiCommand,
+  GetUsagePlanCommand,
   GetUsagePlanKeyCommand,
   type APIGatewayClient,
 } from '@aws-sdk/client-api-gateway';
 import { GetParametersCommand, type SSMClient } from '@aws-sdk/client-ssm';
+import { edgeUsageKey } from '../edge-authorizer.js';
 import { tierNames, type TierName } from '../tiers.js';
 
 /**
- * The edge half of an API key on a deployed stack: API Gateway only lets a request through when its
- * `X-API-Key` is an enabled API Gateway key in a usage plan attached to the stage, and the plan is
- * what enforces the tier's rate, burst and daily quota. The service's own table holds the other half.
+ * The edge half of an API key on a deployed stack: an API Gateway key in the usage plan of the key's
+ * tier, which enforces the tier's rate, burst and daily quota. Its value is the client's usage
+ * identifier (edgeUsageKey), never the secret: the stage takes usage-plan keys from the edge
+ * authorizer, which names that identifier once it has checked the presented key by its hash. The
+ * store is given the key id only, so the secret cannot reach API Gateway through it.
  */
+export interface EdgeKeyInput {
+  name: string;
+  keyId: string;
+  tier: TierName;
+  clientId: string;
+}
+
+/** An API Gateway key as listed, without its value. */
+export interface EdgeKeySummary {
+  id: string;
+  name: string;
+  /** The `clientId` tag the admin CLI puts on every key it creates. */
+  clientId?: string;
+}
+
 export interface EdgeKeyStore {
-  createKey(input: {
-    name: string;
-    value: string;
-    tier: TierName;
-    clientId: string;
-  }): Promise<{ edgeKeyId: string }>;
+  createKey(input: EdgeKeyInput): Promise<{ edgeKeyId: string }>;
+  /** The usage-identifier key of a client, created unless it exists, in its tier's plan. */
+  ensureUsageKey(input: EdgeKeyInput): Promise<{ edgeKeyId: string }>;
   setTier(edgeKeyId: string, from: TierName, to: TierName): Promise<void>;
   revoke(edgeKeyId: string): Promise<void>;
+  /** Every key this account and region holds that the admin CLI tagged with a client id. */
+  listClientKeys(): Promise<EdgeKeySummary[]>;
+  /** Where the stage's API takes usage-plan keys from: AUTHORIZER once the edge authorizer is deployed. */
+  apiKeySource(): Promise<string | undefined>;
 }
+
+/** The API Gateway key's name: found again by it, so a retried migration reuses what it created. */
+export const edgeKeyName = (keyId: string): string => `receipt-service-${keyId}`;
 
 export type UsagePlanIds = Record<TierName, string>;
 
@@ -45,30 +70,62 @@ export class ApiGatewayEdgeKeyStore implements EdgeKeyStore {
     private readonly usagePlans: UsagePlanIds,
   ) {}
 
-  async createKey(input: {
-    name: string;
-    value: string;
-    tier: TierName;
-    clientId: string;
-  }): Promise<{ edgeKeyId: string }> {
+  async createKey(input: EdgeKeyInput): Promise<{ edgeKeyId: string }> {
     const created = await this.client.send(
       new CreateApiKeyCommand({
-        name: input.name,
-        value: input.value,
+        name: edgeKeyName(input.keyId),
+        value: edgeUsageKey(input.keyId),
         enabled: true,
-        description: `receipt-service client ${input.clientId}`,
-        tags: { clientId: input.clientId },
+        description: `receipt-service client ${input.clientId} (${input.name})`,
+        tags: { clientId: input.clientId, keyId: input.keyId },
       }),
     );
     if (!created.id) throw new EdgeKeyError('API Gateway created the key but returned no id');
     try {
       await this.addToPlan(created.id, input.tier);
     } catch (error) {
-      // A key in no plan is refused at the edge anyway, but it would linger unseen with a live value.
+      // A key in no plan is refused at the edge anyway, but it would linger unseen.
       await this.client.send(new DeleteApiKeyCommand({ apiKey: created.id })).catch(() => undefined);
       throw error;
     }
     return { edgeKeyId: created.id };
+  }
+
+  async ensureUsageKey(input: EdgeKeyInput): Promise<{ edgeKeyId: string }> {
+    const name = edgeKeyName(input.keyId);
+    const found = (await this.allKeys(name)).find((key) => key.name === name);
+    if (!found) return this.createKey(input);
+    await this.addToPlan(found.id, input.tier);
+    return { edgeKeyId: found.id };
+  }
+
+  async listClientKeys(): Promise<EdgeKeySummary[]> {
+    return (await this.allKeys()).filter((key) => key.clientId !== undefined);
+  }
+
+  async apiKeySource(): Promise<string | undefined> {
+    // The plans are attached to the stage's API (infra/service-api.ts); any one of them names it.
+    const plan = await this.client.send(new GetUsagePlanCommand({ usagePlanId: this.planId('free') }));
+    const apiId = plan.apiStages?.[0]?.apiId;
+    if (!apiId) throw new EdgeKeyError(`Usage plan ${this.planId('free')} is attached to no API stage`);
+    return (await this.client.send(new GetRestApiCommand({ restApiId: apiId }))).apiKeySource;
+  }
+
+  /** Values are never asked for: listing keys must not read the secrets old keys may still hold. */
+  private async allKeys(nameQuery?: string): Promise<EdgeKeySummary[]> {
+    const keys: EdgeKeySummary[] = [];
+    let position: string | undefined;
+    do {
+      const page = await this.client.send(
+        new GetApiKeysCommand({ nameQuery, position, limit: 500, includeValues: false }),
+      );
+      for (const item of page.items ?? []) {
+        if (!item.id) continue;
+        keys.push({ id: item.id, name: item.name ?? '', clientId: item.tags?.clientId });
+      }
+      position = page.position;
+    } while (position);
+    return keys;
   }
 
   async setTier(edgeKeyId: string, from: TierName, to: TierName): Promise<void> {

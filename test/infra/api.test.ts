@@ -124,7 +124,8 @@ describe('gateway responses', () => {
     ['RESOURCE_NOT_FOUND', '404', 'not_found'],
     ['THROTTLED', '429', 'rate_limit_exceeded'],
     ['QUOTA_EXCEEDED', '429', 'rate_limit_exceeded'],
-    ['ACCESS_DENIED', '403', 'forbidden'],
+    // The edge authorizer's Deny: a refused key (test/infra/edge-authorizer.test.ts).
+    ['ACCESS_DENIED', '401', 'unauthorized'],
     ['REQUEST_TOO_LARGE', '413', 'payload_too_large'],
     ['UNSUPPORTED_MEDIA_TYPE', '415', 'unsupported_media_type'],
     ['BAD_REQUEST_BODY', '400', 'invalid_request'],

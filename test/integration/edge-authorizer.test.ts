@@ -1,5 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import {
+  APIGatewayClient,
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
+  GetApiKeysCommand,
+  GetRestApiCommand,
+  GetUsagePlanCommand,
+  type ApiKey,
+} from '@aws-sdk/client-api-gateway';
+import { mockClient } from 'aws-sdk-client-mock';
+import { ApiGatewayEdgeKeyStore, type UsagePlanIds } from '../../lib/admin/api-gateway-keys.js';
+import { createApiKey } from '../../lib/admin/api-keys.js';
+import { EdgeMigrationError, migrateEdgeKeys } from '../../lib/admin/edge-migration.js';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import { ApiKeyAuthenticator, newApiKeyRecord } from '../../lib/api-key-auth.js';
 import { ManualClock } from '../../lib/clock.js';
@@ -164,5 +178,121 @@ describe('edge authorizer', () => {
     await expect(broken(event({ 'X-API-Key': apiKey }))).rejects.toMatchObject({
       name: 'ResourceNotFoundException',
     });
+  });
+});
+
+/**
+ * API Gateway's key store as the admin CLI sees it: the SDK client is stubbed with a small account
+ * (aws-sdk-client-mock), the key table is DynamoDB Local.
+ */
+describe('edge keys made and migrated by the admin CLI', () => {
+  const plans: UsagePlanIds = { free: 'plan-free', standard: 'plan-standard', enterprise: 'plan-enterprise' };
+  const apiGateway = mockClient(APIGatewayClient);
+  let account: ApiKey[];
+  let keySource: string;
+  let sequence = 0;
+  const edge = () => new ApiGatewayEdgeKeyStore(new APIGatewayClient({ region }), plans);
+
+  beforeEach(() => {
+    account = [];
+    keySource = 'HEADER';
+    apiGateway.reset();
+    apiGateway.on(CreateApiKeyCommand).callsFake((input: ApiKey) => {
+      const created = { ...input, id: `new-${(sequence += 1)}` };
+      account.push(created);
+      return created;
+    });
+    apiGateway.on(CreateUsagePlanKeyCommand).resolves({});
+    apiGateway.on(GetApiKeysCommand).callsFake((input: { nameQuery?: string; includeValues?: boolean }) => ({
+      items: account
+        .filter((key) => !input.nameQuery || (key.name ?? '').startsWith(input.nameQuery))
+        .map((key) => (input.includeValues ? key : { ...key, value: undefined })),
+    }));
+    apiGateway.on(DeleteApiKeyCommand).callsFake((input: { apiKey: string }) => {
+      account = account.filter((key) => key.id !== input.apiKey);
+      return {};
+    });
+    apiGateway.on(GetUsagePlanCommand).resolves({ apiStages: [{ apiId: 'api-1', stage: 'prod' }] });
+    apiGateway.on(GetRestApiCommand).callsFake(() => ({ apiKeySource: keySource }));
+  });
+
+  it('creates the API Gateway key with the usage identifier the authorizer names, never the secret', async () => {
+    const created = await createApiKey(
+      { repository, edge: edge(), environment: 'live', now: () => new Date() },
+      { name: 'Acme POS', roles: ['merchant'], tier: 'standard' },
+    );
+    const sent = apiGateway.commandCalls(CreateApiKeyCommand).map((call) => call.args[0].input);
+    expect(sent).toHaveLength(1);
+    const secret = created.apiKey.split('_').slice(3).join('_');
+    expect(JSON.stringify(sent)).not.toContain(secret);
+    expect(sent[0]?.value).not.toBe(created.apiKey);
+
+    // What the edge will look up is exactly the key the CLI created.
+    const allowed = await liveAuthorizer()(event({ 'X-API-Key': created.apiKey }));
+    expect(allowed.usageIdentifierKey).toBe(sent[0]?.value);
+    expect((await repository.get(created.record.keyId))?.edgeKeyId).toBe(account[0]?.id);
+  });
+
+  it('moves every active key to a usage-identifier key, then deletes the old keys once the API reads the authorizer', async () => {
+    const migrationNames = prefixedTableNames(`edge-migrate-${process.pid}-${Date.now()}-`);
+    await ensureTables(client, migrationNames);
+    const table = new ApiKeyRepository(doc, migrationNames.apiKeys);
+    // Three keys of the previous CLI, whose API Gateway keys hold the whole API key as their value.
+    const old = [];
+    for (const [index, status] of (['active', 'active', 'revoked'] as const).entries()) {
+      const { apiKey, record } = newApiKeyRecord(
+        { name: `client ${index}`, roles: ['issuer'], tier: 'free', environment: 'live' },
+        new Date(),
+      );
+      account.push({
+        id: `old-${index}`,
+        name: record.name,
+        value: apiKey,
+        tags: { clientId: record.clientId },
+      });
+      await table.create({ ...record, status, edgeKeyId: `old-${index}` });
+      old.push({ apiKey, record });
+    }
+    // Another stage's key in the same account: not this table's client, never touched.
+    account.push({
+      id: 'elsewhere',
+      name: 'other stage',
+      value: 'x'.repeat(40),
+      tags: { clientId: 'not-ours' },
+    });
+
+    const first = await migrateEdgeKeys({ repository: table, edge: edge() }, { deleteOld: false });
+    expect(first.moved.map((moved) => moved.previousEdgeKeyId)).toEqual(['old-0', 'old-1']);
+    expect(first.oldKeys.sort()).toEqual(['old-0', 'old-1', 'old-2']);
+    expect(first.deleted).toBe(false);
+    expect(apiGateway.commandCalls(DeleteApiKeyCommand)).toHaveLength(0);
+    for (const { record } of old.slice(0, 2)) {
+      const edgeKeyId = (await table.get(record.keyId))?.edgeKeyId;
+      expect(account.find((key) => key.id === edgeKeyId)?.value).toBe(edgeUsageKey(record.keyId));
+    }
+    // No new key for the revoked client.
+    expect(apiGateway.commandCalls(CreateApiKeyCommand)).toHaveLength(2);
+
+    // Repeated, it finds what it made.
+    const second = await migrateEdgeKeys({ repository: table, edge: edge() }, { deleteOld: false });
+    expect(second.moved).toEqual([]);
+    expect(second.unchanged).toHaveLength(2);
+    expect(apiGateway.commandCalls(CreateApiKeyCommand)).toHaveLength(2);
+
+    // Before the deploy, deleting the old keys would lock every client out.
+    await expect(
+      migrateEdgeKeys({ repository: table, edge: edge() }, { deleteOld: true }),
+    ).rejects.toBeInstanceOf(EdgeMigrationError);
+    expect(account.map((key) => key.id)).toEqual(expect.arrayContaining(['old-0', 'old-1', 'old-2']));
+
+    keySource = 'AUTHORIZER';
+    const last = await migrateEdgeKeys({ repository: table, edge: edge() }, { deleteOld: true });
+    expect(last.deleted).toBe(true);
+    expect(account.map((key) => key.id).sort()).toEqual(
+      ['elsewhere', 'new-' + String(sequence - 1), 'new-' + String(sequence)].sort(),
+    );
+    // No API Gateway key of this table's clients holds a secret any more.
+    const values = account.map((key) => key.value ?? '');
+    for (const { apiKey } of old) expect(values).not.toContain(apiKey);
   });
 });

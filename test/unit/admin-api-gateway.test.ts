@@ -6,15 +6,21 @@ import {
   CreateUsagePlanKeyCommand,
   DeleteApiKeyCommand,
   DeleteUsagePlanKeyCommand,
+  GetApiKeysCommand,
+  GetRestApiCommand,
+  GetUsagePlanCommand,
   GetUsagePlanKeyCommand,
   NotFoundException,
   TooManyRequestsException,
 } from '@aws-sdk/client-api-gateway';
 import { GetParametersCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
+import { newApiKeyRecord } from '../../lib/api-key-auth.js';
+import { edgeUsageKey } from '../../lib/edge-authorizer.js';
 import {
   ApiGatewayEdgeKeyStore,
   EdgeKeyError,
+  edgeKeyName,
   loadUsagePlanIds,
   usagePlanParameterName,
   type UsagePlanIds,
@@ -34,14 +40,15 @@ beforeEach(() => {
 });
 
 describe('ApiGatewayEdgeKeyStore.createKey', () => {
-  const input = {
-    name: 'acme-pos',
-    value: 'rsk_live_0123456789abcdefghij',
-    tier: 'standard' as const,
-    clientId: 'client-1',
-  };
+  // A real key and record, so the test can look for the secret in what API Gateway is sent.
+  const { apiKey, record } = newApiKeyRecord(
+    { name: 'acme-pos', roles: ['merchant'], tier: 'standard', environment: 'live' },
+    new Date('2026-11-22T12:00:00Z'),
+  );
+  const secret = apiKey.split('_').slice(3).join('_');
+  const input = { name: 'acme-pos', keyId: record.keyId, tier: 'standard' as const, clientId: 'client-1' };
 
-  it('creates an enabled key with the service key value and puts it in the tier plan', async () => {
+  it("creates an enabled key holding the client's usage identifier and puts it in the tier plan", async () => {
     apiGateway.on(CreateApiKeyCommand).resolves({ id: 'edge-1' });
     apiGateway.on(CreateUsagePlanKeyCommand).resolves({ id: 'edge-1' });
 
@@ -50,15 +57,26 @@ describe('ApiGatewayEdgeKeyStore.createKey', () => {
     const created = apiGateway.commandCalls(CreateApiKeyCommand);
     expect(created).toHaveLength(1);
     expect(created[0]?.args[0].input).toMatchObject({
-      name: 'acme-pos',
-      value: input.value,
+      name: edgeKeyName(record.keyId),
+      value: edgeUsageKey(record.keyId),
       enabled: true,
-      tags: { clientId: 'client-1' },
+      tags: { clientId: 'client-1', keyId: record.keyId },
     });
     const memberships = apiGateway.commandCalls(CreateUsagePlanKeyCommand);
     expect(memberships.map((call) => call.args[0].input)).toEqual([
       { usagePlanId: 'plan-standard', keyId: 'edge-1', keyType: 'API_KEY' },
     ]);
+  });
+
+  it('never sends the secret, its hash or the whole key to API Gateway', async () => {
+    apiGateway.on(CreateApiKeyCommand).resolves({ id: 'edge-1' });
+    apiGateway.on(CreateUsagePlanKeyCommand).resolves({ id: 'edge-1' });
+    await store().createKey(input);
+    const sent = JSON.stringify(apiGateway.calls().map((call) => call.args[0].input));
+    expect(sent).toContain(record.keyId);
+    for (const secretShape of [apiKey, secret, record.secretHash]) expect(sent).not.toContain(secretShape);
+    // The value is at least API Gateway's minimum length.
+    expect(edgeUsageKey(record.keyId).length).toBeGreaterThanOrEqual(20);
   });
 
   it('deletes the new key again when it cannot join the plan', async () => {
@@ -78,6 +96,76 @@ describe('ApiGatewayEdgeKeyStore.createKey', () => {
     apiGateway.on(CreateApiKeyCommand).resolves({});
     await expect(store().createKey(input)).rejects.toBeInstanceOf(EdgeKeyError);
     expect(apiGateway.commandCalls(CreateUsagePlanKeyCommand)).toHaveLength(0);
+  });
+});
+
+describe('ApiGatewayEdgeKeyStore.ensureUsageKey', () => {
+  const input = { name: 'acme-pos', keyId: 'a'.repeat(32), tier: 'free' as const, clientId: 'client-2' };
+
+  it('reuses the key a previous run created, found by its name, and makes sure it is in the plan', async () => {
+    apiGateway.on(GetApiKeysCommand).resolves({
+      items: [{ id: 'edge-9', name: edgeKeyName(input.keyId), tags: { clientId: 'client-2' } }],
+    });
+    apiGateway.on(CreateUsagePlanKeyCommand).rejects(conflict());
+    apiGateway.on(GetUsagePlanKeyCommand).resolves({ id: 'edge-9' });
+
+    await expect(store().ensureUsageKey(input)).resolves.toEqual({ edgeKeyId: 'edge-9' });
+    expect(apiGateway.commandCalls(CreateApiKeyCommand)).toHaveLength(0);
+    expect(apiGateway.commandCalls(GetApiKeysCommand)[0]?.args[0].input).toMatchObject({
+      nameQuery: edgeKeyName(input.keyId),
+      includeValues: false,
+    });
+  });
+
+  it('creates the key when no key of that exact name exists', async () => {
+    // nameQuery may match more than the exact name; only the exact one counts.
+    apiGateway
+      .on(GetApiKeysCommand)
+      .resolves({ items: [{ id: 'other', name: `${edgeKeyName(input.keyId)}-old` }] });
+    apiGateway.on(CreateApiKeyCommand).resolves({ id: 'edge-10' });
+    apiGateway.on(CreateUsagePlanKeyCommand).resolves({ id: 'edge-10' });
+
+    await expect(store().ensureUsageKey(input)).resolves.toEqual({ edgeKeyId: 'edge-10' });
+    expect(apiGateway.commandCalls(CreateApiKeyCommand)[0]?.args[0].input.value).toBe(
+      edgeUsageKey(input.keyId),
+    );
+  });
+});
+
+describe('ApiGatewayEdgeKeyStore.listClientKeys and apiKeySource', () => {
+  it('pages through every key, never asking for values, and keeps those tagged with a client', async () => {
+    apiGateway
+      .on(GetApiKeysCommand, { position: undefined })
+      .resolves({
+        items: [
+          { id: 'k1', name: 'one', tags: { clientId: 'c1' } },
+          { id: 'k2', name: 'theirs' },
+        ],
+        position: 'p2',
+      })
+      .on(GetApiKeysCommand, { position: 'p2' })
+      .resolves({ items: [{ id: 'k3', name: 'three', tags: { clientId: 'c3' } }] });
+
+    await expect(store().listClientKeys()).resolves.toEqual([
+      { id: 'k1', name: 'one', clientId: 'c1' },
+      { id: 'k3', name: 'three', clientId: 'c3' },
+    ]);
+    const listed = apiGateway.commandCalls(GetApiKeysCommand).map((call) => call.args[0].input);
+    expect(listed).toHaveLength(2);
+    for (const request of listed) expect(request.includeValues).toBe(false);
+  });
+
+  it('reads the key source of the API the tier plans are attached to', async () => {
+    apiGateway.on(GetUsagePlanCommand, { usagePlanId: 'plan-free' }).resolves({
+      apiStages: [{ apiId: 'api-1', stage: 'prod' }],
+    });
+    apiGateway.on(GetRestApiCommand, { restApiId: 'api-1' }).resolves({ apiKeySource: 'AUTHORIZER' });
+    await expect(store().apiKeySource()).resolves.toBe('AUTHORIZER');
+  });
+
+  it('fails when the plan is attached to no stage', async () => {
+    apiGateway.on(GetUsagePlanCommand).resolves({ apiStages: [] });
+    await expect(store().apiKeySource()).rejects.toBeInstanceOf(EdgeKeyError);
   });
 });
 

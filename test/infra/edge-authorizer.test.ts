@@ -1,0 +1,220 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { EDGE_AUTHORIZER_CACHE_SECONDS } from '../../lib/edge-authorizer.js';
+import { routes } from '../../lib/routes.js';
+import { tableDefinitions } from '../../lib/tables.js';
+import {
+  asArray,
+  functionByName,
+  referencedId,
+  resourcePath,
+  resourcesOf,
+  statementsOfRole,
+  synth,
+  type Resource,
+} from './support.js';
+
+/**
+ * The edge keys: API Gateway takes usage-plan keys from a Lambda authorizer that checks X-API-Key by
+ * its hash, so no API Gateway key holds a client's secret, while the usage plans still throttle each
+ * client at the edge.
+ */
+let template: Template;
+let authorizerFunctionId: string;
+let authorizerFunction: Resource;
+let authorizerId: string;
+
+beforeAll(() => {
+  ({ template } = synth());
+  [authorizerFunctionId, authorizerFunction] = functionByName(
+    template,
+    'receipt-service-test-edge-authorizer',
+  );
+  const authorizers = Object.keys(resourcesOf(template, 'AWS::ApiGateway::Authorizer'));
+  expect(authorizers).toHaveLength(1);
+  authorizerId = authorizers[0] as string;
+});
+
+const methods = (): Resource[] => Object.values(resourcesOf(template, 'AWS::ApiGateway::Method'));
+const methodFor = (path: string, httpMethod: string): Resource => {
+  const found = methods().filter(
+    (method) =>
+      method.Properties.HttpMethod === httpMethod &&
+      resourcePath(template, referencedId(method.Properties.ResourceId)) === path,
+  );
+  if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
+  return found[0] as Resource;
+};
+
+const apiKeysTableId = (): string => {
+  const entry = Object.entries(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
+    ([, table]) => table.Properties.TableName === `receipt-service-test-${tableDefinitions.apiKeys.name}`,
+  );
+  if (!entry) throw new Error('No api-keys table');
+  return entry[0];
+};
+
+describe('the REST API', () => {
+  it('takes usage-plan keys from the authorizer, not from the X-API-Key header', () => {
+    const [api] = Object.values(resourcesOf(template, 'AWS::ApiGateway::RestApi'));
+    expect(api?.Properties.ApiKeySourceType).toBe('AUTHORIZER');
+  });
+
+  it('has one REQUEST authorizer on the function, keyed and cached by X-API-Key', () => {
+    const authorizer = resourcesOf(template, 'AWS::ApiGateway::Authorizer')[authorizerId];
+    expect(authorizer?.Properties).toMatchObject({
+      Type: 'REQUEST',
+      IdentitySource: 'method.request.header.X-API-Key',
+      AuthorizerResultTtlInSeconds: EDGE_AUTHORIZER_CACHE_SECONDS,
+    });
+    expect(EDGE_AUTHORIZER_CACHE_SECONDS).toBe(300);
+    expect(JSON.stringify(authorizer?.Properties.AuthorizerUri)).toContain(`"${authorizerFunctionId}"`);
+  });
+
+  it.each(routes.filter((route) => route.apiKeyRequired).map((route) => [route.name, route] as const))(
+    '%s: the authorizer, and an API key required so its tier plan throttles it',
+    (_name, route) => {
+      const method = methodFor(route.path, route.method);
+      expect(method.Properties).toMatchObject({ ApiKeyRequired: true, AuthorizationType: 'CUSTOM' });
+      expect(referencedId(method.Properties.AuthorizerId)).toBe(authorizerId);
+    },
+  );
+
+  it('leaves the public routes and the 405 answers without authorizer or key', () => {
+    const open = routes.filter((route) => !route.apiKeyRequired);
+    expect(open.map((route) => route.name).sort()).toEqual(['health', 'openapi']);
+    const unkeyed = [
+      ...open.map((route) => methodFor(route.path, route.method)),
+      ...methods().filter((method) => method.Properties.HttpMethod === 'ANY'),
+    ];
+    expect(unkeyed.length).toBeGreaterThan(open.length);
+    for (const method of unkeyed) {
+      expect(method.Properties.ApiKeyRequired).not.toBe(true);
+      expect(method.Properties.AuthorizerId).toBeUndefined();
+      expect(method.Properties.AuthorizationType ?? 'NONE').toBe('NONE');
+    }
+    // Every method with an authorizer is a keyed route's.
+    const authorized = methods().filter((method) => method.Properties.AuthorizerId !== undefined);
+    expect(authorized).toHaveLength(routes.filter((route) => route.apiKeyRequired).length);
+  });
+
+  it('lets API Gateway invoke the authorizer from this API only', () => {
+    const permissions = Object.values(resourcesOf(template, 'AWS::Lambda::Permission')).filter(
+      (permission) => referencedId(permission.Properties.FunctionName) === authorizerFunctionId,
+    );
+    expect(permissions).toHaveLength(1);
+    expect(permissions[0]?.Properties.Principal).toBe('apigateway.amazonaws.com');
+    const sourceArn = JSON.stringify(permissions[0]?.Properties.SourceArn);
+    expect(sourceArn).toContain('/authorizers/');
+    const [apiId] = Object.keys(resourcesOf(template, 'AWS::ApiGateway::RestApi'));
+    expect(sourceArn).toContain(`"${apiId}"`);
+  });
+
+  it('logs the client the authorizer found and the time it added, never a key value', () => {
+    const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGateway::Stage'));
+    const format = JSON.parse((stage?.Properties.AccessLogSetting as { Format: string }).Format) as Record<
+      string,
+      string
+    >;
+    expect(format).toMatchObject({
+      clientId: '$context.authorizer.principalId',
+      authorizerLatencyMs: '$context.authorizer.latency',
+    });
+    expect(Object.values(format)).not.toContain('$context.identity.apiKey');
+  });
+});
+
+describe('the authorizer function', () => {
+  it('is a house function: Node.js 24 on arm64, traced, its own log group, a short timeout', () => {
+    expect(authorizerFunction.Properties).toMatchObject({
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      TracingConfig: { Mode: 'Active' },
+      Timeout: 5,
+    });
+    const logGroupId =
+      referencedId((authorizerFunction.Properties.LoggingConfig as { LogGroup: unknown }).LogGroup) ?? '';
+    expect(resourcesOf(template, 'AWS::Logs::LogGroup')[logGroupId]?.Properties.RetentionInDays).toBe(365);
+  });
+
+  it('is given the api-keys table and its environment, nothing else', () => {
+    const variables = (authorizerFunction.Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(Object.keys(variables).filter((key) => key.startsWith('TABLE_'))).toEqual(['TABLE_API_KEYS']);
+    expect(referencedId(variables.TABLE_API_KEYS)).toBe(apiKeysTableId());
+    // A staging stage: only rk_test_ keys pass.
+    expect(variables.API_KEY_ENVIRONMENT).toBe('test');
+    for (const absent of [
+      'ESCROW_KMS_KEY_ID',
+      'STRIPE_SECRET_NAME',
+      'SQUARE_SECRET_NAME',
+      'PAYMENT_GATEWAYS',
+    ])
+      expect(variables).not.toHaveProperty(absent);
+  });
+
+  it('may only GetItem on the api-keys table, besides its logs and traces', () => {
+    const roleId = referencedId(authorizerFunction.Properties.Role) ?? '';
+    const statements = statementsOfRole(template, roleId);
+    const data = statements.filter((statement) =>
+      asArray(statement.Action).some((action) => !action.startsWith('logs:') && !action.startsWith('xray:')),
+    );
+    expect(data).toHaveLength(1);
+    expect(data[0]?.Action).toBe('dynamodb:GetItem');
+    expect(asArray(data[0]?.Resource).map((resource) => referencedId(resource))).toEqual([apiKeysTableId()]);
+    expect(resourcesOf(template, 'AWS::IAM::Role')[roleId]?.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+});
+
+describe('gateway responses for the authorizer', () => {
+  const responses = (): Record<string, Resource['Properties']> =>
+    Object.fromEntries(
+      Object.values(resourcesOf(template, 'AWS::ApiGateway::GatewayResponse')).map((response) => [
+        response.Properties.ResponseType as string,
+        response.Properties,
+      ]),
+    );
+  const body = (type: string): string =>
+    (responses()[type]?.ResponseTemplates as Record<string, string>)['application/json'] ?? '';
+  /** Fills a template the way API Gateway does. */
+  const render = (template: string, message: string): unknown =>
+    JSON.parse(
+      template
+        .replaceAll('$context.authorizer.message', message)
+        .replaceAll('$context.requestTime', '22/Nov/2025:01:41:00 +0000')
+        .replaceAll('$context.requestId', 'c0ffee00-0000-4000-8000-000000000000'),
+    );
+
+  it("answers a refused key with 401 unauthorized and the authorizer's reason", () => {
+    expect(responses().ACCESS_DENIED?.StatusCode).toBe('401');
+    const reason = 'This is a test (staging) API key; this is the live (production) environment';
+    expect(render(body('ACCESS_DENIED'), reason)).toEqual({
+      success: false,
+      error: {
+        code: 'unauthorized',
+        message: reason,
+        timestamp: '22/Nov/2025:01:41:00 +0000',
+        request_id: 'c0ffee00-0000-4000-8000-000000000000',
+      },
+    });
+  });
+
+  it('answers a missing key (refused before the authorizer runs) with 401 unauthorized', () => {
+    expect(responses().UNAUTHORIZED?.StatusCode).toBe('401');
+    expect(render(body('UNAUTHORIZED'), '')).toMatchObject({
+      error: { code: 'unauthorized', message: 'Missing or invalid API key' },
+    });
+  });
+
+  it('answers an authorizer that failed with 503 service_unavailable, not a refusal', () => {
+    expect(responses().AUTHORIZER_FAILURE?.StatusCode).toBe('503');
+    expect(render(body('AUTHORIZER_FAILURE'), '')).toMatchObject({
+      error: { code: 'service_unavailable' },
+    });
+  });
+
+  it('keeps answering a usage identifier with no API Gateway key (revoked, not migrated) as 401', () => {
+    expect(responses().INVALID_API_KEY?.StatusCode).toBe('401');
+    expect(render(body('INVALID_API_KEY'), '')).toMatchObject({ error: { code: 'unauthorized' } });
+  });
+});
