@@ -426,7 +426,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     await doc.send(
       new UpdateCommand({
         TableName: tables.transactions,
-        Key: { transactionId },
+        Key: { merchantClientId: clientId, transactionId },
         UpdateExpression: 'SET paymentId = :paymentId, gatewayMetadataJson = :metadata',
         ConditionExpression: 'receiptId = :receiptId',
         ExpressionAttributeValues: {
