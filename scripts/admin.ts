@@ -11,6 +11,7 @@ import {
   UnknownKeyError,
   type ApiKeyAdminDeps,
 } from '../lib/admin/api-keys.js';
+import { EdgeMigrationError, migrateEdgeKeys } from '../lib/admin/edge-migration.js';
 import {
   apiKeyEnvironments,
   deployedApiKeyEnvironment,
@@ -30,6 +31,10 @@ Commands:
   list    [--json]
   revoke  --key-id KEY_ID [--json]
   set-tier --key-id KEY_ID --tier ${tierNames.join('|')} [--json]
+  migrate-edge --aws [--delete-old] [--json]
+          API Gateway keys made before the edge authorizer hold the whole API key: give every active key
+          its usage-identifier key (run before deploying the authorizer), then --delete-old after the
+          deploy deletes the old keys (see docs/DEPLOY.md, "Edge keys")
 
 Target: the local stack started by \`npm start\` (found through .local-data/stack.json), or a
 deployed stack with --aws (needs AWS credentials, AWS_REGION, STAGE and TABLE_API_KEYS; see docs/DEPLOY.md).
@@ -136,6 +141,7 @@ async function main(argv: string[]): Promise<void> {
       roles: { type: 'string' },
       tier: { type: 'string' },
       'key-id': { type: 'string' },
+      'delete-old': { type: 'boolean', default: false },
       environment: { type: 'string' },
       json: { type: 'boolean', default: false },
       aws: { type: 'boolean', default: false },
@@ -149,6 +155,9 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'create' && values.aws && !process.env.STAGE)
     throw new UsageError('--aws needs TABLE_API_KEYS, AWS_REGION and STAGE in the environment');
   checkKeyEnvironment(values.aws ? deployedApiKeyEnvironment(process.env.STAGE ?? '') : 'local', environment);
+  // The local stack has no API Gateway: nothing there to migrate.
+  if (command === 'migrate-edge' && !values.aws)
+    throw new UsageError('migrate-edge works on a deployed stack: add --aws');
   const deps = values.aws ? await awsDeps() : await localDeps();
   const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
   switch (command) {
@@ -187,6 +196,26 @@ async function main(argv: string[]): Promise<void> {
       print(`Revoked ${revoked.keyId} (${revoked.name}).`, revoked);
       return;
     }
+    case 'migrate-edge': {
+      if (!deps.edge) throw new UsageError('migrate-edge works on a deployed stack: add --aws');
+      const report = await migrateEdgeKeys(
+        { repository: deps.repository, edge: deps.edge },
+        { deleteOld: values['delete-old'] },
+      );
+      const old = report.oldKeys.length;
+      print(
+        [
+          `${report.moved.length} key(s) moved to their usage-identifier key, ${report.unchanged.length} already there.`,
+          old === 0
+            ? 'No old API Gateway key is left.'
+            : report.deleted
+              ? `Deleted ${old} old API Gateway key(s).`
+              : `${old} old API Gateway key(s) still hold API keys: deploy the stack, then run migrate-edge --aws --delete-old.`,
+        ].join('\n'),
+        report,
+      );
+      return;
+    }
     case 'set-tier': {
       if (!values['key-id']) throw new UsageError('--key-id is required');
       const updated = await setApiKeyTier(deps, values['key-id'], parseTier(values.tier));
@@ -205,7 +234,8 @@ main(process.argv.slice(2)).then(
       error instanceof UsageError ||
       error instanceof UnknownKeyError ||
       error instanceof NotRunningError ||
-      error instanceof EnvironmentMismatchError
+      error instanceof EnvironmentMismatchError ||
+      error instanceof EdgeMigrationError
     ) {
       console.error(error.message);
     } else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
