@@ -47,6 +47,13 @@ const shared = {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
 };
 
+/*
+ * A CDK App built without an outdir synthesizes into a fresh cdk.out* folder in the temp dir; this
+ * removes them after each file, also when its tests fail. Not in unit: loading aws-cdk-lib's cx-api
+ * costs every file a third of a second, and a CDK synthesis has no place in that tier anyway.
+ */
+const removeCdkOutput = { setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'] };
+
 /** @type {import('jest').Config[]} */
 const tiers = [
   {
@@ -57,6 +64,7 @@ const tiers = [
   },
   {
     ...shared,
+    ...removeCdkOutput,
     displayName: 'integration',
     // One DynamoDB Local for the run. Jest runs a project's globalSetup only when that project has
     // tests in the run (runGlobalHook collects the paths from the tests about to run), so
@@ -75,10 +83,8 @@ const tiers = [
   },
   {
     ...shared,
+    ...removeCdkOutput,
     displayName: 'slow',
-    // A CDK App built without an outdir synthesizes into a fresh cdk.out* folder in the temp dir;
-    // this removes them after each file, also when its tests fail.
-    setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'],
     testMatch: [
       ...slowFolders.map((folder) => `${folder}/**/*.test.ts`),
       ...slowFiles,
