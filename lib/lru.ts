@@ -2,10 +2,14 @@
 export class LruCache<K, V> {
   private readonly entries = new Map<K, { value: V; storedAt: number }>();
 
-  /** `maxAgeMs`: an entry older than this is a miss, for values that can change elsewhere. */
+  /**
+   * `maxAgeMs`: an entry older than this is a miss, for values that can change elsewhere. A cache
+   * age, not a business time, so it reads the monotonic clock unless a test hands it another.
+   */
   constructor(
     private readonly capacity: number,
     private readonly maxAgeMs = Number.POSITIVE_INFINITY,
+    private readonly now: () => number = () => performance.now(),
   ) {
     if (!Number.isInteger(capacity) || capacity < 1)
       throw new RangeError('LRU capacity must be a positive integer');
@@ -19,15 +23,14 @@ export class LruCache<K, V> {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     this.entries.delete(key);
-    // A cache age, not a business time: the monotonic clock, which no test needs to move.
-    if (performance.now() - entry.storedAt > this.maxAgeMs) return undefined;
+    if (this.now() - entry.storedAt > this.maxAgeMs) return undefined;
     this.entries.set(key, entry);
     return entry.value;
   }
 
   set(key: K, value: V): void {
     this.entries.delete(key);
-    this.entries.set(key, { value, storedAt: performance.now() });
+    this.entries.set(key, { value, storedAt: this.now() });
     if (this.entries.size > this.capacity) {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);

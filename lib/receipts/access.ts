@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
+import type { AuditAction, AuditLog } from '../db/audit.js';
 import type { AppDeps } from '../deps.js';
 import { GrantForbiddenError, GrantLimitError, NotFoundError } from '../errors.js';
 import { redactEverywhere } from '../log.js';
@@ -16,6 +17,25 @@ export interface AccessToken {
 
 type AccessDeps = Pick<AppDeps, 'clock' | 'config' | 'repos' | 'audit' | 'telemetry'>;
 
+/** The audit of one operation: every record carries its request, client and subject; outcomes vary. */
+export const auditorFor =
+  (
+    audit: AuditLog,
+    action: AuditAction,
+    input: { caller: Caller; requestId: string; sourceIp: string; userId?: string; keyId?: string },
+  ) =>
+  (outcome: 'success' | 'failure', reason?: string): Promise<void> =>
+    audit.record({
+      action,
+      outcome,
+      ...(reason ? { reason } : {}),
+      requestId: input.requestId,
+      clientId: input.caller.clientId,
+      ...(input.userId ? { userId: input.userId } : {}),
+      ...(input.keyId ? { keyId: input.keyId } : {}),
+      sourceIp: input.sourceIp,
+    });
+
 /**
  * A short-lived decrypt token for one of this client's users and that user's registered key. An
  * unknown user, another client's user and a mismatched key are refused alike.
@@ -25,17 +45,7 @@ export async function grantAccess(
   input: { userId: string; keyId: string; caller: Caller; sourceIp: string; requestId: string },
 ): Promise<AccessToken> {
   const { caller } = input;
-  const audit = (outcome: 'success' | 'failure', reason?: string) =>
-    deps.audit.record({
-      action: 'access.grant',
-      outcome,
-      ...(reason ? { reason } : {}),
-      requestId: input.requestId,
-      clientId: caller.clientId,
-      userId: input.userId,
-      keyId: input.keyId,
-      sourceIp: input.sourceIp,
-    });
+  const audit = auditorFor(deps.audit, 'access.grant', input);
   const user = await deps.repos.users.getById(input.userId);
   if (!user || user.clientId !== caller.clientId || user.keyId !== input.keyId) {
     await audit(

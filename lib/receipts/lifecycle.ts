@@ -2,6 +2,7 @@ import type { Caller } from '../api-key-auth.js';
 import type { ErasedUserRecord, UserRecord } from '../db/users.js';
 import type { CoreDeps } from '../deps.js';
 import { AlreadyRegisteredError, ConflictError, KeyNotFoundError, NotFoundError } from '../errors.js';
+import { auditorFor } from './access.js';
 
 type LifecycleDeps = Pick<CoreDeps, 'clock' | 'repos' | 'audit'>;
 
@@ -57,17 +58,7 @@ export async function rotateUserKey(
   input: LifecycleInput & { keyId: string },
 ): Promise<KeyRotation> {
   const { caller } = input;
-  const audit = (outcome: 'success' | 'failure', reason?: string) =>
-    deps.audit.record({
-      action: 'user.rekey',
-      outcome,
-      ...(reason ? { reason } : {}),
-      requestId: input.requestId,
-      clientId: caller.clientId,
-      userId: input.userId,
-      keyId: input.keyId,
-      sourceIp: input.sourceIp,
-    });
+  const audit = auditorFor(deps.audit, 'user.rekey', input);
   const user = await ownUser(deps, input.userId, caller);
   if (!user) {
     await audit('failure', 'unknown user or user of another client');
@@ -115,17 +106,7 @@ export async function rotateUserKey(
  * repeats the call to carry on (the erasure record lets it, and only it).
  */
 export async function eraseUser(deps: LifecycleDeps, input: LifecycleInput): Promise<UserErasure> {
-  const { caller } = input;
-  const audit = (outcome: 'success' | 'failure', reason?: string) =>
-    deps.audit.record({
-      action: 'user.erase',
-      outcome,
-      ...(reason ? { reason } : {}),
-      requestId: input.requestId,
-      clientId: caller.clientId,
-      userId: input.userId,
-      sourceIp: input.sourceIp,
-    });
+  const audit = auditorFor(deps.audit, 'user.erase', input);
   const erased = await markErased(deps, input);
   if (!erased) {
     await audit('failure', 'unknown user or user of another client');

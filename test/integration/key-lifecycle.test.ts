@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { TableKey } from '../../lib/tables.js';
+import { ERASE_RECEIPTS_PER_CALL } from '../../lib/receipts/lifecycle.js';
+import { tableDefinitions, type TableKey } from '../../lib/tables.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
@@ -340,6 +341,39 @@ describe('key lifecycle over HTTP: key rotation, user erasure, token revocation'
       const opened = await decrypt(fresh, await grantToken(stack, issuer.apiKey, again), again.privateKey);
       expect(opened.json.data).toEqual(receipt);
     });
+  });
+
+  it('erases at most ERASE_RECEIPTS_PER_CALL receipts per call; the same DELETE carries on', async () => {
+    const user = await onboardUser(stack, issuer.apiKey);
+    // Stored rows, not HTTP encrypts: only their index attributes matter to the sweep, and 501 real
+    // encryptions would only slow the test.
+    const { partitionKey, sortKey } = tableDefinitions.receipts as { partitionKey: string; sortKey?: string };
+    const rows = Array.from({ length: ERASE_RECEIPTS_PER_CALL + 1 }, (_, index) => {
+      const receiptId = randomUUID();
+      return {
+        [partitionKey]: partitionKey === 'receiptId' ? receiptId : merchant.clientId,
+        ...(sortKey ? { [sortKey]: receiptId } : {}),
+        receiptId,
+        merchantClientId: merchant.clientId,
+        recipientUserId: user.userId,
+        createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString(),
+        envelope: { receiptId, keyId: user.keyId },
+      };
+    });
+    for (let start = 0; start < rows.length; start += 25) {
+      const batch = rows.slice(start, start + 25).map((Item) => ({ PutRequest: { Item } }));
+      const written = await stack.deps.dynamo.doc.send(
+        new BatchWriteCommand({ RequestItems: { [stack.deps.config.tables.receipts as string]: batch } }),
+      );
+      expect(written.UnprocessedItems ?? {}).toEqual({});
+    }
+
+    const first = await erase(user.userId);
+    expect(first.json.data).toMatchObject({ receiptsDeleted: ERASE_RECEIPTS_PER_CALL, complete: false });
+    const second = await erase(user.userId);
+    expect(second.json.data).toMatchObject({ receiptsDeleted: 1, complete: true });
+    const left = (await scan('receipts')).filter((item) => item.recipientUserId === user.userId);
+    expect(left).toEqual([]);
   });
 
   describe('DELETE /api/v1/keys/tokens/{tokenId}', () => {
