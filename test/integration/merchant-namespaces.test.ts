@@ -266,24 +266,19 @@ describe('merchant namespaces: receipt and transaction ids are per merchant clie
     expect((await pay(merchantA, 'gateway_a', aReceipt)).status).toBe(200);
     const bPayment = await pay(merchantB, 'gateway_a', bReceipt);
     expect(bPayment.status).toBe(200);
-    // A payment made outside the service, pointing at B's merchantId and the shared ids.
+    // Payments made outside the service, pointing at B's merchantId, or at nobody's, with the shared ids.
     const gateway = await stack.deps.gateways.get('gateway_a');
-    const forged = await gateway.createPayment({
-      idempotencyKey: randomUUID(),
-      amount: 100,
-      currency: 'USD',
-      pointers: { ...ids, merchantId: bReceipt.merchantId },
-      lines: [{ name: 'x', quantity: 1, unitPrice: 100, totalPrice: 100 }],
-      taxAmount: 0,
-    });
-    const unclaimed = await gateway.createPayment({
-      idempotencyKey: randomUUID(),
-      amount: 100,
-      currency: 'USD',
-      pointers: { ...ids, merchantId: randomUUID() },
-      lines: [{ name: 'x', quantity: 1, unitPrice: 100, totalPrice: 100 }],
-      taxAmount: 0,
-    });
+    const paymentPointingAt = (merchantId: string) =>
+      gateway.createPayment({
+        idempotencyKey: randomUUID(),
+        amount: 100,
+        currency: 'USD',
+        pointers: { ...ids, merchantId },
+        lines: [{ name: 'x', quantity: 1, unitPrice: 100, totalPrice: 100 }],
+        taxAmount: 0,
+      });
+    const forged = await paymentPointingAt(bReceipt.merchantId);
+    const unclaimed = await paymentPointingAt(randomUUID());
     const token = await grantToken(stack, issuer.apiKey, user);
     expect(codeOf(await decryptPayment(forged.paymentId, 'gateway_a', token))).toEqual([404, 'not_found']);
     expect(codeOf(await decryptPayment(unclaimed.paymentId, 'gateway_a', token))).toEqual([404, 'not_found']);
