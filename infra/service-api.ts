@@ -52,7 +52,8 @@ const accessLogFormat = JSON.stringify({
   ip: '$context.identity.sourceIp',
   method: '$context.httpMethod',
   resourcePath: '$context.resourcePath',
-  path: '$context.path',
+  // Not `$context.path`: DELETE /keys/tokens/{tokenId} carries a token id there; the resource path
+  // names the route without its values.
   status: '$context.status',
   responseLength: '$context.responseLength',
   latencyMs: '$context.responseLatency',

@@ -179,6 +179,8 @@ describe('stage', () => {
     >;
     expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
     expect(Object.values(format)).not.toContain('$context.identity.apiKey');
+    // Path values include token ids (DELETE /keys/tokens/{tokenId}), which are never logged.
+    expect(Object.values(format)).not.toContain('$context.path');
     const settings = stage?.Properties.MethodSettings as Record<string, unknown>[];
     expect(settings).toContainEqual(
       expect.objectContaining({
