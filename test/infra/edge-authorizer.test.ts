@@ -1,10 +1,21 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import type { Template } from 'aws-cdk-lib/assertions';
-import { EDGE_AUTHORIZER_CACHE_SECONDS } from '../../lib/edge-authorizer.js';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
+import { ServiceFunction } from '../../infra/service-function.js';
+import { EDGE_AUTHORIZER_CACHE_SECONDS, edgeAuthorizerFunction } from '../../lib/edge-authorizer.js';
 import { routes } from '../../lib/routes.js';
 import { tableDefinitions } from '../../lib/tables.js';
 import {
   asArray,
+  cdkJsonContext,
   functionByName,
   referencedId,
   resourcePath,
@@ -217,4 +228,44 @@ describe('gateway responses for the authorizer', () => {
     expect(responses().INVALID_API_KEY?.StatusCode).toBe('401');
     expect(render(body('INVALID_API_KEY'), '')).toMatchObject({ error: { code: 'unauthorized' } });
   });
+});
+
+describe('the authorizer bundle', () => {
+  it('bundles through the house construct (bundle guard included) and loads under Node', () => {
+    // The other assertions skip esbuild; this one bundles the authorizer for real.
+    const outdir = mkdtempSync(join(tmpdir(), 'receipt-service-authorizer-'));
+    try {
+      const app = new App({ outdir, context: cdkJsonContext() });
+      const stack = new Stack(app, 'AuthorizerBundle');
+      const tracingPolicy = new Policy(stack, 'Tracing', {
+        statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] })],
+      });
+      new ServiceFunction(stack, 'Authorizer', {
+        route: edgeAuthorizerFunction,
+        projectRoot: defaultProjectRoot,
+        functionName: 'bundle-test-edge-authorizer',
+        environment: {},
+        logRetention: RetentionDays.ONE_DAY,
+        tracingPolicy,
+      });
+      app.synth();
+      const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+      const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
+      const assetDir = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
+      // No payment SDKs beside it: the authorizer reaches no gateway.
+      expect(readdirSync(assetDir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+      const loaded = execFileSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `const m = await import(${JSON.stringify(pathToFileURL(join(assetDir, 'index.mjs')).href)}); console.log(typeof m.handler);`,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(loaded.trim()).toBe('function');
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
