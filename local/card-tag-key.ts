@@ -7,6 +7,8 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CardTagKeyError,
+  formatCardTagVersions,
+  parseCardTagVersions,
   withNewVersion,
   type CardTagKeyStore,
   type CardTagKeyVersion,
@@ -15,23 +17,9 @@ import { ensurePrivateDir, ensurePrivateFile } from './private-files.js';
 
 export const CARD_TAG_KEY_FILE = 'card-tag-keys.json';
 
-interface KeyFile {
-  versions: { version: number; key: string }[];
-}
-
-const encode = (versions: readonly CardTagKeyVersion[]): string =>
-  `${JSON.stringify(
-    {
-      versions: versions.map(({ version, key }) => ({ version, key: key.toString('base64') })),
-    } satisfies KeyFile,
-    null,
-    2,
-  )}\n`;
-
 function decode(text: string, file: string): CardTagKeyVersion[] {
   try {
-    const parsed = JSON.parse(text) as KeyFile;
-    return parsed.versions.map(({ version, key }) => ({ version, key: Buffer.from(key, 'base64') }));
+    return parseCardTagVersions(text);
   } catch (error) {
     // Never regenerate over a damaged file: every stored card tag would stop matching its card.
     throw new CardTagKeyError(`Card-tag key file ${file} cannot be read; fix or restore it`, {
@@ -53,7 +41,7 @@ export class LocalCardTagKeyFile implements CardTagKeyStore {
     const store = new LocalCardTagKeyFile(dir);
     try {
       // 'wx': two processes starting together cannot overwrite each other's key.
-      await writeFile(store.file, encode(withNewVersion([])), { mode: 0o600, flag: 'wx' });
+      await writeFile(store.file, formatCardTagVersions(withNewVersion([])), { mode: 0o600, flag: 'wx' });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
@@ -71,7 +59,7 @@ export class LocalCardTagKeyFile implements CardTagKeyStore {
     const versions = withNewVersion(await this.load());
     // Written beside and renamed over, so a crash leaves the old file or the new one, never half of one.
     const temporary = `${this.file}.${randomBytes(4).toString('hex')}.tmp`;
-    await writeFile(temporary, encode(versions), { mode: 0o600, flag: 'wx' });
+    await writeFile(temporary, formatCardTagVersions(versions), { mode: 0o600, flag: 'wx' });
     await ensurePrivateFile(temporary);
     await rename(temporary, this.file);
     return versions[versions.length - 1]!.version;

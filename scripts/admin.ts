@@ -23,6 +23,7 @@ import { ApiKeyRepository } from '../lib/db/api-keys.js';
 import type { Role } from '../lib/routes.js';
 import { isTierName, tierNames, type TierName } from '../lib/tiers.js';
 import { awsEdgeKeyStore } from './admin-aws.js';
+import { CardholderUsageError, cardholderUsage, runCardholderCommand } from './admin-cardholders.js';
 
 const usage = `Usage: npm run admin -- api-keys <command> [options]
 
@@ -41,7 +42,9 @@ deployed stack with --aws (needs AWS credentials, AWS_REGION, STAGE and TABLE_AP
 
 Keys belong to the target's environment: rk_local_ on the local stack; with --aws, rk_live_ when
 STAGE is ${productionStagesText()} and rk_test_ (staging) otherwise. --environment ${apiKeyEnvironments.join('|')}, when
-given, must name that same environment: it guards against creating a key on the wrong stack.`;
+given, must name that same environment: it guards against creating a key on the wrong stack.
+
+${cardholderUsage}`;
 
 function productionStagesText(): string {
   return productionStages.map((stage) => `"${stage}"`).join(' or ');
@@ -133,6 +136,9 @@ async function awsDeps(): Promise<ApiKeyAdminDeps> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  // Card-tag keys and users have their own commands and options (scripts/admin-cardholders.ts).
+  const first = argv.find((arg) => !arg.startsWith('-'));
+  if (first === 'card-key' || first === 'users') return runCardholderCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -235,10 +241,17 @@ main(process.argv.slice(2)).then(
       error instanceof UnknownKeyError ||
       error instanceof NotRunningError ||
       error instanceof EnvironmentMismatchError ||
-      error instanceof EdgeMigrationError
+      error instanceof EdgeMigrationError ||
+      error instanceof CardholderUsageError
     ) {
       console.error(error.message);
     } else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(error instanceof UsageError || error instanceof EnvironmentMismatchError ? 2 : 1);
+    process.exit(
+      error instanceof UsageError ||
+        error instanceof EnvironmentMismatchError ||
+        error instanceof CardholderUsageError
+        ? 2
+        : 1,
+    );
   },
 );

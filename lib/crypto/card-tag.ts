@@ -217,6 +217,34 @@ export const withNewVersion = (versions: readonly CardTagKeyVersion[]): CardTagK
   { version: Math.max(0, ...versions.map((entry) => entry.version)) + 1, key: newCardTagKey() },
 ];
 
+/**
+ * The stored form of the versions, the same in the Secrets Manager secret and the local key file:
+ * `{"versions":[{"version":1,"key":"<base64 of 32 random bytes>"},…]}`.
+ */
+export const formatCardTagVersions = (versions: readonly CardTagKeyVersion[]): string =>
+  `${JSON.stringify(
+    { versions: versions.map(({ version, key }) => ({ version, key: key.toString('base64') })) },
+    null,
+    2,
+  )}\n`;
+
+export function parseCardTagVersions(text: string): CardTagKeyVersion[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new CardTagKeyError('card-tag key versions are not JSON');
+  }
+  const versions = (parsed as { versions?: unknown }).versions;
+  if (!Array.isArray(versions)) throw new CardTagKeyError('card-tag key versions: no `versions` list');
+  return versions.map((entry: unknown) => {
+    const { version, key } = entry as { version?: unknown; key?: unknown };
+    if (typeof version !== 'number' || typeof key !== 'string')
+      throw new CardTagKeyError('card-tag key versions: each needs a number and a base64 key');
+    return { version, key: Buffer.from(key, 'base64') };
+  });
+}
+
 /** A keyring held in memory only: `--in-memory` runs and tests. */
 export const inMemoryCardTagKeys = (): CardTagKeyStore => {
   let versions: CardTagKeyVersion[] = withNewVersion([]);

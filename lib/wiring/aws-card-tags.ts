@@ -1,14 +1,21 @@
 import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
 import { ConfigError } from '../config.js';
-import { CardTagKeyError, type CardTagKeySource, type CardTagKeyVersion } from '../crypto/card-tag.js';
+import {
+  CardTagKeyError,
+  formatCardTagVersions,
+  parseCardTagVersions,
+  withNewVersion,
+  type CardTagKeySource,
+  type CardTagKeyStore,
+  type CardTagKeyVersion,
+} from '../crypto/card-tag.js';
 
 /**
  * The card-tag key in AWS: a Secrets Manager secret, encrypted under a customer-managed KMS key, read
  * once per cold start and again every 5 minutes (Powertools caches it), so tagging a card on the
  * encrypt path is an HMAC in memory. KMS GenerateMac would keep the key out of the function's memory
  * but cost a KMS call (and its latency and quota) on every encrypt; docs/THREAT-MODEL.md weighs the two.
- *
- * The secret's value: `{"versions":[{"version":1,"key":"<base64 of 32 random bytes>"},…]}`.
+ * The secret's value is formatCardTagVersions' JSON.
  */
 export function awsCardTagKeys(env: NodeJS.ProcessEnv = process.env): CardTagKeySource {
   return {
@@ -17,24 +24,35 @@ export function awsCardTagKeys(env: NodeJS.ProcessEnv = process.env): CardTagKey
       if (!name) throw new ConfigError('CARD_TAG_SECRET_NAME is not set for a function that tags cards');
       const value = await getSecret<string>(name, { maxAge: 300 });
       if (typeof value !== 'string') throw new CardTagKeyError('card-tag secret is not a string');
-      return parseCardTagSecret(value);
+      return parseCardTagVersions(value);
     },
   };
 }
 
-export function parseCardTagSecret(value: string): CardTagKeyVersion[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    throw new CardTagKeyError('card-tag secret is not JSON');
-  }
-  const versions = (parsed as { versions?: unknown }).versions;
-  if (!Array.isArray(versions)) throw new CardTagKeyError('card-tag secret has no versions');
-  return versions.map((entry: unknown) => {
-    const { version, key } = entry as { version?: unknown; key?: unknown };
-    if (typeof version !== 'number' || typeof key !== 'string')
-      throw new CardTagKeyError('card-tag secret: each version needs a number and a base64 key');
-    return { version, key: Buffer.from(key, 'base64') };
-  });
+/**
+ * The operator's side (`npm run admin -- card-key rotate --aws`): reads the secret and writes it back
+ * with one more version. Functions see it within their 5-minute cache.
+ */
+export async function awsCardTagKeyStore(region: string, secretName: string): Promise<CardTagKeyStore> {
+  const { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } =
+    await import('@aws-sdk/client-secrets-manager');
+  const client = new SecretsManagerClient({ region });
+  const load = async (): Promise<CardTagKeyVersion[]> => {
+    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretName }));
+    if (!SecretString) throw new CardTagKeyError('card-tag secret has no string value');
+    return parseCardTagVersions(SecretString);
+  };
+  return {
+    load,
+    async addVersion() {
+      const versions = withNewVersion(await load());
+      await client.send(
+        new PutSecretValueCommand({
+          SecretId: secretName,
+          SecretString: formatCardTagVersions(versions),
+        }),
+      );
+      return versions[versions.length - 1]!.version;
+    },
+  };
 }

@@ -1,0 +1,151 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from '../lib/admin/card-tags.js';
+import { unbindUser, UnknownUserError } from '../lib/admin/users.js';
+import { systemClock } from '../lib/clock.js';
+import type { CardTagKeyStore } from '../lib/crypto/card-tag.js';
+import { AuditLog } from '../lib/db/audit.js';
+import { createDynamoClients } from '../lib/db/client.js';
+import { awsCardTagKeyStore } from '../lib/wiring/aws-card-tags.js';
+import { LocalCardTagKeyFile } from '../local/card-tag-key.js';
+
+export const cardholderUsage = `Usage: npm run admin -- card-key <rotate|retag> [--aws] [--json]
+       npm run admin -- users unbind --user USER_ID --reason TEXT [--aws] [--json]
+
+card-key rotate  starts a new card-tag key version and re-tags every stored card tag (card guards,
+                 users, escrowed receipts). Functions read the key again within 5 minutes (5 s on
+                 the local stack); run \`card-key retag\` after that to move what they wrote meanwhile.
+card-key retag   re-tags what is not under the current version yet; safe to run at any time.
+users unbind     undoes a registration made by the wrong client (after a register conflict): the
+                 user and its card guard go, so the card's issuer can register it. Audited with
+                 the reason under the user's client.
+
+--aws needs AWS_REGION, TABLE_USERS, TABLE_KEY_PAIRS, TABLE_RECEIPTS, TABLE_AUDIT and, for card-key,
+CARD_TAG_SECRET_NAME (see docs/DEPLOY.md).`;
+
+export class CardholderUsageError extends Error {}
+
+interface Target {
+  doc: CardKeyAdminDeps['doc'];
+  tables: { users: string; keyPairs: string; receipts: string; audit: string };
+  store: () => Promise<CardTagKeyStore>;
+}
+
+async function localTarget(): Promise<Target> {
+  const dataDir = process.env.LOCAL_DATA_DIR ?? join(process.cwd(), '.local-data');
+  const state = await readFile(join(dataDir, 'stack.json'), 'utf8').then(
+    (text) => JSON.parse(text) as { dynamoDbEndpoint: string; tablePrefix: string; inMemory?: boolean },
+    () => {
+      throw new CardholderUsageError(
+        'No local stack found: start it with `npm start` first (or pass --aws).',
+      );
+    },
+  );
+  if (state.inMemory)
+    throw new CardholderUsageError(
+      'The local stack runs --in-memory: its card-tag key is not on disk to rotate.',
+    );
+  const prefix = state.tablePrefix;
+  const { doc } = createDynamoClients({
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    endpoint: state.dynamoDbEndpoint,
+  });
+  return {
+    doc,
+    tables: {
+      users: `${prefix}users`,
+      keyPairs: `${prefix}key-pairs`,
+      receipts: `${prefix}receipts`,
+      audit: `${prefix}audit`,
+    },
+    store: () => LocalCardTagKeyFile.loadOrCreate(dataDir),
+  };
+}
+
+function awsTarget(): Target {
+  const env = process.env;
+  const region = env.AWS_REGION;
+  const tables = {
+    users: env.TABLE_USERS,
+    keyPairs: env.TABLE_KEY_PAIRS,
+    receipts: env.TABLE_RECEIPTS,
+    audit: env.TABLE_AUDIT,
+  };
+  const missing = Object.entries({ AWS_REGION: region, ...tables }).filter(([, value]) => !value);
+  if (!region || missing.length > 0)
+    throw new CardholderUsageError(
+      `--aws needs ${missing.map(([name]) => name).join(', ')} in the environment`,
+    );
+  const { doc } = createDynamoClients({ region });
+  return {
+    doc,
+    tables: tables as Target['tables'],
+    store: () => {
+      if (!env.CARD_TAG_SECRET_NAME)
+        throw new CardholderUsageError('--aws card-key needs CARD_TAG_SECRET_NAME in the environment');
+      return awsCardTagKeyStore(region, env.CARD_TAG_SECRET_NAME);
+    },
+  };
+}
+
+/** `card-key …` and `users …`: the operator's cardholder commands. */
+export async function runCardholderCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      user: { type: 'string' },
+      reason: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      aws: { type: 'boolean', default: false },
+    },
+  });
+  const [group, command] = positionals;
+  const valid =
+    (group === 'card-key' && (command === 'rotate' || command === 'retag')) ||
+    (group === 'users' && command === 'unbind');
+  if (!valid) throw new CardholderUsageError(cardholderUsage);
+  if (group === 'users' && (!values.user || !values.reason?.trim()))
+    throw new CardholderUsageError('users unbind needs --user USER_ID and --reason TEXT');
+  const target = values.aws ? awsTarget() : await localTarget();
+  const audit = new AuditLog(target.doc, () => target.tables.audit, systemClock, 400);
+  const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
+
+  if (group === 'users') {
+    try {
+      const result = await unbindUser(
+        { doc: target.doc, tables: target.tables, audit, now: () => new Date() },
+        values.user!,
+        values.reason!.trim(),
+      );
+      print(
+        `Unbound user ${result.userId} (client ${result.clientId}). The card can be registered again.`,
+        result,
+      );
+    } catch (error) {
+      if (error instanceof UnknownUserError) throw new CardholderUsageError(error.message);
+      throw error;
+    }
+    return;
+  }
+  const deps: CardKeyAdminDeps = {
+    doc: target.doc,
+    tables: target.tables,
+    store: await target.store(),
+    audit,
+  };
+  if (command === 'rotate') {
+    const { version, counts } = await rotateCardTagKey(deps);
+    print(
+      `Card-tag key version ${version} is current. Re-tagged ${counts.guards} card guards, ${counts.users} users and ${counts.receipts} escrowed receipts (${counts.skipped} changed meanwhile). Run \`card-key retag\` once functions have read the new version.`,
+      { version, ...counts },
+    );
+    return;
+  }
+  const counts = await retagCardRecords(deps);
+  print(
+    `Re-tagged ${counts.guards} card guards, ${counts.users} users and ${counts.receipts} escrowed receipts (${counts.skipped} changed meanwhile).`,
+    counts,
+  );
+}
