@@ -45,6 +45,11 @@ export interface FloorOptions {
   tokens: { ttlSeconds: number; maxActive: number };
   /** The gateway sandbox (GATEWAY_SANDBOX_URL), reached with the stripe SDK as the service does. */
   sandboxUrl: string;
+  /**
+   * Registered recipients by hashedPan, as the bench registered them: a warm service finds them in
+   * its memory (lib/db/users.ts), so a warm encrypt reads no user, and neither does the floor.
+   */
+  recipients: ReadonlyMap<string, { userId: string; keyId: string; publicKey: string }>;
 }
 
 export interface FloorServer {
@@ -104,8 +109,6 @@ function asUser(item: Record<string, unknown> | undefined): UserItem | null {
 
 export async function startFloorServer(options: FloorOptions): Promise<FloorServer> {
   const { doc, tables, clock } = options;
-  // The service keeps found recipients in memory (lib/db/users.ts), so a warm encrypt reads no user.
-  const recipients = new Map<string, UserItem>();
   let stripe: Promise<Stripe> | undefined;
 
   const readUser = async (pk: string): Promise<UserItem | null> =>
@@ -146,11 +149,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     requestId: string,
   ): Promise<Json> {
     const clientId = options.clients.merchant;
-    let user = hashedPan ? recipients.get(hashedPan) : undefined;
-    if (hashedPan && !user) {
-      user = (await readUser(`PAN#${hashedPan}`)) ?? undefined;
-      if (user) recipients.set(hashedPan, user);
-    }
+    const user = hashedPan ? options.recipients.get(hashedPan) : undefined;
     const recipient: Recipient = user
       ? { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) }
       : { keyId: options.escrow.keyId, publicKey: await options.escrow.publicKey() };
@@ -207,14 +206,12 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
   }
 
   async function encrypt(body: Json, requestId: string): Promise<Json> {
-    const identifier = field(body, 'recipientIdentifier');
+    // Checked as the schema would; the service keeps nothing of it.
+    field(body, 'recipientIdentifier');
     return sealAndStore(
       field(body, 'receipt'),
       optionalText(body, 'recipientHashedPan'),
-      {
-        recipientIdentifierHash: sha256Hex(`${text(identifier, 'type')}:${text(identifier, 'value')}`),
-        requestDigest: sha256Hex(JSON.stringify(body)),
-      },
+      { requestDigest: sha256Hex(JSON.stringify(body)) },
       requestId,
     );
   }

@@ -186,6 +186,7 @@ async function runAgainst(
     return {
       userId: text(registered, 'userId'),
       keyId: text(pair, 'keyId'),
+      publicKey: text(pair, 'publicKey'),
       privateKey: text(pair, 'privateKey'),
       hashedPan,
     };
@@ -255,6 +256,7 @@ async function runAgainst(
     },
     tokens: { ttlSeconds: stack.config.tokenTtlSeconds, maxActive: stack.config.maxActiveTokens },
     sandboxUrl,
+    recipients: new Map(users.map((user) => [user.hashedPan, user])),
   });
   /**
    * A floor that skipped work would flatter the service's ratio, so what it makes must be usable by
@@ -308,10 +310,6 @@ async function runAgainst(
       }
       return decryptTokens.tokens;
     };
-    // Setup's encrypts left every recipient in the service's memory; the floor gets the same start.
-    await inPool(users, 4, (user) =>
-      post(floorServer.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))),
-    );
     await checkFloorAgainstService(users[0] as User);
     let warmUser = 0;
     const nextUser = () => users[warmUser++ % users.length] as User;

@@ -71,7 +71,7 @@ const settings = {
         users: 200,
         floorRounds: 3,
         floorSliceMs: 1000,
-        perRequest: { rounds: 5, durationSec: 4 },
+        perRequest: { rounds: 9, durationSec: 3 },
       },
   coldstart: { imports: quick ? 3 : 5 },
 };

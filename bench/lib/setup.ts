@@ -19,6 +19,7 @@ export type Json = Record<string, unknown>;
 export interface User {
   userId: string;
   keyId: string;
+  publicKey: string;
   privateKey: string;
   hashedPan: string;
 }
@@ -68,12 +69,20 @@ export async function inPool<T, R>(
 
 // Placeholders become fresh UUIDs per request in the load generator.
 
+/**
+ * One merchantId per merchant key, as a point of sale sends: a merchantId belongs to the first client
+ * that names it, and the service remembers that after the first request rather than writing it again.
+ */
+const encryptMerchantId = randomUUID();
+const paymentMerchantId = randomUUID();
+
 /** receipts/encrypt, nested form, to a registered user's hashedPan. */
 export function encryptBody(user: User): unknown {
   const receipt = benchReceipt();
   return {
     receipt: {
       ...receipt,
+      merchant: { ...receipt.merchant, merchantId: encryptMerchantId },
       receiptId: RECEIPT_ID_PLACEHOLDER,
       transaction: { ...receipt.transaction, transactionId: TRANSACTION_ID_PLACEHOLDER },
     },
@@ -88,6 +97,7 @@ export function paymentBody(user: User): unknown {
     receiptId: RECEIPT_ID_PLACEHOLDER,
     transactionId: TRANSACTION_ID_PLACEHOLDER,
     recipientHashedPan: user.hashedPan,
+    merchantId: paymentMerchantId,
   });
   return { ...receipt, amount: receipt.totalAmount };
 }
