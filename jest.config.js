@@ -54,6 +54,16 @@ const shared = {
  */
 const removeCdkOutput = { setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'] };
 
+/*
+ * One DynamoDB Local for the run, shared by the tiers that use it. Jest runs a project's globalSetup
+ * only when that project has tests in the run (runGlobalHook collects the paths from the tests about
+ * to run, once per path), so `test:unit` starts no Java.
+ */
+const sharedDynamoDb = {
+  globalSetup: '<rootDir>/test/support/global-setup.js',
+  globalTeardown: '<rootDir>/test/support/global-teardown.js',
+};
+
 /** @type {import('jest').Config[]} */
 const tiers = [
   {
@@ -65,12 +75,8 @@ const tiers = [
   {
     ...shared,
     ...removeCdkOutput,
+    ...sharedDynamoDb,
     displayName: 'integration',
-    // One DynamoDB Local for the run. Jest runs a project's globalSetup only when that project has
-    // tests in the run (runGlobalHook collects the paths from the tests about to run), so
-    // `test:unit` and `test:slow` start no Java for it.
-    globalSetup: '<rootDir>/test/support/global-setup.js',
-    globalTeardown: '<rootDir>/test/support/global-teardown.js',
     // Everything that is neither unit nor slow: test/integration, test/contract, test/adversarial
     // and any folder added later.
     testMatch: ['<rootDir>/test/**/*.test.ts'],
@@ -84,6 +90,8 @@ const tiers = [
   {
     ...shared,
     ...removeCdkOutput,
+    // For a slow test on the local stack (startTestStack); the ones that stop DynamoDB start their own.
+    ...sharedDynamoDb,
     displayName: 'slow',
     testMatch: [
       ...slowFolders.map((folder) => `${folder}/**/*.test.ts`),
