@@ -12,6 +12,8 @@ export interface DynamoDbLocalOptions {
   /** Folder for the database files; omitted means in-memory. */
   dbPath?: string;
   port?: number;
+  /** How long the emulator may take to answer; tests stretch it with the machine's load. */
+  readyTimeoutMs?: number;
 }
 
 const require = createRequire(import.meta.url);
@@ -89,7 +91,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   });
   const endpoint = `http://127.0.0.1:${port}`;
   try {
-    await waitUntilListening(endpoint, child, 60_000);
+    await waitUntilListening(endpoint, child, options.readyTimeoutMs ?? 60_000);
   } catch (error) {
     child.kill('SIGKILL');
     throw new Error(`${(error as Error).message}\n${stderr}`);

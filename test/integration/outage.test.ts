@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ErrorBody } from '../../lib/http/error-envelope.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local.js';
+import { patience } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 /** DynamoDB going away under a running service: a 503 that says so, never a 500. */
@@ -11,7 +12,7 @@ describe('a DynamoDB outage', () => {
 
   beforeAll(async () => {
     // Its own DynamoDB Local, since this test stops it.
-    ddb = await startDynamoDbLocal();
+    ddb = await startDynamoDbLocal({ readyTimeoutMs: patience(60_000) });
     stack = await startTestStack({ dynamoDbEndpoint: ddb.endpoint });
     issuer = await stack.apiKey(['issuer']);
     expect(

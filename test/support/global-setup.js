@@ -4,7 +4,9 @@ import { tsImport } from 'tsx/esm/api';
 /** One in-memory DynamoDB Local for the whole run; every test file creates its own uniquely prefixed tables. */
 export default async function globalSetup() {
   const { startDynamoDbLocal } = await tsImport('../../local/dynamodb-local.ts', import.meta.url);
-  const ddb = await startDynamoDbLocal();
+  const { patience } = await tsImport('./processes.ts', import.meta.url);
+  // A loaded CI machine can take well over a minute to start the JVM.
+  const ddb = await startDynamoDbLocal({ readyTimeoutMs: patience(60_000) });
   globalThis.__DYNAMODB_LOCAL__ = ddb;
   process.env.TEST_DYNAMODB_ENDPOINT = ddb.endpoint;
 }
