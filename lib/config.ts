@@ -42,6 +42,8 @@ export const serviceEnvSchema = z.object({
   ESCROW_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(400),
   LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+  /** How long health waits for one dependency before calling it down. */
+  HEALTH_CHECK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3_000),
   /** A claimed transaction matches receipts whose transaction time is within ± this many minutes. */
   CLAIM_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
   /** Transactions one user's claims may name per UTC day. */
@@ -58,6 +60,7 @@ export interface ServiceConfig {
   tables: Partial<TableNames>;
   escrowKmsKeyId: string | undefined;
   localEscrowDir: string | undefined;
+  healthCheckTimeoutMs: number;
   tokenTtlSeconds: number;
   maxActiveTokens: number;
   apiKeyCacheTtlSeconds: number;
@@ -119,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
     escrowKmsKeyId: values.ESCROW_KMS_KEY_ID,
     localEscrowDir: values.LOCAL_ESCROW_DIR,
     tokenTtlSeconds: values.TOKEN_TTL_SECONDS,
+    healthCheckTimeoutMs: values.HEALTH_CHECK_TIMEOUT_MS,
     maxActiveTokens: 5,
     apiKeyCacheTtlSeconds: values.API_KEY_CACHE_TTL_SECONDS,
     apiKeyEnvironment: values.API_KEY_ENVIRONMENT,

@@ -16,16 +16,18 @@ export interface HealthReport {
   dependencies: Record<string, DependencyStatus>;
 }
 
-const CHECK_TIMEOUT_MS = 3_000;
-
-async function probe(clock: Clock, check: () => Promise<unknown>): Promise<DependencyStatus> {
+async function probe(
+  clock: Clock,
+  timeoutMs: number,
+  check: () => Promise<unknown>,
+): Promise<DependencyStatus> {
   const started = clock.now().getTime();
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       check(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS);
+        timer = setTimeout(() => reject(new Error('timed out')), timeoutMs);
       }),
     ]);
     return { status: 'up', latencyMs: clock.now().getTime() - started };
@@ -60,7 +62,9 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
   for (const gateway of gateways) checks[gateway.kind] = () => gateway.checkHealth();
   const names = Object.keys(checks);
   const results = await Promise.all(
-    names.map((name) => probe(clock, checks[name] as () => Promise<unknown>)),
+    names.map((name) =>
+      probe(clock, deps.config.healthCheckTimeoutMs, checks[name] as () => Promise<unknown>),
+    ),
   );
   const dependencies = Object.fromEntries(
     names.map((name, index) => [name, results[index] as DependencyStatus]),
