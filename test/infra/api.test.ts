@@ -3,7 +3,7 @@ import type { Template } from 'aws-cdk-lib/assertions';
 import { routes } from '../../lib/routes.js';
 import { tierNames, tiers } from '../../lib/tiers.js';
 import { usagePlanParameterName } from '../../lib/admin/api-gateway-keys.js';
-import { functionByName, referencedId, resourcePath, resourcesOf, synth, type Resource } from './support.js';
+import { functionByName, methodAt, referencedId, resourcesOf, synth, type Resource } from './support.js';
 
 let template: Template;
 
@@ -12,15 +12,7 @@ beforeAll(() => {
 });
 
 const methods = (): Resource[] => Object.values(resourcesOf(template, 'AWS::ApiGateway::Method'));
-const methodFor = (path: string, httpMethod: string): Resource => {
-  const found = methods().filter(
-    (method) =>
-      method.Properties.HttpMethod === httpMethod &&
-      resourcePath(template, referencedId(method.Properties.ResourceId)) === path,
-  );
-  if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
-  return found[0] as Resource;
-};
+const methodFor = (path: string, httpMethod: string): Resource => methodAt(template, path, httpMethod);
 
 /** Fills a template the way API Gateway does, with a quoted message as `$context.error.messageString` has. */
 const render = (body: string): unknown =>

@@ -17,8 +17,8 @@ import {
   asArray,
   cdkJsonContext,
   functionByName,
+  methodAt,
   referencedId,
-  resourcePath,
   resourcesOf,
   statementsOfRole,
   synth,
@@ -47,15 +47,7 @@ beforeAll(() => {
 });
 
 const methods = (): Resource[] => Object.values(resourcesOf(template, 'AWS::ApiGateway::Method'));
-const methodFor = (path: string, httpMethod: string): Resource => {
-  const found = methods().filter(
-    (method) =>
-      method.Properties.HttpMethod === httpMethod &&
-      resourcePath(template, referencedId(method.Properties.ResourceId)) === path,
-  );
-  if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
-  return found[0] as Resource;
-};
+const methodFor = (path: string, httpMethod: string): Resource => methodAt(template, path, httpMethod);
 
 const apiKeysTableId = (): string => {
   const entry = Object.entries(resourcesOf(template, 'AWS::DynamoDB::Table')).find(

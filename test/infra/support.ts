@@ -94,3 +94,14 @@ export function resourcePath(template: Template, resourceId: string | undefined)
   }
   return `/${parts.join('/')}`;
 }
+
+/** The one API Gateway method with this HTTP method on the resource at this path. */
+export function methodAt(template: Template, path: string, httpMethod: string): Resource {
+  const found = Object.values(resourcesOf(template, 'AWS::ApiGateway::Method')).filter(
+    (method) =>
+      method.Properties.HttpMethod === httpMethod &&
+      resourcePath(template, referencedId(method.Properties.ResourceId)) === path,
+  );
+  if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
+  return found[0] as Resource;
+}
