@@ -53,8 +53,8 @@ export const tableOperations: Record<TableKey, TableOperations> = {
   receipts: {
     read: ['dynamodb:GetItem'],
     indexRead: ['dynamodb:Query'],
-    // An erasure deletes the receipts wrapped for the user.
-    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+    // An erasure deletes the receipts wrapped for the user, 25 to a batch.
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem'],
   },
   transactions: {
     read: ['dynamodb:GetItem'],

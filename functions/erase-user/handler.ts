@@ -11,6 +11,7 @@ export const erase = (deps: CoreDeps, request: AuthenticatedRequest<typeof route
     caller: request.caller,
     requestId: request.meta.requestId,
     sourceIp: request.meta.sourceIp,
+    remainingMs: () => request.lambdaContext.getRemainingTimeInMillis(),
   });
 
 export const createHandler = (deps: CoreDeps) =>

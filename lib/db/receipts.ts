@@ -1,5 +1,5 @@
 import {
-  DeleteCommand,
+  BatchWriteCommand,
   GetCommand,
   QueryCommand,
   UpdateCommand,
@@ -165,21 +165,21 @@ export class ReceiptRepository {
     return { keys, more: startKey !== undefined };
   }
 
-  /** Deletes a receipt if it is still wrapped for this user; false when it is not (or is gone). */
-  async deleteForRecipient(key: Record<string, unknown>, userId: string): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: key,
-          ConditionExpression: 'recipientUserId = :user',
-          ExpressionAttributeValues: { ':user': userId },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
+  /**
+   * Deletes receipts by their table keys, 25 to a call. Unconditional, which is safe for keys read
+   * from the by-recipient-user index: a receipt's recipient, once set, never changes.
+   */
+  async deleteAll(keys: readonly Record<string, unknown>[]): Promise<void> {
+    for (let start = 0; start < keys.length; start += 25) {
+      let pending = keys.slice(start, start + 25).map((Key) => ({ DeleteRequest: { Key } }));
+      for (let attempt = 0; pending.length > 0; attempt += 1) {
+        if (attempt === 5) throw new Error('receipt deletions left unprocessed after 5 attempts');
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
+        const result = await this.doc.send(
+          new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
+        );
+        pending = (result.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
+      }
     }
   }
 }

@@ -16,7 +16,7 @@ export const userErasureResponse = z
       .min(0)
       .meta({ description: 'Receipts wrapped for the user that this call deleted.' }),
     complete: z.boolean().meta({
-      description: `False when this call reached its cap of ${ERASE_RECEIPTS_PER_CALL} receipts: send the same DELETE again to carry on.`,
+      description: `False when this call stopped at its cap of ${ERASE_RECEIPTS_PER_CALL} receipts or its time budget: send the same DELETE again to carry on.`,
     }),
   })
   .meta({ id: 'UserErasure', description: 'What the erasure deleted.' });
@@ -41,7 +41,7 @@ export const eraseUserRoute = defineRoute({
     description:
       "Erases one of this client's users: the user and its card registration first (nothing new is wrapped " +
       'for it and no token is granted from then on), then its live tokens, its key bindings and every receipt ' +
-      `wrapped for it. A call deletes at most ${ERASE_RECEIPTS_PER_CALL} receipts; \`complete: false\` asks ` +
+      `wrapped for it. A call deletes at most ${ERASE_RECEIPTS_PER_CALL} receipts, and stops early rather than time out; \`complete: false\` asks ` +
       'for the same DELETE again, which only the client that erased the user may send and which is safe to ' +
       'repeat. The audit keeps that the erasure happened; the card can be registered again. Receipts ' +
       "escrowed for the card and never released to the user are not the user's and stay escrowed.",

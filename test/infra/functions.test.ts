@@ -72,7 +72,7 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
   },
   receipts: {
     read: ['dynamodb:GetItem'],
-    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    write: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
   transactions: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
   merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },

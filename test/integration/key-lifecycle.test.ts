@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BatchWriteCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ERASE_RECEIPTS_PER_CALL } from '../../lib/receipts/lifecycle.js';
+import { ERASE_RECEIPTS_PER_CALL, eraseUser } from '../../lib/receipts/lifecycle.js';
 import { tableDefinitions, type TableKey } from '../../lib/tables.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
@@ -25,7 +25,7 @@ interface GeneratedKeys {
   publicKey: string;
   privateKey: string;
 }
-type Client = { apiKey: string; clientId: string };
+type Client = { apiKey: string; clientId: string; keyId: string };
 
 describe('key lifecycle over HTTP: key rotation, user erasure, token revocation', () => {
   let stack: TestStack;
@@ -343,7 +343,7 @@ describe('key lifecycle over HTTP: key rotation, user erasure, token revocation'
     });
   });
 
-  it('erases at most ERASE_RECEIPTS_PER_CALL receipts per call; the same DELETE carries on', async () => {
+  it('erases at most ERASE_RECEIPTS_PER_CALL receipts per call, and less when short of time; the same DELETE carries on', async () => {
     const user = await onboardUser(stack, issuer.apiKey);
     // Stored rows, not HTTP encrypts: only their index attributes matter to the sweep, and 501 real
     // encryptions would only slow the test.
@@ -368,7 +368,24 @@ describe('key lifecycle over HTTP: key rotation, user erasure, token revocation'
       expect(written.UnprocessedItems ?? {}).toEqual({});
     }
 
+    // With no time left a call deletes nothing and says so, rather than run into its timeout.
+    const outOfTime = await eraseUser(stack.deps, {
+      userId: user.userId,
+      caller: {
+        clientId: issuer.clientId,
+        keyId: issuer.keyId,
+        name: 'issuer',
+        roles: ['issuer'],
+        tier: 'enterprise',
+      },
+      requestId: randomUUID(),
+      sourceIp: '127.0.0.1',
+      remainingMs: () => 0,
+    });
+    expect(outOfTime).toMatchObject({ status: 'erased', receiptsDeleted: 0, complete: false });
+
     const first = await erase(user.userId);
+    expect(first.status).toBe(200);
     expect(first.json.data).toMatchObject({ receiptsDeleted: ERASE_RECEIPTS_PER_CALL, complete: false });
     const second = await erase(user.userId);
     expect(second.json.data).toMatchObject({ receiptsDeleted: 1, complete: true });
