@@ -6,7 +6,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { printTable, type TargetCheck } from './lib/report.js';
-import { benchRoutes } from './lib/routes.js';
+import { routes } from '../lib/routes.js';
+import { bundleDefines } from '../lib/wiring/aws.js';
 import { median, round, rotated } from './lib/stats.js';
 
 /**
@@ -157,6 +158,8 @@ async function bundle(
   entry: string | { contents: string; name: string },
   outdir: string,
   variant: Variant,
+  /** As infra/service-function.ts sets them from the route, so the same adapters are left out. */
+  define: Record<string, string> = {},
 ): Promise<{ file: string; metafile: Metafile }> {
   await mkdir(outdir, { recursive: true });
   const file = join(outdir, 'index.mjs');
@@ -183,6 +186,7 @@ async function bundle(
     sourcesContent: false,
     banner: { js: REQUIRE_BANNER },
     external: variant === 'inlined' ? [] : PAYMENT_SDKS,
+    define,
     metafile: true,
     absWorkingDir: projectRoot,
     logLevel: 'silent',
@@ -255,12 +259,12 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
   const variants: Variant[] = ['inlined', 'sdks external'];
   const results: ColdStartRoute[] = [];
   const toImport: { measure: BundleMeasure; file: string }[] = [];
-  for (const route of benchRoutes()) {
+  for (const route of routes) {
     const entry = resolve(projectRoot, route.entry);
     const routeResult: ColdStartRoute = {
       route: route.name,
       entry: route.entry,
-      gateways: route.gateways,
+      gateways: route.gateways === true,
       variants: {},
       paymentSdksInBundle: false,
     };
@@ -282,6 +286,7 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
           entry,
           join(workDir, route.name, variant.replace(/\W+/g, '-')),
           variant,
+          bundleDefines(route),
         );
         measure.bytes = (await stat(file)).size;
         measure.kilobytes = round(measure.bytes / 1024, 1);
