@@ -39,6 +39,8 @@ export interface RouteDefinition {
   escrow?: 'wrap' | 'wrapAndUnwrap';
   /** Reaches the payment gateways (reads their credentials). */
   gateways?: boolean;
+  /** Tags cards (lib/crypto/card-tag.ts): reads the card-tag key's secret. */
+  cardTags?: boolean;
   /** Whose per-minute budget a keyed call spends (lib/tiers.ts); read it with `rateGroupOf`. */
   rateGroup?: RateGroup;
   memoryMb?: number;

@@ -235,14 +235,25 @@ export function parseCardTagVersions(text: string): CardTagKeyVersion[] {
   } catch {
     throw new CardTagKeyError('card-tag key versions are not JSON');
   }
-  const versions = (parsed as { versions?: unknown }).versions;
+  const { versions = [], seed } = parsed as { versions?: unknown; seed?: unknown };
+  // A secret CloudFormation generated holds a random seed: version 1 is derived from it, so the key
+  // material never passes through a template. Rotation writes explicit versions beside it.
+  const seeded =
+    typeof seed === 'string' && seed.length >= 32
+      ? [{ version: 1, key: Buffer.from(hkdfSync('sha256', seed, Buffer.alloc(0), 'card-tag-key-v1', 32)) }]
+      : [];
   if (!Array.isArray(versions)) throw new CardTagKeyError('card-tag key versions: no `versions` list');
-  return versions.map((entry: unknown) => {
-    const { version, key } = entry as { version?: unknown; key?: unknown };
-    if (typeof version !== 'number' || typeof key !== 'string')
-      throw new CardTagKeyError('card-tag key versions: each needs a number and a base64 key');
-    return { version, key: Buffer.from(key, 'base64') };
-  });
+  if (seeded.length === 0 && versions.length === 0)
+    throw new CardTagKeyError('card-tag key versions: neither a seed nor versions');
+  return [
+    ...seeded,
+    ...versions.map((entry: unknown) => {
+      const { version, key } = entry as { version?: unknown; key?: unknown };
+      if (typeof version !== 'number' || typeof key !== 'string')
+        throw new CardTagKeyError('card-tag key versions: each needs a number and a base64 key');
+      return { version, key: Buffer.from(key, 'base64') };
+    }),
+  ];
 }
 
 /** A keyring held in memory only: `--in-memory` runs and tests. */

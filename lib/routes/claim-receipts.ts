@@ -59,6 +59,7 @@ export const claimReceiptsRoute = defineRoute({
   roles: ['issuer'],
   tables: { ...platformTables, users: 'read', receipts: 'readWrite' },
   escrow: 'wrapAndUnwrap',
+  cardTags: true,
   timeoutSeconds: 29,
   docs: {
     tag: 'receipts',

@@ -50,6 +50,7 @@ export const createPaymentRoute = defineRoute({
     idempotency: 'readWrite',
   },
   escrow: 'wrap',
+  cardTags: true,
   gateways: true,
   rateGroup: 'payments',
   timeoutSeconds: 29,

@@ -75,6 +75,7 @@ export const encryptReceiptRoute = defineRoute({
   roles: ['merchant'],
   tables: { ...platformTables, users: 'read', keyPairs: 'read', receipts: 'write', merchants: 'readWrite' },
   escrow: 'wrap',
+  cardTags: true,
   docs: {
     tag: 'receipts',
     summary: 'Encrypt a receipt for its recipient',

@@ -22,6 +22,7 @@ export const registerRoute = defineRoute({
   apiKeyRequired: true,
   roles: ['issuer'],
   tables: { ...platformTables, keyPairs: 'readWrite', users: 'readWrite' },
+  cardTags: true,
   docs: {
     tag: 'onboarding',
     summary: 'Register a user by hashed PAN',

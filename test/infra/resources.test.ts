@@ -107,6 +107,7 @@ describe('DynamoDB tables', () => {
       for (const index of definition.indexes ?? []) {
         expect(indexes.find((candidate) => candidate.IndexName === index.name)?.KeySchema).toEqual([
           { AttributeName: index.partitionKey, KeyType: 'HASH' },
+          ...(index.sortKey ? [{ AttributeName: index.sortKey, KeyType: 'RANGE' }] : []),
         ]);
       }
     },
