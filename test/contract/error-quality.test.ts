@@ -113,6 +113,30 @@ describe('error quality over HTTP', () => {
     expect(currency).toHaveLength(1);
   });
 
+  it('refuses receipt content an issuer app could not show safely or that does not add up', async () => {
+    const logo = await encrypt({
+      receipt: sampleReceipt({
+        merchant: { ...sampleReceipt().merchant, logoUrl: 'javascript:alert(document.cookie)' },
+      }),
+      recipientIdentifier: { type: 'email', value: 'a@example.com' },
+    });
+    expect(logo.status).toBe(400);
+    expect(fieldsOf(logo)).toEqual([{ field: 'receipt.merchant.logoUrl', message: 'must be an https URL' }]);
+    const country = await encrypt(flattenedReceipt({ merchantCountry: 'United States' }));
+    expect(fieldsOf(country).map((field) => field.field)).toEqual(['merchantCountry']);
+    const base = flattenedReceipt();
+    const [first, ...others] = base.items as { quantity: number; unitPrice: number; totalPrice: number }[];
+    const line = await encrypt({
+      ...base,
+      items: [{ ...first, totalPrice: first!.totalPrice + 1 }, ...others],
+      subtotal: (base.subtotal as number) + 1,
+      totalAmount: base.totalAmount + 1,
+    });
+    expect(fieldsOf(line)).toEqual([
+      { field: 'items.0.totalPrice', message: expect.stringMatching(/quantity × unitPrice/) },
+    ]);
+  });
+
   it('found no response of this file outside the contract', () => {
     expect(stack.contractViolations).toEqual([]);
   });
