@@ -85,6 +85,14 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     return { receipt, envelope: reply.json.data };
   };
 
+  /** Step 1 alone: a key pair for a registration the test makes itself. */
+  const generateKeys = (apiKey: string) =>
+    stack.request<Data<{ keyId: string; publicKey: string; privateKey: string }>>(
+      'POST',
+      '/api/v1/onboarding/generate-keys',
+      { apiKey },
+    );
+
   const claim = (apiKey: string, userId: string, transactions: Record<string, unknown>[]) =>
     stack.request<Data<ClaimResult> & ErrorBody>('POST', '/api/v1/receipts/claim', {
       apiKey,
@@ -134,11 +142,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
         pans.push(stranger);
         await encrypt(stranger);
         // A conflict writes audit and a metric: neither may carry the card either.
-        const keys = await stack.request<Data<{ keyId: string; publicKey: string }>>(
-          'POST',
-          '/api/v1/onboarding/generate-keys',
-          { apiKey: issuerB.apiKey },
-        );
+        const keys = await generateKeys(issuerB.apiKey);
         const again = await stack.request('POST', '/api/v1/onboarding/register', {
           apiKey: issuerB.apiKey,
           body: {
@@ -329,11 +333,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     // A fintech app (issuer B) registers a card that issuer A issues.
     const wrong = await onboardUser(stack, issuerB.apiKey, hashedPan);
     const before = telemetry.total('RegisterConflicts');
-    const keys = await stack.request<Data<{ keyId: string; publicKey: string }>>(
-      'POST',
-      '/api/v1/onboarding/generate-keys',
-      { apiKey: issuerA.apiKey },
-    );
+    const keys = await generateKeys(issuerA.apiKey);
     const register = () =>
       stack.request<Data<{ userId: string }> & ErrorBody>('POST', '/api/v1/onboarding/register', {
         apiKey: issuerA.apiKey,
@@ -417,11 +417,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     stack.deps.cardTags.invalidate();
     const fallback = await encrypt(registeredPan);
     expect(fallback.envelope.keyId).toBe(user.keyId);
-    const keys = await stack.request<Data<{ keyId: string; publicKey: string }>>(
-      'POST',
-      '/api/v1/onboarding/generate-keys',
-      { apiKey: issuerB.apiKey },
-    );
+    const keys = await generateKeys(issuerB.apiKey);
     const twice = await stack.request('POST', '/api/v1/onboarding/register', {
       apiKey: issuerB.apiKey,
       body: { hashedPan: registeredPan, publicKey: keys.json.data.publicKey, keyId: keys.json.data.keyId },
@@ -439,11 +435,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     // hashedPan with an identifier hash, and an audit record with a hashedPan prefix.
     const registeredPan = newHashedPan();
     const escrowedPan = newHashedPan();
-    const keys = await stack.request<Data<{ keyId: string; publicKey: string; privateKey: string }>>(
-      'POST',
-      '/api/v1/onboarding/generate-keys',
-      { apiKey: issuerA.apiKey },
-    );
+    const keys = await generateKeys(issuerA.apiKey);
     const legacyUser = {
       userId: randomUUID(),
       hashedPan: registeredPan,

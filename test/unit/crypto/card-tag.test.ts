@@ -6,8 +6,10 @@ import {
   CardTagKeyring,
   CardTags,
   cardTagPrefix,
+  formatCardTagVersions,
   inMemoryCardTagKeys,
   newCardTagKey,
+  parseCardTagVersions,
   tagVersion,
 } from '../../../lib/crypto/card-tag.js';
 
@@ -92,5 +94,23 @@ describe('card tags', () => {
     clock.advance(2_000);
     expect(await cardTags.keyring()).toBe(first);
     await expect(new CardTags(source, clock, 1_000).keyring()).rejects.toThrow('secret unreachable');
+  });
+
+  it('reads the stored versions back, and derives version 1 from a seed CloudFormation generated', () => {
+    const versions = [
+      { version: 1, key: k1 },
+      { version: 2, key: k2 },
+    ];
+    expect(parseCardTagVersions(formatCardTagVersions(versions))).toEqual(versions);
+    const seeded = parseCardTagVersions(JSON.stringify({ seed: 'x'.repeat(64) }));
+    expect(seeded.map((entry) => [entry.version, entry.key.length])).toEqual([[1, 32]]);
+    expect(parseCardTagVersions(JSON.stringify({ seed: 'x'.repeat(64) }))).toEqual(seeded);
+    for (const bad of [
+      'not json',
+      '{}',
+      JSON.stringify({ seed: 'short' }),
+      JSON.stringify({ versions: [{ version: 1 }] }),
+    ])
+      expect(() => parseCardTagVersions(bad)).toThrow(CardTagKeyError);
   });
 });
