@@ -102,6 +102,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
   let merchant: { apiKey: string };
   let issuer: { apiKey: string };
   let user: OnboardedUser;
+  let rotatingUser: OnboardedUser;
   let envelope: ReceiptEnvelope;
   let token: string;
   let paymentId: string;
@@ -162,6 +163,21 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     'decrypt-payment': async () => ({
       body: { paymentId, gateway: 'gateway_a', accessTokenId: token, privateKey: user.privateKey },
     }),
+    'claim-receipts': async () => ({
+      body: {
+        userId: user.userId,
+        transactions: [{ amount: 1548, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' }],
+      },
+    }),
+    // Its own user, so rotating keys never disturbs the tokens and envelopes the other routes use.
+    'rotate-user-key': async () => {
+      const pair = await stack.request<SuccessEnvelope<{ keyId: string }>>(
+        'POST',
+        '/api/v1/onboarding/generate-keys',
+        { apiKey: issuer.apiKey },
+      );
+      return { path: `/api/v1/users/${rotatingUser.userId}/key`, body: { keyId: pair.json.data.keyId } };
+    },
   };
 
   const keyFor = (route: RouteDefinition): string =>
@@ -176,6 +192,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     merchant = await stack.apiKey(['merchant']);
     issuer = await stack.apiKey(['issuer']);
     user = await onboardUser(stack, issuer.apiKey);
+    rotatingUser = await onboardUser(stack, issuer.apiKey);
     const encrypted = await stack.request<SuccessEnvelope<ReceiptEnvelope>>(
       'POST',
       '/api/v1/receipts/encrypt',
