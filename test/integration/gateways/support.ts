@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { CreatePaymentRequest, PaymentGateway, ReceiptPointers } from '../../../lib/gateways/port.js';
 import { createGatewayRegistry, type GatewayConfig } from '../../../lib/gateways/registry.js';
+import { patience } from '../../support/processes.js';
 
-/** Short enough that hang faults trip the client timeout quickly, long enough for a loaded CI box. */
-export const TEST_TIMEOUT_MS = 400;
+/**
+ * Short enough that hang faults (10 s) trip the client timeout quickly, long enough for a loaded CI
+ * box: half a second on an idle machine, stretched with the load, never past 3 s.
+ */
+export const TEST_TIMEOUT_MS = Math.min(patience(500), 3_000);
 
 export function sandboxConfig(baseUrl: string, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
   return {
