@@ -9,6 +9,7 @@ import { edgeAuthorizerFunction } from '../lib/edge-authorizer.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../lib/routes.js';
 import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/tables.js';
 import { tierNames } from '../lib/tiers.js';
+import { CardTagSecret } from './card-tag-secret.js';
 import { DataTables, dynamoViaService } from './data-tables.js';
 import { Monitoring } from './monitoring.js';
 import { applyNagSuppressions } from './nag-suppressions.js';
@@ -47,6 +48,8 @@ export class ReceiptServiceStack extends Stack {
   readonly settings: ServiceSettings;
   readonly data: DataTables;
   readonly escrowKey: Key;
+  /** The card-tag key's secret and its customer-managed key. */
+  readonly cardTagSecret: CardTagSecret;
   readonly escrowKeyAlias: Alias;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
   /** API Gateway's authorizer for every keyed method; not a route. */
@@ -71,6 +74,10 @@ export class ReceiptServiceStack extends Stack {
     }
 
     this.data = new DataTables(this, 'Data', { prefix: settings.resourcePrefix, stage: settings.stage });
+    this.cardTagSecret = new CardTagSecret(this, 'CardTagKey', {
+      prefix: settings.resourcePrefix,
+      stage: settings.stage,
+    });
 
     // Wraps receipt keys for recipients who are not registered yet. Retained on stack deletion:
     // escrowed receipts already stored can only ever be opened with this key. Its policy leaves the
@@ -170,6 +177,7 @@ export class ReceiptServiceStack extends Stack {
     applyNagSuppressions({
       api: this.api.api,
       tracingPolicy,
+      cardTagSecret: this.cardTagSecret.secret,
       ephemeralTables: Object.entries(this.data.tables)
         .filter(([key]) => !(tableDefinitions[key as TableKey] as TableDefinition).durable)
         .map(([, table]) => table),
@@ -193,6 +201,7 @@ export class ReceiptServiceStack extends Stack {
       environment[tableEnvVar(key)] = this.data.tables[key].tableName;
     }
     if (route.escrow) environment.ESCROW_KMS_KEY_ID = this.escrowKeyAlias.aliasName;
+    if (route.cardTags) environment.CARD_TAG_SECRET_NAME = this.cardTagSecret.secret.secretName;
     if (route.gateways) {
       environment.STRIPE_SECRET_NAME = settings.stripeSecretName;
       environment.SQUARE_SECRET_NAME = settings.squareSecretName;
@@ -232,6 +241,7 @@ export class ReceiptServiceStack extends Stack {
         }),
       );
     }
+    if (route.cardTags) this.cardTagSecret.grantRead(fn.role);
     const kmsActions = escrowActions(route.escrow);
     if (kmsActions.length > 0) {
       fn.role.addToPrincipalPolicy(

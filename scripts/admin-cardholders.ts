@@ -4,10 +4,21 @@ import { parseArgs } from 'node:util';
 import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from '../lib/admin/card-tags.js';
 import { unbindUser, UnknownUserError } from '../lib/admin/users.js';
 import { systemClock } from '../lib/clock.js';
-import type { CardTagKeyStore } from '../lib/crypto/card-tag.js';
+import {
+  CardTagKeyError,
+  formatCardTagVersions,
+  parseCardTagVersions,
+  withNewVersion,
+  type CardTagKeyStore,
+  type CardTagKeyVersion,
+} from '../lib/crypto/card-tag.js';
 import { AuditLog } from '../lib/db/audit.js';
 import { createDynamoClients } from '../lib/db/client.js';
-import { awsCardTagKeyStore } from '../lib/wiring/aws-card-tags.js';
+import {
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { LocalCardTagKeyFile } from '../local/card-tag-key.js';
 
 export const cardholderUsage = `Usage: npm run admin -- card-key <rotate|retag> [--aws] [--json]
@@ -81,7 +92,7 @@ function awsTarget(): Target {
   return {
     doc,
     tables: tables as Target['tables'],
-    store: () => {
+    store: async () => {
       if (!env.CARD_TAG_SECRET_NAME)
         throw new CardholderUsageError('--aws card-key needs CARD_TAG_SECRET_NAME in the environment');
       return awsCardTagKeyStore(region, env.CARD_TAG_SECRET_NAME);
@@ -148,4 +159,30 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
     `Re-tagged ${counts.guards} card guards, ${counts.users} users and ${counts.receipts} escrowed receipts (${counts.skipped} changed meanwhile).`,
     counts,
   );
+}
+
+/**
+ * The operator's side (`npm run admin -- card-key rotate --aws`): reads the secret and writes it back
+ * with one more version. Functions see it within their 5-minute cache.
+ */
+function awsCardTagKeyStore(region: string, secretName: string): CardTagKeyStore {
+  const client = new SecretsManagerClient({ region });
+  const load = async (): Promise<CardTagKeyVersion[]> => {
+    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretName }));
+    if (!SecretString) throw new CardTagKeyError('card-tag secret has no string value');
+    return parseCardTagVersions(SecretString);
+  };
+  return {
+    load,
+    async addVersion() {
+      const versions = withNewVersion(await load());
+      await client.send(
+        new PutSecretValueCommand({
+          SecretId: secretName,
+          SecretString: formatCardTagVersions(versions),
+        }),
+      );
+      return versions[versions.length - 1]!.version;
+    },
+  };
 }

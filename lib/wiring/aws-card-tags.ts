@@ -2,11 +2,8 @@ import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
 import { ConfigError } from '../config.js';
 import {
   CardTagKeyError,
-  formatCardTagVersions,
   parseCardTagVersions,
-  withNewVersion,
   type CardTagKeySource,
-  type CardTagKeyStore,
   type CardTagKeyVersion,
 } from '../crypto/card-tag.js';
 
@@ -25,34 +22,6 @@ export function awsCardTagKeys(env: NodeJS.ProcessEnv = process.env): CardTagKey
       const value = await getSecret<string>(name, { maxAge: 300 });
       if (typeof value !== 'string') throw new CardTagKeyError('card-tag secret is not a string');
       return parseCardTagVersions(value);
-    },
-  };
-}
-
-/**
- * The operator's side (`npm run admin -- card-key rotate --aws`): reads the secret and writes it back
- * with one more version. Functions see it within their 5-minute cache.
- */
-export async function awsCardTagKeyStore(region: string, secretName: string): Promise<CardTagKeyStore> {
-  const { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } =
-    await import('@aws-sdk/client-secrets-manager');
-  const client = new SecretsManagerClient({ region });
-  const load = async (): Promise<CardTagKeyVersion[]> => {
-    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretName }));
-    if (!SecretString) throw new CardTagKeyError('card-tag secret has no string value');
-    return parseCardTagVersions(SecretString);
-  };
-  return {
-    load,
-    async addVersion() {
-      const versions = withNewVersion(await load());
-      await client.send(
-        new PutSecretValueCommand({
-          SecretId: secretName,
-          SecretString: formatCardTagVersions(versions),
-        }),
-      );
-      return versions[versions.length - 1]!.version;
     },
   };
 }

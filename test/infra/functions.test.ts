@@ -21,6 +21,9 @@ let tableIds: Record<TableKey, string>;
 let escrowKeyId: string;
 let escrowAliasId: string;
 let tableKeyId: string;
+/** The card-tag key's secret and the customer-managed key it is encrypted under. */
+let cardTagSecretId: string;
+let cardTagSecretKeyId: string;
 
 beforeAll(() => {
   ({ template } = synth());
@@ -36,7 +39,12 @@ beforeAll(() => {
   ) as Record<TableKey, string>;
   const keys = Object.entries(resourcesOf(template, 'AWS::KMS::Key'));
   escrowKeyId = keys.find(([, key]) => key.Properties.KeySpec === 'RSA_2048')?.[0] as string;
-  tableKeyId = keys.find(([, key]) => key.Properties.KeySpec === undefined)?.[0] as string;
+  tableKeyId = keys.find(
+    ([id, key]) => key.Properties.KeySpec === undefined && id.startsWith('Data'),
+  )?.[0] as string;
+  cardTagSecretKeyId = keys.find(([id]) => id.startsWith('CardTagKey'))?.[0] as string;
+  if (!cardTagSecretKeyId) throw new Error('no card-tag secret key in the template');
+  cardTagSecretId = Object.keys(resourcesOf(template, 'AWS::SecretsManager::Secret'))[0] as string;
   escrowAliasId = Object.keys(resourcesOf(template, 'AWS::KMS::Alias'))[0] as string;
 });
 
@@ -308,7 +316,9 @@ describe('least privilege', () => {
         (statement) =>
           asArray(statement.Action).some((action) => action.startsWith('kms:')) &&
           !asArray(statement.Resource).every((resource) =>
-            [escrowKeyId, tableKeyId].includes(referencedId(resource) ?? ''),
+            [escrowKeyId, tableKeyId, ...(route.cardTags ? [cardTagSecretKeyId] : [])].includes(
+              referencedId(resource) ?? '',
+            ),
           ),
       );
       expect(elsewhere).toEqual([]);
@@ -366,9 +376,18 @@ describe('least privilege', () => {
   it.each(routes.map((route) => [route.name, route] as const))(
     '%s: gateway secrets only when it reaches the gateways',
     (name, route) => {
-      const secretStatements = statements(name).filter((statement) =>
-        asArray(statement.Action).some((action) => action.startsWith('secretsmanager:')),
-      );
+      // The card-tag key's secret is checked apart, below; IAM may merge its statement with this one.
+      const secretStatements = statements(name)
+        .filter((statement) =>
+          asArray(statement.Action).some((action) => action.startsWith('secretsmanager:')),
+        )
+        .map((statement) => {
+          const resources = asArray(statement.Resource).filter(
+            (resource) => referencedId(resource) !== cardTagSecretId,
+          );
+          return { ...statement, Resource: resources.length === 1 ? resources[0] : resources };
+        })
+        .filter((statement) => asArray(statement.Resource).length > 0);
       if (!route.gateways) {
         expect(secretStatements).toEqual([]);
         return;
@@ -379,6 +398,28 @@ describe('least privilege', () => {
       expect(asArray(secretStatements[0]?.Resource)).toHaveLength(2);
       expect(resources).toContain(':secret:/test/receipt-service/stripe-secret-key-??????');
       expect(resources).toContain(':secret:/test/receipt-service/square-access-token-??????');
+    },
+  );
+
+  it.each(routes.map((route) => [route.name, route] as const))(
+    '%s: the card-tag key secret, through Secrets Manager only, when it tags cards',
+    (name, route) => {
+      const onSecret = statements(name).filter((statement) =>
+        asArray(statement.Resource).some((resource) => referencedId(resource) === cardTagSecretId),
+      );
+      const onKey = statements(name).filter((statement) =>
+        asArray(statement.Resource).some((resource) => referencedId(resource) === cardTagSecretKeyId),
+      );
+      const variables = (fn(name).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      if (!route.cardTags) {
+        expect([onSecret, onKey, variables.CARD_TAG_SECRET_NAME]).toEqual([[], [], undefined]);
+        return;
+      }
+      expect(onSecret.map((statement) => statement.Action)).toEqual(['secretsmanager:GetSecretValue']);
+      expect(onKey.map((statement) => statement.Action)).toEqual(['kms:Decrypt']);
+      expect(JSON.stringify(onKey[0])).toContain('"kms:ViaService"');
+      expect(JSON.stringify(onKey[0])).toContain('secretsmanager.');
+      expect(variables).toHaveProperty('CARD_TAG_SECRET_NAME');
     },
   );
 
