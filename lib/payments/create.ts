@@ -8,6 +8,7 @@ import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
 import type { PaymentFailure } from '../observability.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
 import { toDigitalReceipt } from '../receipts/flattened.js';
+import { putMapping } from '../receipts/transactions.js';
 import type { CreatePaymentBody } from '../routes/create-payment.js';
 
 export type PaymentDeps = Omit<AppDeps, never>;
@@ -84,18 +85,8 @@ async function reserveMapping(
     merchantClientId: caller.clientId,
     reservedBy: input.reservedBy,
   };
-  const outcome = await deps.repos.transactions.putIfAbsent(record);
-  if (outcome.stored) {
-    await deps.audit.record({
-      action: 'transaction.store',
-      outcome: 'success',
-      requestId: input.requestId,
-      clientId: caller.clientId,
-      receiptId: record.receiptId,
-      transactionId: record.transactionId,
-    });
-    return;
-  }
+  const outcome = await putMapping(deps, record, input.requestId);
+  if (outcome.stored) return;
   // The mapping found is this client's own: transactionIds are unique per merchant client only.
   const { existing } = outcome;
   const sameReceipt = existing.receiptId === record.receiptId;

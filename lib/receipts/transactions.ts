@@ -73,7 +73,7 @@ export async function storeTransaction(
     merchantClientId: caller.clientId,
     ...(input.paymentId ? { paymentId: input.paymentId } : {}),
   };
-  const outcome = await deps.repos.transactions.putIfAbsent(record);
+  const outcome = await putMapping(deps, record, input.requestId);
   if (!outcome.stored) {
     const { existing } = outcome;
     if (existing.receiptId === record.receiptId) return publicMapping(existing);
@@ -81,15 +81,31 @@ export async function storeTransaction(
       field: 'envelope.transactionId',
     });
   }
-  await deps.audit.record({
-    action: 'transaction.store',
-    outcome: 'success',
-    requestId: input.requestId,
-    clientId: caller.clientId,
-    receiptId: record.receiptId,
-    transactionId: record.transactionId,
-  });
   return publicMapping(record);
+}
+
+/**
+ * Writes a mapping once per (merchant client, transactionId), audited when it is new; otherwise the
+ * mapping already there, for the caller to accept or refuse. Used by POST /transactions and by
+ * payment creation, which reserves the mapping before it charges.
+ */
+export async function putMapping(
+  deps: Pick<TransactionDeps, 'repos' | 'audit'>,
+  record: TransactionMappingRecord,
+  requestId: string,
+): Promise<{ stored: true } | { stored: false; existing: TransactionMappingRecord }> {
+  const outcome = await deps.repos.transactions.putIfAbsent(record);
+  if (outcome.stored) {
+    await deps.audit.record({
+      action: 'transaction.store',
+      outcome: 'success',
+      requestId,
+      clientId: record.merchantClientId,
+      receiptId: record.receiptId,
+      transactionId: record.transactionId,
+    });
+  }
+  return outcome;
 }
 
 /** Whether the mapping's receipt is wrapped for a user of this issuer. */
