@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { App } from 'aws-cdk-lib';
 import { resolveSettings } from '../../infra/settings.js';
@@ -104,11 +107,17 @@ describe('environments of the deployed stages', () => {
   });
 
   it('gives the CDK stack the same environment for a stage as the admin CLI derives', () => {
-    for (const stage of ['prod', 'dev', 'staging'])
-      expect(resolveSettings(new App({ context: { stage } })).apiKeyEnvironment).toBe(
-        deployedApiKeyEnvironment(stage),
-      );
-    expect(resolveSettings(new App()).apiKeyEnvironment).toBe('test');
+    // An App without an outdir makes a cdk.out folder in the temp dir; this one is removed afterwards.
+    const outdir = mkdtempSync(join(tmpdir(), 'api-key-format-'));
+    try {
+      for (const stage of ['prod', 'dev', 'staging'])
+        expect(resolveSettings(new App({ outdir, context: { stage } })).apiKeyEnvironment).toBe(
+          deployedApiKeyEnvironment(stage),
+        );
+      expect(resolveSettings(new App({ outdir })).apiKeyEnvironment).toBe('test');
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
   });
 
   it('reads API_KEY_ENVIRONMENT, local by default, and fails fast on anything else', () => {
