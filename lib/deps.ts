@@ -41,10 +41,6 @@ export interface CoreDeps extends PlatformDeps {
   audit: AuditLog;
   /** The card-tag keyring (lib/crypto/card-tag.ts), read from its source on first use. */
   cardTags: CardTags;
-  /** Counters an operator watches (lib/observability.ts). */
-  telemetry: Telemetry;
-  /** X-Ray, in Lambda only. */
-  tracer?: Tracer;
 }
 
 /** The whole service: the local server hands this to every handler; a Lambda builds only its part. */

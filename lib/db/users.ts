@@ -54,6 +54,23 @@ export class UserRepository {
   ) {}
 
   /**
+   * Binds a key pair to a user inside the caller's transaction: only a pair this client generated,
+   * with this public key, and bound to nobody yet (register and key rotation alike).
+   */
+  private bindKeyPair(userId: string, clientId: string, key: { keyId: string; publicKey: string }) {
+    return {
+      Update: {
+        TableName: this.keyPairsTable,
+        Key: { keyId: key.keyId },
+        UpdateExpression: 'SET userId = :userId',
+        ConditionExpression:
+          'attribute_exists(keyId) AND attribute_not_exists(userId) AND clientId = :clientId AND publicKey = :publicKey',
+        ExpressionAttributeValues: { ':userId': userId, ':clientId': clientId, ':publicKey': key.publicKey },
+      },
+    };
+  }
+
+  /**
    * The user, its card guard and the key binding are written in one transaction, so concurrent
    * registrations of one card or one key leave exactly one winner. `olderTags` are the same card's
    * tags under older key versions: a guard not re-tagged yet still holds the card.
@@ -77,20 +94,7 @@ export class UserRepository {
             ConditionExpression: 'attribute_not_exists(pk)',
           },
         },
-        {
-          Update: {
-            TableName: this.keyPairsTable,
-            Key: { keyId: user.keyId },
-            UpdateExpression: 'SET userId = :userId',
-            ConditionExpression:
-              'attribute_exists(keyId) AND attribute_not_exists(userId) AND clientId = :clientId AND publicKey = :publicKey',
-            ExpressionAttributeValues: {
-              ':userId': user.userId,
-              ':clientId': user.clientId,
-              ':publicKey': user.publicKey,
-            },
-          },
-        },
+        this.bindKeyPair(user.userId, user.clientId, user),
         ...olderTags.map((tag) => ({
           ConditionCheck: {
             TableName: this.tableName,
@@ -174,20 +178,7 @@ export class UserRepository {
       TransactItems: [
         { Update: { TableName: this.tableName, Key: { pk: userPk(user.userId) }, ...userUpdate } },
         { Update: { TableName: this.tableName, Key: { pk: this.guardPk(user) }, ...userUpdate } },
-        {
-          Update: {
-            TableName: this.keyPairsTable,
-            Key: { keyId: next.keyId },
-            UpdateExpression: 'SET userId = :userId',
-            ConditionExpression:
-              'attribute_exists(keyId) AND attribute_not_exists(userId) AND clientId = :clientId AND publicKey = :publicKey',
-            ExpressionAttributeValues: {
-              ':userId': user.userId,
-              ':clientId': user.clientId,
-              ':publicKey': next.publicKey,
-            },
-          },
-        },
+        this.bindKeyPair(user.userId, user.clientId, next),
         {
           // The old key stays bound, so it can never be registered again, and is marked retired.
           Update: {
