@@ -57,7 +57,8 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem'],
   },
   transactions: {
-    read: ['dynamodb:GetItem'],
+    // The inbox reads a page's payment mappings in one BatchGetItem.
+    read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
     // Issuers find a transactionId's mappings across merchant clients.
     indexRead: ['dynamodb:Query'],
     // Payment creation reserves the mapping before it charges and records the payment after.
@@ -69,6 +70,13 @@ export const tableOperations: Record<TableKey, TableOperations> = {
   rateLimits: { read: [], indexRead: [], write: ['dynamodb:UpdateItem'] },
   // Append-only: no function may change or remove what the audit recorded, whatever its route says.
   audit: { read: [], indexRead: [], write: ['dynamodb:PutItem'] },
+  // Webhook registrations: created and deleted with their client's counter in one transaction,
+  // listed through by-client, the secret rotated by a conditional update.
+  webhooks: {
+    read: ['dynamodb:GetItem'],
+    indexRead: ['dynamodb:Query'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+  },
   // Powertools' DynamoDBPersistenceLayer: put the in-progress record, read it back on a conflict,
   // complete it, delete it when the handler fails.
   idempotency: {

@@ -15,12 +15,14 @@ import { RateLimiter } from './db/rate-limits.js';
 import { ReceiptRepository } from './db/receipts.js';
 import { TransactionRepository } from './db/transactions.js';
 import { UserRepository } from './db/users.js';
+import { WebhookRepository } from './db/webhooks.js';
 import type { GatewayRegistry } from './gateways/port.js';
 import type { PlatformDeps } from './http/pipeline.js';
 import type { Logger } from './log.js';
 import type { Telemetry } from './observability.js';
 import type { TableKey } from './tables.js';
 import type { TierTable } from './tiers.js';
+import { systemResolver, type HostResolver } from './webhooks/url-guard.js';
 
 export interface Repositories {
   apiKeys: ApiKeyRepository;
@@ -32,6 +34,7 @@ export interface Repositories {
   /** Transactions claimed per user per day, counted in the rate-limit table. */
   claimQuota: ClaimQuota;
   merchants: MerchantRepository;
+  webhooks: WebhookRepository;
 }
 
 /** Everything built from configuration and DynamoDB alone. */
@@ -41,6 +44,8 @@ export interface CoreDeps extends PlatformDeps {
   audit: AuditLog;
   /** The card-tag keyring (lib/crypto/card-tag.ts), read from its source on first use. */
   cardTags: CardTags;
+  /** DNS for webhook URLs; a test maps names to private addresses with it (no DNS runs there). */
+  resolveHost: HostResolver;
 }
 
 /** The whole service: the local server hands this to every handler; a Lambda builds only its part. */
@@ -61,6 +66,7 @@ export function createCoreDeps(input: {
   cardTagKeys?: CardTagKeySource;
   /** How long a read keyring is used before the source is read again (a rotation lands then). */
   cardTagKeysMaxAgeMs?: number;
+  resolveHost?: HostResolver;
 }): CoreDeps {
   const { config, dynamo, clock } = input;
   const { doc } = dynamo;
@@ -76,11 +82,13 @@ export function createCoreDeps(input: {
     transactions: () => new TransactionRepository(doc, table('transactions')),
     claimQuota: () => new ClaimQuota(doc, table('rateLimits')),
     merchants: () => new MerchantRepository(doc, table('merchants')),
+    webhooks: () => new WebhookRepository(doc, table('webhooks')),
   });
-  const { cardTagKeys, cardTagKeysMaxAgeMs, ...rest } = input;
+  const { cardTagKeys, cardTagKeysMaxAgeMs, resolveHost, ...rest } = input;
   return {
     ...rest,
     repos,
+    resolveHost: resolveHost ?? systemResolver,
     cardTags: new CardTags(cardTagKeys ?? noCardTagKeys, clock, cardTagKeysMaxAgeMs ?? 300_000),
     // Every route that authenticates is granted the key and rate-limit tables.
     authenticator: new ApiKeyAuthenticator(

@@ -42,6 +42,8 @@ export const tableDefinitions = {
       { name: 'by-pending-recipient', partitionKey: 'pendingRecipient' },
       { name: 'by-card-and-time', partitionKey: 'pendingRecipient', sortKey: 'claimAt' },
       { name: 'by-recipient-user', partitionKey: 'recipientUserId', sortKey: 'createdAt' },
+      // An issuer fetches a receipt by id alone, across merchant namespaces (GET /receipts/{receiptId}).
+      { name: 'by-receipt-id', partitionKey: 'receiptId' },
     ],
   },
   transactions: {
@@ -56,6 +58,13 @@ export const tableDefinitions = {
   merchants: { name: 'merchants', partitionKey: 'merchantId', durable: true },
   rateLimits: { name: 'rate-limits', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
   audit: { name: 'audit', partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'ttl', durable: true },
+  // A client's webhook endpoints; `COUNT#<clientId>` items (no clientId, so not in by-client) bound them.
+  webhooks: {
+    name: 'webhooks',
+    partitionKey: 'webhookId',
+    durable: true,
+    indexes: [{ name: 'by-client', partitionKey: 'clientId', sortKey: 'createdAt' }],
+  },
   // Powertools idempotency layout: `id` key and `expiration` TTL.
   idempotency: { name: 'idempotency', partitionKey: 'id', ttlAttribute: 'expiration', durable: false },
 } as const satisfies Record<string, TableDefinition>;

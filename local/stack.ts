@@ -18,6 +18,7 @@ import { gatewayConfigFromEnv } from './gateway-settings.js';
 import { ensurePrivateDir } from './private-files.js';
 import type { RouteDeclaration } from '../lib/routes.js';
 import { startHttpServer } from './server.js';
+import type { HostResolver } from '../lib/webhooks/url-guard.js';
 
 export interface LocalStackOptions {
   host?: string;
@@ -38,6 +39,8 @@ export interface LocalStackOptions {
   routes?: readonly RouteDeclaration[];
   /** The card-tag key versions; the data folder's key file (or memory, with inMemory) otherwise. */
   cardTagKeys?: CardTagKeyStore;
+  /** Stands in for DNS when checking webhook URLs (a test maps a name to a private address). */
+  resolveHost?: HostResolver;
 }
 
 export interface LocalStack {
@@ -109,6 +112,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         cardTagKeys,
         // The admin CLI rotates the key from another process: a few seconds and the server uses it.
         cardTagKeysMaxAgeMs: 5_000,
+        ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
       }),
       escrow,
       gateways,

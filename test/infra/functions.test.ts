@@ -82,10 +82,17 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     read: ['dynamodb:GetItem'],
     write: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
-  transactions: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  transactions: {
+    read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
   merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
   rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
+  webhooks: {
+    read: ['dynamodb:GetItem'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
   idempotency: {
     read: ['dynamodb:GetItem'],
     write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],

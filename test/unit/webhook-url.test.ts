@@ -1,0 +1,109 @@
+import { describe, expect, it } from '@jest/globals';
+import { checkWebhookUrl, type HostResolver, type UrlPolicy } from '../../lib/webhooks/url-guard.js';
+
+const names: Record<string, string[]> = {
+  'hooks.example.com': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
+  'inside.example.com': ['10.1.2.3'],
+  'mixed.example.com': ['93.184.215.14', '192.168.1.20'],
+  'metadata.example.com': ['169.254.169.254'],
+  'mapped.example.com': ['::ffff:10.0.0.1'],
+  'localhost.example.com': ['127.0.0.1', '::1'],
+  'empty.example.com': [],
+};
+const resolve: HostResolver = async (hostname) => {
+  const found = names[hostname];
+  if (!found) throw new Error(`ENOTFOUND ${hostname}`);
+  return found;
+};
+const deployed: UrlPolicy = { allowLoopbackHttp: false, resolve };
+const local: UrlPolicy = { allowLoopbackHttp: true, resolve };
+
+const reasonOf = async (url: string, policy = deployed): Promise<string> => {
+  const check = await checkWebhookUrl(url, policy);
+  if (check.ok) throw new Error(`${url} was accepted`);
+  return check.reason;
+};
+
+describe('checkWebhookUrl', () => {
+  it('accepts https to a host whose every address is public, and returns those addresses', async () => {
+    const check = await checkWebhookUrl('https://hooks.example.com/receipts?x=1', deployed);
+    expect(check).toEqual({
+      ok: true,
+      url: new URL('https://hooks.example.com/receipts?x=1'),
+      addresses: names['hooks.example.com'],
+    });
+    expect((await checkWebhookUrl('https://93.184.215.14:8443/in', deployed)).ok).toBe(true);
+  });
+
+  it.each([
+    ['https://169.254.169.254/latest/meta-data', 'link-local'],
+    ['https://10.0.0.1/hook', 'private'],
+    ['https://172.16.5.4/hook', 'private'],
+    ['https://192.168.0.1/hook', 'private'],
+    ['https://127.0.0.1/hook', 'loopback'],
+    ['https://[::1]/hook', 'loopback'],
+    ['https://100.64.0.1/hook', 'carrier-grade NAT'],
+    ['https://0.0.0.0/hook', 'unspecified'],
+    ['https://[::]/hook', 'unspecified'],
+    ['https://224.0.0.1/hook', 'multicast'],
+    ['https://255.255.255.255/hook', 'broadcast'],
+    ['https://240.0.0.1/hook', 'reserved'],
+    ['https://[fe80::1]/hook', 'link-local'],
+    ['https://[fd00::1]/hook', 'unique-local'],
+    ['https://[ff02::1]/hook', 'multicast'],
+  ])('refuses %s as %s', async (url, range) => {
+    expect(await reasonOf(url)).toContain(`a ${range} address`);
+  });
+
+  it('judges IPv4-mapped IPv6 addresses as the IPv4 address they carry', async () => {
+    expect(await reasonOf('https://[::ffff:169.254.169.254]/')).toContain('link-local');
+    expect(await reasonOf('https://[::ffff:a00:1]/')).toContain('private');
+    expect(await reasonOf('https://[::ffff:127.0.0.1]/')).toContain('loopback');
+    expect(await reasonOf('https://mapped.example.com/')).toContain('private');
+    // Prefixes that translate to IPv4 somewhere else (NAT64, 6to4) are not public unicast either.
+    expect(await reasonOf('https://[64:ff9b::a00:1]/')).toContain('special-purpose');
+    expect(await reasonOf('https://[2002:a00:1::]/')).toContain('special-purpose');
+  });
+
+  it('reads IPv4 addresses however they are spelled', async () => {
+    expect(await reasonOf('https://2852039166/')).toContain('link-local');
+    expect(await reasonOf('https://0xa9.0xfe.0xa9.0xfe/')).toContain('link-local');
+    expect(await reasonOf('https://0177.1/')).toContain('loopback');
+  });
+
+  it('refuses a name that resolves to a private address, even beside public ones', async () => {
+    expect(await reasonOf('https://inside.example.com/')).toBe(
+      'the host is or resolves to a private address (10.1.2.3)',
+    );
+    expect(await reasonOf('https://mixed.example.com/')).toContain('192.168.1.20');
+    expect(await reasonOf('https://metadata.example.com/')).toContain('link-local');
+  });
+
+  it('refuses names that do not resolve', async () => {
+    expect(await reasonOf('https://nowhere.example.com/')).toBe(
+      'the host nowhere.example.com does not resolve',
+    );
+    expect(await reasonOf('https://empty.example.com/')).toContain('does not resolve');
+  });
+
+  it('refuses other schemes, credentials, fragments and over-long URLs', async () => {
+    expect(await reasonOf('http://hooks.example.com/')).toBe('the scheme must be https');
+    expect(await reasonOf('ftp://hooks.example.com/')).toBe('the scheme must be https, not ftp');
+    expect(await reasonOf('file:///etc/passwd')).toBe('the scheme must be https, not file');
+    expect(await reasonOf('not a url')).toBe('not an absolute URL');
+    expect(await reasonOf('https://user:pw@hooks.example.com/')).toContain('credentials');
+    expect(await reasonOf('https://hooks.example.com/#x')).toContain('fragment');
+    expect(await reasonOf(`https://hooks.example.com/${'a'.repeat(2100)}`)).toContain('longer than');
+  });
+
+  it('allows plain http to loopback only on the local stack', async () => {
+    expect((await checkWebhookUrl('http://127.0.0.1:4000/hook', local)).ok).toBe(true);
+    expect((await checkWebhookUrl('http://[::1]:4000/hook', local)).ok).toBe(true);
+    expect((await checkWebhookUrl('http://localhost.example.com:4000/hook', local)).ok).toBe(true);
+    expect(await reasonOf('http://127.0.0.1:4000/hook')).toBe('the scheme must be https');
+    // The exception is for plain http to loopback: loopback over https and http elsewhere stay refused.
+    expect(await reasonOf('https://[::1]/hook', local)).toContain('loopback');
+    expect(await reasonOf('http://hooks.example.com/', local)).toContain('only to a loopback address');
+    expect(await reasonOf('http://10.0.0.1/', local)).toContain('private');
+  });
+});
