@@ -29,7 +29,7 @@ export class InvalidPublicKeyError extends CryptoError {
     readonly field: string,
     readonly problem: string,
   ) {
-    super(`${field} is not an acceptable RSA public key`);
+    super(`${field} is not an acceptable public key`);
   }
 }
 

@@ -41,7 +41,14 @@ export function generateRsaKeyPair(): Promise<{ publicKey: string; privateKey: s
   });
 }
 
-/** Why a key is outside the allow-list (RSA, 2048..4096-bit modulus), or undefined when it is inside. */
+/** How a content key is wrapped for a recipient: the JWE `alg`, decided by the recipient key's type. */
+export type KeyWrapAlgorithm = 'RSA-OAEP-256' | 'ECDH-ES+A256KW';
+export const KEY_WRAP_ALGORITHMS: readonly KeyWrapAlgorithm[] = ['RSA-OAEP-256', 'ECDH-ES+A256KW'];
+
+/**
+ * Why a key is outside the RSA allow-list (2048..4096-bit modulus), or undefined when it is inside.
+ * This is the escrow key's policy as well, which stays RSA; recipients go through recipientKeyViolation.
+ */
 export function keyPolicyViolation(key: KeyObject): string | undefined {
   if (key.asymmetricKeyType !== 'rsa') return `key type ${key.asymmetricKeyType ?? key.type} is not RSA`;
   const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
@@ -49,6 +56,27 @@ export function keyPolicyViolation(key: KeyObject): string | undefined {
     return `RSA modulus of ${bits} bits is outside ${MIN_MODULUS_BITS}..${MAX_MODULUS_BITS}`;
   }
   return undefined;
+}
+
+/** Why a key is not a P-256 key, or undefined when it is one. */
+export function ecKeyPolicyViolation(key: KeyObject): string | undefined {
+  if (key.asymmetricKeyType !== 'ec') return `key type ${key.asymmetricKeyType ?? key.type} is not EC`;
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  // Only P-256: the curve iOS's Secure Enclave and every WebCrypto implementation hold.
+  if (curve !== 'prime256v1') return `EC curve ${curve ?? 'with explicit parameters'} is not P-256`;
+  return undefined;
+}
+
+/** Why a key cannot be a receipt recipient's (RSA 2048..4096 or EC P-256), or undefined when it can. */
+export function recipientKeyViolation(key: KeyObject): string | undefined {
+  if (key.asymmetricKeyType === 'rsa') return keyPolicyViolation(key);
+  if (key.asymmetricKeyType === 'ec') return ecKeyPolicyViolation(key);
+  return `key type ${key.asymmetricKeyType ?? key.type} is neither RSA nor EC P-256`;
+}
+
+/** The key-management algorithm a recipient key is used with; the key must be inside the allow-list. */
+export function keyWrapAlgorithmOf(key: KeyObject): KeyWrapAlgorithm {
+  return key.asymmetricKeyType === 'ec' ? 'ECDH-ES+A256KW' : 'RSA-OAEP-256';
 }
 
 /** Length in bytes of an RSA key's modulus, which is also the length of every RSA ciphertext under it. */
@@ -86,13 +114,17 @@ function decodePublicKey(input: string): KeyObject | string {
   return key;
 }
 
-/** Base64 DER SPKI or PEM; RSA 2048..4096 only. Cached: a hot recipient key is parsed once. */
+/**
+ * Base64 DER SPKI or PEM; RSA 2048..4096 or EC P-256. Cached: a hot recipient key is parsed once.
+ * Stored users' keys are read through this too, so the key type in the SPKI is what decides the
+ * algorithm (keyWrapAlgorithmOf): records written before P-256 existed need no new attribute.
+ */
 export function parsePublicKey(input: string, field = 'publicKey'): KeyObject {
   const cached = publicKeyCache.get(input);
   if (cached !== undefined) return cached;
   const decoded = decodePublicKey(input);
   if (typeof decoded === 'string') throw new InvalidPublicKeyError(field, decoded);
-  const violation = keyPolicyViolation(decoded);
+  const violation = recipientKeyViolation(decoded);
   if (violation !== undefined) throw new InvalidPublicKeyError(field, violation);
   publicKeyCache.set(input, decoded);
   return decoded;
@@ -129,9 +161,65 @@ export function parsePrivateKey(input: string): KeyObject {
   } catch {
     throw new DecryptionError('private key unparseable');
   }
-  const problem = keyPolicyViolation(key);
+  const problem = recipientKeyViolation(key);
   if (problem !== undefined) throw new DecryptionError(`private key not allowed: ${problem}`);
   return key;
+}
+
+// Members that only a private or a symmetric JWK has: a device key's private half never leaves it.
+const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+const JWK_MEMBER_CHARS = 1024;
+
+function decodePublicJwk(jwk: Record<string, unknown>): KeyObject | string {
+  const secret = PRIVATE_JWK_MEMBERS.find((name) => name in jwk);
+  if (secret !== undefined)
+    return `JWK has the private member "${secret}"; send the public key only, never the private key`;
+  for (const [name, value] of Object.entries(jwk)) {
+    if (typeof value === 'string' && value.length > JWK_MEMBER_CHARS) return `JWK member ${name} is too long`;
+  }
+  if (jwk.kty === 'EC') {
+    if (jwk.crv !== 'P-256') return `EC curve ${String(jwk.crv).slice(0, 16)} is not P-256`;
+    if (typeof jwk.x !== 'string' || typeof jwk.y !== 'string') return 'EC JWK needs x and y';
+    try {
+      return createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: jwk.x, y: jwk.y }, format: 'jwk' });
+    } catch {
+      return 'EC JWK x and y are not a point on P-256';
+    }
+  }
+  if (jwk.kty === 'RSA') {
+    if (typeof jwk.n !== 'string' || typeof jwk.e !== 'string') return 'RSA JWK needs n and e';
+    try {
+      return createPublicKey({ key: { kty: 'RSA', n: jwk.n, e: jwk.e }, format: 'jwk' });
+    } catch {
+      return 'RSA JWK could not be parsed';
+    }
+  }
+  return `JWK kty ${String(jwk.kty).slice(0, 16)} is neither RSA nor EC`;
+}
+
+export interface ImportedPublicKey {
+  key: KeyObject;
+  /** Canonical base64 DER SubjectPublicKeyInfo: the one spelling stored and compared. */
+  spki: string;
+  algorithm: KeyWrapAlgorithm;
+}
+
+/**
+ * A public key made on a device: base64 DER SPKI (or PEM), or a public JWK object; RSA 2048..4096
+ * or EC P-256. Throws InvalidPublicKeyError naming the problem.
+ */
+export function parseImportedPublicKey(input: unknown, field = 'publicKey'): ImportedPublicKey {
+  let key: KeyObject;
+  if (typeof input === 'string') key = parsePublicKey(input, field);
+  else if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+    const decoded = decodePublicJwk(input as Record<string, unknown>);
+    if (typeof decoded === 'string') throw new InvalidPublicKeyError(field, decoded);
+    const violation = recipientKeyViolation(decoded);
+    if (violation !== undefined) throw new InvalidPublicKeyError(field, violation);
+    key = decoded;
+  } else
+    throw new InvalidPublicKeyError(field, 'expected a base64 SubjectPublicKeyInfo string or a JWK object');
+  return { key, spki: publicKeyDer(key).toString('base64'), algorithm: keyWrapAlgorithmOf(key) };
 }
 
 /** DER SubjectPublicKeyInfo of a public key, or of the public half of a private key. */

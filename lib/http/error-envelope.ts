@@ -77,7 +77,7 @@ function fromCrypto(error: cryptoErrors.CryptoError): AppError | undefined {
     return new InvalidRequestError(error.message, [
       {
         field: error.field,
-        message: `${error.problem}; expected base64 DER SubjectPublicKeyInfo or PEM, RSA 2048 to 4096 bits`,
+        message: `${error.problem}; expected base64 DER SubjectPublicKeyInfo, PEM or a public JWK, RSA 2048 to 4096 bits or EC P-256`,
       },
     ]);
   }

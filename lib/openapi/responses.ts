@@ -57,9 +57,24 @@ export const accessTokenResponse = z
   });
 
 const keyBundle = z.strictObject({
-  encryptedAesKey: base64('The AES-256 content key wrapped with RSA-OAEP-256 for keyBundle.keyId.'),
+  encryptedAesKey: base64(
+    'The AES-256 content key wrapped for keyBundle.keyId: RSA-OAEP-256 ciphertext, or the 40-byte AES-KW ' +
+      'output of ECDH-ES+A256KW.',
+  ),
   keyId: z.string(),
-  algorithm: z.literal('RSA-OAEP-256'),
+  algorithm: z.enum(['RSA-OAEP-256', 'ECDH-ES+A256KW']).meta({
+    description:
+      "The JWE `alg` of this recipient, from its key's type: RSA-OAEP-256 for RSA keys, ECDH-ES+A256KW for P-256 keys.",
+  }),
+  epk: z
+    .strictObject({
+      kty: z.literal('EC'),
+      crv: z.literal('P-256'),
+      x: z.string().meta({ description: 'base64url, 32 bytes.' }),
+      y: z.string().meta({ description: 'base64url, 32 bytes.' }),
+    })
+    .optional()
+    .meta({ description: 'ECDH-ES+A256KW only: the ephemeral public key of this receipt (JWK).' }),
 });
 
 const envelopeFields = {
@@ -74,8 +89,9 @@ const envelopeFields = {
   authTag: base64('16-byte GCM authentication tag.'),
   protected: z.string().meta({
     description:
-      'base64url JWE protected header ({"alg":"RSA-OAEP-256","enc":"A256GCM", version, receiptId, merchantId, ' +
-      'transactionId, key commitment}); its ASCII bytes are the GCM additional data, so swapped fields do not decrypt.',
+      'base64url JWE protected header ({"enc":"A256GCM", version, receiptId, merchantId, transactionId, ' +
+      'keyCommitment}); its ASCII bytes are the GCM additional data, so swapped fields do not decrypt. Envelopes ' +
+      'stored before per-recipient algorithms also carry "alg":"RSA-OAEP-256" here.',
   }),
   merchantId: uuid,
   transactionId: uuid,
@@ -101,7 +117,9 @@ export const encryptedEnvelopeResponse = z
     id: 'EncryptedReceiptEnvelope',
     description:
       'An encrypted receipt. Decrypt it with receipts/decrypt, or with any JOSE library as a flattened JWE after ' +
-      'converting ciphertext, iv, authTag and keyBundle.encryptedAesKey from base64 to base64url.',
+      'converting ciphertext, iv, authTag and keyBundle.encryptedAesKey from base64 to base64url and, unless the ' +
+      'protected header has alg, adding the per-recipient header {alg: keyBundle.algorithm, epk: keyBundle.epk} ' +
+      '(docs/ENVELOPE.md).',
   });
 
 export const flattenedEnvelopeResponse = z.strictObject(envelopeFields).meta({

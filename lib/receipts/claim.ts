@@ -1,6 +1,6 @@
 import type { Caller } from '../api-key-auth.js';
 import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
-import { rewrapEnvelope, unwrapContentKey } from '../crypto/envelope.js';
+import { transferEnvelope, type Recipient } from '../crypto/envelope.js';
 import { parsePublicKey } from '../crypto/keys.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
@@ -59,7 +59,8 @@ function tagsOfUser(user: UserRecord, keyring: CardTagKeyring): CardTag[] {
  * the receipt's total (or total before tip) equal to the amount, and its transaction time within the
  * configured window of the transaction's. Registering a card proves nothing about who issues it; the
  * card transaction is what only the issuer has. Each released receipt is re-wrapped for the user's
- * current key: escrow unwrap, wrap, with the envelope's bound fields and protected header unchanged.
+ * current key: escrow unwrap, wrap, with the envelope's bound fields and protected header unchanged
+ * (a legacy envelope claimed by a P-256 key is re-sealed, same bound fields, new content key).
  */
 export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput): Promise<ClaimOutcome> {
   const { caller, requestId } = input;
@@ -144,13 +145,16 @@ async function release(
   deps: ClaimDeps,
   receipt: StoredReceipt,
   user: UserRecord,
-  recipient: Parameters<typeof rewrapEnvelope>[2],
+  recipient: Recipient,
   requestId: string,
 ): Promise<boolean> {
   try {
-    const cek = await unwrapContentKey(receipt.envelope, (encryptedKey) => deps.escrow.unwrap(encryptedKey));
-    const rewrapped = rewrapEnvelope(receipt.envelope, cek, recipient);
-    cek.fill(0);
+    // Re-wrapped for the user's key, or re-sealed when a legacy envelope meets a P-256 key (docs/ENVELOPE.md).
+    const rewrapped = await transferEnvelope(
+      receipt.envelope,
+      (encryptedKey) => deps.escrow.unwrap(encryptedKey),
+      recipient,
+    );
     const expiresAt = new Date(
       Date.parse(receipt.envelope.createdAt) + deps.config.receiptRetentionDays * DAY_MS,
     );

@@ -225,7 +225,13 @@ export const envelopeInputSchema = z
     version: opaque(64),
     receiptId: opaque(128),
     keyId: opaque(256),
-    keyBundle: z.strictObject({ encryptedAesKey: opaque(2048), keyId: opaque(256), algorithm: opaque(64) }),
+    keyBundle: z.strictObject({
+      encryptedAesKey: opaque(2048),
+      keyId: opaque(256),
+      algorithm: opaque(64),
+      // Its members are checked by the crypto module, so a tampered epk is the uniform 403 too.
+      epk: z.record(z.string().max(16), z.unknown()).optional(),
+    }),
     ciphertext: opaque(180_000),
     iv: opaque(64),
     authTag: opaque(64),

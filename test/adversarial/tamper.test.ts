@@ -44,7 +44,7 @@ const DECISIVE = [
 
 const read = (envelope: ReceiptEnvelope, field: string): string =>
   field.startsWith('keyBundle.')
-    ? envelope.keyBundle[field.slice('keyBundle.'.length) as keyof ReceiptEnvelope['keyBundle']]
+    ? envelope.keyBundle[field.slice('keyBundle.'.length) as 'encryptedAesKey' | 'keyId']
     : (envelope[field as keyof ReceiptEnvelope] as string);
 
 const write = (envelope: ReceiptEnvelope, field: string, value: string): ReceiptEnvelope =>

@@ -38,9 +38,14 @@ describe('crypto errors over HTTP', () => {
     expect(response.statusCode).toBe(400);
     expect(response.body.error).toMatchObject({
       code: 'INVALID_REQUEST',
-      message: 'recipientPublicKey is not an acceptable RSA public key',
+      message: 'recipientPublicKey is not an acceptable public key',
       details: {
-        fields: [{ field: 'recipientPublicKey', message: expect.stringContaining('RSA 2048 to 4096 bits') }],
+        fields: [
+          {
+            field: 'recipientPublicKey',
+            message: expect.stringContaining('RSA 2048 to 4096 bits or EC P-256'),
+          },
+        ],
       },
     });
   });

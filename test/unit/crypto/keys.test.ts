@@ -107,8 +107,8 @@ describe('parsePublicKey', () => {
     }
   });
 
-  it('refuses non-RSA keys, private keys and garbage with a clear message and field details', async () => {
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  it('refuses keys neither RSA nor P-256, private keys and garbage with a clear message and field details', async () => {
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-384' });
     const pss = await promisify(generateKeyPair)('rsa-pss', { modulusLength: 2048 });
     const der = Buffer.from(pair.publicKeyText, 'base64');
     const inputs = [
@@ -124,7 +124,7 @@ describe('parsePublicKey', () => {
     ];
     for (const input of inputs) {
       const error = invalidRequest(() => parsePublicKey(input, 'recipientPublicKey'));
-      expect(error.message).toBe('recipientPublicKey is not an acceptable RSA public key');
+      expect(error.message).toBe('recipientPublicKey is not an acceptable public key');
       expect(error.field).toBe('recipientPublicKey');
     }
   });
@@ -150,7 +150,7 @@ describe('parsePrivateKey', () => {
   });
 
   it('throws a DecryptionError for anything unusable, so a bad key looks like any failed decryption', () => {
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey;
     const small = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey;
     const encrypted = pair.privateKey.export({
       type: 'pkcs8',
@@ -165,7 +165,7 @@ describe('parsePrivateKey', () => {
       [`${pair.privateKeyText}=`, 'private key unparseable'],
       [
         ec.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
-        'private key not allowed: key type ec is not RSA',
+        'private key not allowed: EC curve secp384r1 is not P-256',
       ],
       [
         small.export({ type: 'pkcs8', format: 'der' }).toString('base64'),

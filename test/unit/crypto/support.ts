@@ -1,7 +1,7 @@
 import { expect } from '@jest/globals';
 import type { KeyObject } from 'node:crypto';
 import { DecryptionError } from '../../../lib/crypto/errors.js';
-import type { FlattenedJwe, SealedEnvelope } from '../../../lib/crypto/envelope.js';
+import { toFlattenedJwe, type FlattenedJwe, type SealedEnvelope } from '../../../lib/crypto/envelope.js';
 import { generateRsaKeyPair, parsePrivateKey, parsePublicKey } from '../../../lib/crypto/keys.js';
 
 /** The one public message every decryption failure must carry. */
@@ -58,17 +58,9 @@ export const bound = {
   transactionId: 'c3d9e8f7-1a2b-4c5d-8e9f-0a1b2c3d4e5f',
 };
 
-const toUrl = (base64: string): string => Buffer.from(base64, 'base64').toString('base64url');
-
 /** The envelope in RFC 7516 flattened JSON form, as any JOSE library expects it. */
 export function asFlattenedJwe(envelope: SealedEnvelope): FlattenedJwe {
-  return {
-    protected: envelope.protected,
-    encrypted_key: toUrl(envelope.keyBundle.encryptedAesKey),
-    iv: toUrl(envelope.iv),
-    ciphertext: toUrl(envelope.ciphertext),
-    tag: toUrl(envelope.authTag),
-  };
+  return toFlattenedJwe(envelope);
 }
 
 /** Flips one bit of the bytes a base64 (or base64url) string encodes and re-encodes canonically. */
