@@ -80,7 +80,9 @@ const noFilesystemMessage =
   'lib/crypto does not touch the filesystem: key files are read by their owners (local/escrow-key.ts).';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.local-data/', 'coverage/', 'bench/results/'] },
+  {
+    ignores: ['node_modules/', 'cdk.out/', '.local-data/', 'coverage/', 'bench/results/', 'packages/*/dist/'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,
@@ -120,6 +122,24 @@ export default tseslint.config(
         {
           selector: `ImportExpression[source.value=/^(node:)?fs(\\u002Fpromises)?$/]`,
           message: noFilesystemMessage,
+        },
+      ],
+    },
+  },
+  {
+    // The SDK runs in browsers and React Native as well: WebCrypto and fetch only, no Node modules
+    // (its tsconfig has no Node types, so Buffer and process do not compile either).
+    files: ['packages/sdk/src/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(node:|(fs|path|crypto|buffer|os|util|stream|http|https|url)(/|$))',
+              message: 'The SDK uses platform APIs (WebCrypto, fetch, TextEncoder) only.',
+            },
+          ],
         },
       ],
     },

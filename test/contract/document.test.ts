@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
 import { buildOpenApiDocument, tags } from '../../lib/openapi/document.js';
 import { routes } from '../../lib/routes.js';
-import { openApiPath, renderOpenApiDocument } from '../../scripts/openapi.js';
+import { openApiPath, renderOpenApiDocument, renderSdkTypes, sdkTypesPath } from '../../scripts/openapi.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 
 interface Operation {
@@ -148,5 +148,10 @@ describe('the OpenAPI document against the route table', () => {
     const committed = await readFile(openApiPath, 'utf8').catch(() => '(docs/openapi.json is missing)');
     // Comparing text, not objects: a hand edit or a formatting change to the file is stale too.
     expect(committed === (await renderOpenApiDocument())).toBe(true);
+  });
+
+  it('has the SDK types generated from it up to date in packages/sdk/src/generated/api.ts (`npm run openapi`)', async () => {
+    const committed = await readFile(sdkTypesPath, 'utf8').catch(() => '(the SDK types are missing)');
+    expect(committed === (await renderSdkTypes())).toBe(true);
   });
 });

@@ -1,0 +1,26 @@
+export { createClient, type ClientOptions, type ReceiptServiceClient } from './client.js';
+export type { components, operations, paths } from './generated/api.js';
+export {
+  EnvelopeError,
+  KEY_WRAP_ALGORITHMS,
+  openEnvelope,
+  openEnvelopeBytes,
+  type Envelope,
+  type EphemeralPublicKey,
+  type KeyWrapAlgorithm,
+} from './envelope.js';
+export {
+  exportPrivateKey,
+  generateDeviceKey,
+  importPrivateKey,
+  type DeviceKey,
+  type DeviceKeyOptions,
+  type PublicJwk,
+} from './keys.js';
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type WebhookEvent,
+  type WebhookEventType,
+  type WebhookHeaders,
+} from './webhooks.js';
