@@ -1,5 +1,12 @@
 import { Aws, RemovalPolicy } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  StreamViewType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { AccountRootPrincipal, Effect, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
@@ -81,6 +88,7 @@ export class DataTables extends Construct {
           ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: this.encryptionKey }
           : { encryption: TableEncryption.AWS_MANAGED }),
         timeToLiveAttribute: definition.ttlAttribute,
+        ...(definition.stream ? { stream: StreamViewType[definition.stream] } : {}),
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: definition.durable },
         // Durable business data survives `cdk destroy` and a mistaken console delete; the rest is
         // short-lived (tokens, counters, idempotency records) and goes with the stack.

@@ -70,6 +70,13 @@ export const tableOperations: Record<TableKey, TableOperations> = {
   rateLimits: { read: [], indexRead: [], write: ['dynamodb:UpdateItem'] },
   // Append-only: no function may change or remove what the audit recorded, whatever its route says.
   audit: { read: [], indexRead: [], write: ['dynamodb:PutItem'] },
+  // Webhook deliveries: created by a conditional put (a replayed stream record makes nothing new),
+  // claimed and completed by conditional updates; listed and swept through their indexes.
+  webhookDeliveries: {
+    read: ['dynamodb:GetItem'],
+    indexRead: ['dynamodb:Query'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
   // Webhook registrations: created and deleted with their client's counter in one transaction,
   // listed through by-client, the secret rotated by a conditional update.
   webhooks: {

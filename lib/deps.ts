@@ -15,6 +15,7 @@ import { RateLimiter } from './db/rate-limits.js';
 import { ReceiptRepository } from './db/receipts.js';
 import { TransactionRepository } from './db/transactions.js';
 import { UserRepository } from './db/users.js';
+import { WebhookDeliveryRepository } from './db/webhook-deliveries.js';
 import { WebhookRepository } from './db/webhooks.js';
 import type { GatewayRegistry } from './gateways/port.js';
 import type { PlatformDeps } from './http/pipeline.js';
@@ -35,6 +36,7 @@ export interface Repositories {
   claimQuota: ClaimQuota;
   merchants: MerchantRepository;
   webhooks: WebhookRepository;
+  webhookDeliveries: WebhookDeliveryRepository;
 }
 
 /** Everything built from configuration and DynamoDB alone. */
@@ -83,6 +85,7 @@ export function createCoreDeps(input: {
     claimQuota: () => new ClaimQuota(doc, table('rateLimits')),
     merchants: () => new MerchantRepository(doc, table('merchants')),
     webhooks: () => new WebhookRepository(doc, table('webhooks')),
+    webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
   });
   const { cardTagKeys, cardTagKeysMaxAgeMs, resolveHost, ...rest } = input;
   return {

@@ -27,6 +27,8 @@ export interface MetricDimensions {
   ClaimLimitRefusals: Record<string, never>;
   /** A request refused at the per-minute rate limit: per endpoint group, or per source IP without a key. */
   RateLimitRefusals: { group: RateGroup | 'anonymous' };
+  /** A webhook delivery given up: its back-off schedule ran out, or its URL was refused at delivery. */
+  WebhookDeliveriesFailed: Record<string, never>;
 }
 
 export type MetricName = keyof MetricDimensions;

@@ -5,6 +5,8 @@ import { decryptPaymentRoute } from './routes/decrypt-payment.js';
 import { decryptReceiptRoute } from './routes/decrypt-receipt.js';
 import { encryptReceiptRoute } from './routes/encrypt-receipt.js';
 import { generateKeysRoute } from './routes/generate-keys.js';
+import { listWebhookDeliveriesRoute } from './routes/list-webhook-deliveries.js';
+import { retryWebhookDeliveryRoute } from './routes/retry-webhook-delivery.js';
 import { getTransactionRoute } from './routes/get-transaction.js';
 import { grantAccessRoute } from './routes/grant-access.js';
 import { healthRoute } from './routes/health.js';
@@ -46,6 +48,8 @@ export const routeTable = {
   'revoke-token': revokeTokenRoute,
   openapi: openApiRoute,
   'claim-receipts': claimReceiptsRoute,
+  'list-webhook-deliveries': listWebhookDeliveriesRoute,
+  'retry-webhook-delivery': retryWebhookDeliveryRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

@@ -18,6 +18,8 @@ export interface TableDefinition {
   /** Durable business data: point-in-time recovery and RETAIN on stack deletion. */
   durable: boolean;
   indexes?: TableIndex[];
+  /** A DynamoDB stream of item changes, with both images (the webhook dispatcher reads receipts'). */
+  stream?: 'NEW_AND_OLD_IMAGES';
 }
 
 export const tableDefinitions = {
@@ -35,6 +37,8 @@ export const tableDefinitions = {
     sortKey: 'receiptId',
     ttlAttribute: 'ttl',
     durable: true,
+    // Webhook events are raised from the stream, so a stored receipt's event survives any crash.
+    stream: 'NEW_AND_OLD_IMAGES',
     // Sparse: only escrowed receipts addressed to a card carry `pendingRecipient` (its card tag, and
     // `claimAt`, which a claim reads a window of); only receipts wrapped for a registered user carry
     // `recipientUserId` (an erasure finds them there).
@@ -58,6 +62,19 @@ export const tableDefinitions = {
   merchants: { name: 'merchants', partitionKey: 'merchantId', durable: true },
   rateLimits: { name: 'rate-limits', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
   audit: { name: 'audit', partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'ttl', durable: true },
+  // One delivery per webhook and event; only pending ones carry `dueBucket`, which the sweeper reads.
+  webhookDeliveries: {
+    name: 'webhook-deliveries',
+    partitionKey: 'webhookId',
+    sortKey: 'deliveryId',
+    ttlAttribute: 'ttl',
+    durable: false,
+    // The deliveryId is a hash, not a time: a webhook's deliveries are listed newest first by-webhook.
+    indexes: [
+      { name: 'by-due', partitionKey: 'dueBucket', sortKey: 'nextAttemptAt' },
+      { name: 'by-webhook', partitionKey: 'webhookId', sortKey: 'createdAt' },
+    ],
+  },
   // A client's webhook endpoints; `COUNT#<clientId>` items (no clientId, so not in by-client) bound them.
   webhooks: {
     name: 'webhooks',

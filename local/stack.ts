@@ -19,6 +19,8 @@ import { ensurePrivateDir } from './private-files.js';
 import type { RouteDeclaration } from '../lib/routes.js';
 import { startHttpServer } from './server.js';
 import type { HostResolver } from '../lib/webhooks/url-guard.js';
+import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
+import { startDispatcher, type Dispatcher } from './stream-poller.js';
 
 export interface LocalStackOptions {
   host?: string;
@@ -41,6 +43,8 @@ export interface LocalStackOptions {
   cardTagKeys?: CardTagKeyStore;
   /** Stands in for DNS when checking webhook URLs (a test maps a name to a private address). */
   resolveHost?: HostResolver;
+  /** How often the webhook dispatcher reads the receipts stream and sweeps due deliveries (ms). */
+  dispatcherIntervalMs?: number;
 }
 
 export interface LocalStack {
@@ -52,6 +56,8 @@ export interface LocalStack {
   sandbox: GatewaySandbox | undefined;
   /** Where the card-tag key versions are kept: `card-key rotate` adds to it. */
   cardTagKeys: CardTagKeyStore;
+  /** The webhook dispatcher (local/stream-poller.ts): tests stop it and start it again. */
+  dispatcher: Dispatcher;
   close(): Promise<void>;
 }
 
@@ -135,6 +141,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     });
     stops.push(() => http.close());
     stops.push(async () => dynamo.client.destroy());
+    const dispatcher = await startDispatcher({
+      dynamo: dynamo.client,
+      endpoint,
+      region: config.region,
+      receiptsTable: requireAllTables(config).receipts,
+      deps: deliveryDeps(deps),
+      logger,
+      intervalMs: options.dispatcherIntervalMs ?? 1_000,
+      ...(options.inMemory ? {} : { checkpointFile: join(dataDir, 'receipts-stream.json') }),
+    });
+    // Before the database client goes: a cycle under way finishes first.
+    stops.push(() => dispatcher.close());
     return {
       url: http.url,
       config,
@@ -142,6 +160,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       dynamoDbEndpoint: endpoint,
       sandbox,
       cardTagKeys,
+      dispatcher,
       close: async () => {
         for (const stop of stops.reverse()) await stop();
       },

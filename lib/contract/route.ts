@@ -10,7 +10,7 @@ import type { RateGroup } from '../tiers.js';
 export type Role = 'merchant' | 'issuer';
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 export type TableAccess = 'read' | 'write' | 'readWrite';
-export type Tag = 'health' | 'onboarding' | 'keys' | 'receipts' | 'transactions' | 'payments';
+export type Tag = 'health' | 'onboarding' | 'keys' | 'receipts' | 'transactions' | 'payments' | 'webhooks';
 
 /** Codes beyond the platform ones of a status, checked against lib/errors.ts's catalogue. */
 export type ErrorDoc<S extends ErrorStatus> = {

@@ -50,6 +50,9 @@ async function createTable(client: DynamoDBClient, name: string, definition: Tab
             })),
           }
         : {}),
+      ...(definition.stream
+        ? { StreamSpecification: { StreamEnabled: true, StreamViewType: definition.stream } }
+        : {}),
     }),
   );
   if (definition.ttlAttribute) {
@@ -87,6 +90,19 @@ async function addMissingIndexes(client: DynamoDBClient, name: string, definitio
   }
 }
 
+/** A data folder written before the table had its stream gets it (the dispatcher reads it from then on). */
+async function enableMissingStream(client: DynamoDBClient, name: string, definition: TableDefinition) {
+  if (!definition.stream) return;
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+  if (Table?.StreamSpecification?.StreamEnabled) return;
+  await client.send(
+    new UpdateTableCommand({
+      TableName: name,
+      StreamSpecification: { StreamEnabled: true, StreamViewType: definition.stream },
+    }),
+  );
+}
+
 /**
  * A table's key cannot change in place. A data folder from before merchant namespaces keys receipts
  * and transactions by id alone, and every read of it would fail; say what to do instead.
@@ -115,6 +131,7 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
       else {
         await checkKeySchema(client, names[key], definition);
         await addMissingIndexes(client, names[key], definition);
+        await enableMissingStream(client, names[key], definition);
       }
     }),
   );

@@ -17,6 +17,10 @@ export const tags = [
     name: 'payments',
     description: 'Gateway payments carrying an encrypted receipt, and decryption by payment id.',
   },
+  {
+    name: 'webhooks',
+    description: 'Signed event delivery (Standard Webhooks): endpoints, secrets and delivery attempts.',
+  },
 ] as const satisfies readonly { name: Tag; description: string }[];
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;

@@ -89,6 +89,7 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
   merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
   rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
+  webhookDeliveries: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
   webhooks: {
     read: ['dynamodb:GetItem'],
     write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],

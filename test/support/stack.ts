@@ -46,6 +46,8 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
     inMemory: true,
     port: 0,
     logLevel: 'INFO',
+    // Webhook tests wait for the stream and the sweeper; a short cycle keeps that wait short.
+    dispatcherIntervalMs: 200,
     ...options,
     dynamoDbEndpoint: endpoint,
     clock,

@@ -1,0 +1,233 @@
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { isConditionFailure } from './client.js';
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/** One try: when, how long, and the receiver's HTTP status or why there was none. */
+export interface DeliveryAttempt {
+  at: string;
+  durationMs: number;
+  httpStatus?: number;
+  /** An error class (`timeout`, `connection`, `url_refused: ...`), never a response body. */
+  error?: string;
+}
+
+export interface DeliveryRecord {
+  webhookId: string;
+  /** Also the `webhook-id` header: the same for every attempt (lib/webhooks/events.ts). */
+  deliveryId: string;
+  /** The client owning the webhook when the delivery was made. */
+  clientId: string;
+  eventType: string;
+  /** The exact body sent on every attempt. */
+  payload: string;
+  status: DeliveryStatus;
+  attemptCount: number;
+  /** attemptCount when the current back-off schedule began (a manual retry starts a fresh one). */
+  scheduledFrom: number;
+  attempts: DeliveryAttempt[];
+  /** When the next attempt is due, while pending. */
+  nextAttemptAt?: string;
+  /** 'pending' while pending and absent otherwise: the sparse by-due index holds only what is owed. */
+  dueBucket?: 'pending';
+  createdAt: string;
+  /** Epoch seconds: 30 days after the last attempt. */
+  ttl: number;
+  /** Set while an attempt is under way (claimed, not yet recorded): until when it may be. */
+  leaseUntil?: string;
+}
+
+export type DeliveryKey = Pick<DeliveryRecord, 'webhookId' | 'deliveryId'>;
+
+export interface DeliveryPage {
+  deliveries: DeliveryRecord[];
+  /** The last key of the page, to continue after; absent on the last page. */
+  lastKey?: Record<string, string>;
+}
+
+export const DUE_BUCKET = 'pending' as const;
+
+export class WebhookDeliveryRepository {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /** False when the delivery exists already: a replayed stream record changes nothing. */
+  async create(record: DeliveryRecord): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: record,
+          ConditionExpression: 'attribute_not_exists(deliveryId)',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async get(key: DeliveryKey): Promise<DeliveryRecord | null> {
+    const result = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
+    );
+    return (result.Item as DeliveryRecord | undefined) ?? null;
+  }
+
+  /** A webhook's deliveries, newest first. */
+  async listForWebhook(
+    webhookId: string,
+    limit: number,
+    startKey?: Record<string, string>,
+  ): Promise<DeliveryPage> {
+    const page = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'by-webhook',
+        KeyConditionExpression: 'webhookId = :webhook',
+        ExpressionAttributeValues: { ':webhook': webhookId },
+        ScanIndexForward: false,
+        Limit: limit,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    const lastKey = page.LastEvaluatedKey as Record<string, string> | undefined;
+    return {
+      deliveries: (page.Items as DeliveryRecord[] | undefined) ?? [],
+      ...(lastKey ? { lastKey } : {}),
+    };
+  }
+
+  /** Pending deliveries due at `now`, the longest overdue first, at most `limit`. */
+  async due(now: Date, limit: number): Promise<DeliveryRecord[]> {
+    const page = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'by-due',
+        KeyConditionExpression: 'dueBucket = :due AND nextAttemptAt <= :now',
+        ExpressionAttributeValues: { ':due': DUE_BUCKET, ':now': now.toISOString() },
+        Limit: limit,
+      }),
+    );
+    return (page.Items as DeliveryRecord[] | undefined) ?? [];
+  }
+
+  /**
+   * Takes the next attempt of a pending delivery whose attempt count is still `seenCount`: only one
+   * caller can win, so two sweepers (or a sweeper and a manual retry) never send the same attempt
+   * twice. The attempt is due again at `leaseUntil`, so one whose sender died is tried once more.
+   * `dueBy` (a sweeper) also requires that it is due.
+   */
+  async claim(
+    key: DeliveryKey,
+    seenCount: number,
+    leaseUntil: Date,
+    dueBy?: Date,
+  ): Promise<DeliveryRecord | null> {
+    try {
+      const result = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET attemptCount = :next, nextAttemptAt = :lease, leaseUntil = :lease',
+          ConditionExpression:
+            '#status = :pending AND attemptCount = :seen' + (dueBy ? ' AND nextAttemptAt <= :due' : ''),
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pending': 'pending',
+            ':seen': seenCount,
+            ':next': seenCount + 1,
+            ':lease': leaseUntil.toISOString(),
+            ...(dueBy ? { ':due': dueBy.toISOString() } : {}),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return result.Attributes as DeliveryRecord;
+    } catch (error) {
+      if (isConditionFailure(error)) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Records the outcome of the claimed attempt number `attemptCount`: pending again with its next
+   * time, or finished. Nothing is written when a later claim has taken the delivery since.
+   */
+  async recordAttempt(
+    key: DeliveryKey,
+    attemptCount: number,
+    attempt: DeliveryAttempt,
+    outcome: { status: 'pending'; nextAttemptAt: Date } | { status: 'succeeded' | 'failed' },
+    ttl: number,
+  ): Promise<DeliveryRecord | null> {
+    const pending = outcome.status === 'pending';
+    try {
+      const result = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: pending
+            ? 'SET attempts = list_append(attempts, :attempt), #status = :status, nextAttemptAt = :next, dueBucket = :due, #ttl = :ttl REMOVE leaseUntil'
+            : 'SET attempts = list_append(attempts, :attempt), #status = :status, #ttl = :ttl REMOVE nextAttemptAt, dueBucket, leaseUntil',
+          ConditionExpression: 'attemptCount = :count',
+          ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
+          ExpressionAttributeValues: {
+            ':attempt': [attempt],
+            ':status': outcome.status,
+            ':count': attemptCount,
+            ':ttl': ttl,
+            ...(pending ? { ':next': outcome.nextAttemptAt.toISOString(), ':due': DUE_BUCKET } : {}),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return result.Attributes as DeliveryRecord;
+    } catch (error) {
+      if (isConditionFailure(error)) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * A manual retry: pending again, due now, with a fresh back-off schedule from this attempt count;
+   * refused (null) while another attempt is under way.
+   */
+  async restart(key: DeliveryKey, seenCount: number, now: Date): Promise<DeliveryRecord | null> {
+    try {
+      const result = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression:
+            'SET #status = :pending, scheduledFrom = :seen, nextAttemptAt = :now, dueBucket = :due',
+          ConditionExpression:
+            'attemptCount = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pending': 'pending',
+            ':seen': seenCount,
+            ':now': now.toISOString(),
+            ':due': DUE_BUCKET,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return result.Attributes as DeliveryRecord;
+    } catch (error) {
+      if (isConditionFailure(error)) return null;
+      throw error;
+    }
+  }
+}
+
+const keyOf = ({ webhookId, deliveryId }: DeliveryKey): DeliveryKey => ({ webhookId, deliveryId });

@@ -1,0 +1,18 @@
+import type { CoreDeps } from '../deps.js';
+import type { DeliveryDeps } from './send.js';
+import { nodeTransport, type WebhookTransport } from './transport.js';
+
+/**
+ * Delivery's needs from the service's deps: the same for the stream function, the sweeper, the retry
+ * route and the local poller. Loopback http is allowed only where the configuration says (local stage).
+ */
+export const deliveryDeps = (core: CoreDeps, transport: WebhookTransport = nodeTransport): DeliveryDeps => ({
+  clock: core.clock,
+  logger: core.logger,
+  telemetry: core.telemetry,
+  webhooks: core.repos.webhooks,
+  deliveries: core.repos.webhookDeliveries,
+  users: core.repos.users,
+  transport,
+  urlPolicy: { allowLoopbackHttp: core.config.webhookAllowLoopbackHttp, resolve: core.resolveHost },
+});

@@ -1,0 +1,165 @@
+import { createHash } from 'node:crypto';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+
+/** The event names, as lib/db/webhooks.ts lists them (kept literal here so this module stands alone). */
+export type DeliveredEventType = 'receipt.available' | 'receipt.escrowed';
+
+/**
+ * One change of the receipts table as both readers give it: the Lambda event source mapping and the
+ * local poller (DynamoDB Streams GetRecords). Images are in DynamoDB's attribute-value form.
+ */
+export interface ReceiptStreamRecord {
+  eventName?: string;
+  dynamodb?: {
+    NewImage?: Record<string, unknown>;
+    OldImage?: Record<string, unknown>;
+    SequenceNumber?: string;
+  };
+}
+
+/** Ids only: never the envelope's content, a hashedPan, a card tag or claim facts. */
+export interface AvailableData {
+  receiptId: string;
+  merchantId: string;
+  transactionId: string;
+  userId: string;
+  keyId: string;
+  createdAt: string;
+}
+export type EscrowedData = Omit<AvailableData, 'userId' | 'keyId'>;
+
+export type ReceiptEvent =
+  | {
+      type: 'receipt.available';
+      /** The issuer client owning this user receives it. */
+      userId: string;
+      merchantClientId: string;
+      data: AvailableData;
+    }
+  | {
+      type: 'receipt.escrowed';
+      /** The merchant client that created the receipt receives it. */
+      merchantClientId: string;
+      data: EscrowedData;
+    };
+
+/** The parts of a stored receipt an event is made of; everything else in the image is ignored. */
+interface ReceiptImage {
+  merchantClientId: string;
+  receiptId: string;
+  recipientUserId?: string;
+  createdAt: string;
+  merchantId: string;
+  transactionId: string;
+  keyId: string;
+  escrowed: boolean;
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+function readImage(image: Record<string, unknown> | undefined): ReceiptImage | null {
+  if (!image) return null;
+  // The Lambda event's attribute values and the SDK's are the same JSON shapes.
+  const item = unmarshall(image as Record<string, AttributeValue>);
+  const envelope = (
+    typeof item.envelope === 'object' && item.envelope !== null ? item.envelope : {}
+  ) as Record<string, unknown>;
+  const merchantClientId = text(item.merchantClientId);
+  const receiptId = text(item.receiptId);
+  const merchantId = text(envelope.merchantId);
+  const transactionId = text(envelope.transactionId);
+  if (!merchantClientId || !receiptId || !merchantId || !transactionId) return null;
+  const bundle = envelope.keyBundle as Record<string, unknown> | undefined;
+  const recipientUserId = text(item.recipientUserId);
+  return {
+    merchantClientId,
+    receiptId,
+    ...(recipientUserId ? { recipientUserId } : {}),
+    createdAt: text(item.createdAt) ?? text(envelope.createdAt) ?? '',
+    merchantId,
+    transactionId,
+    keyId: text(envelope.keyId) ?? text(bundle?.keyId) ?? '',
+    escrowed: envelope.isEscrowed === true,
+  };
+}
+
+function available(image: ReceiptImage, userId: string): ReceiptEvent {
+  return {
+    type: 'receipt.available',
+    userId,
+    merchantClientId: image.merchantClientId,
+    data: {
+      receiptId: image.receiptId,
+      merchantId: image.merchantId,
+      transactionId: image.transactionId,
+      userId,
+      keyId: image.keyId,
+      createdAt: image.createdAt,
+    },
+  };
+}
+
+/**
+ * The events one change raises: a receipt stored for a registered user, or claimed by one (its
+ * recipient appears), is available to that user's issuer; a receipt stored in escrow is news to its
+ * merchant. Removals (TTL, erasure) and other updates raise nothing.
+ */
+export function eventsOf(record: ReceiptStreamRecord): ReceiptEvent[] {
+  const next = readImage(record.dynamodb?.NewImage);
+  if (!next) return [];
+  if (record.eventName === 'INSERT') {
+    const events: ReceiptEvent[] = [];
+    if (next.recipientUserId) events.push(available(next, next.recipientUserId));
+    if (next.escrowed && !next.recipientUserId) {
+      const { receiptId, merchantId, transactionId, createdAt } = next;
+      events.push({
+        type: 'receipt.escrowed',
+        merchantClientId: next.merchantClientId,
+        data: { receiptId, merchantId, transactionId, createdAt },
+      });
+    }
+    return events;
+  }
+  if (record.eventName === 'MODIFY') {
+    const previous = readImage(record.dynamodb?.OldImage);
+    if (next.recipientUserId && next.recipientUserId !== previous?.recipientUserId)
+      return [available(next, next.recipientUserId)];
+  }
+  return [];
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+function base32(bytes: Uint8Array): string {
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31];
+  return out;
+}
+
+/**
+ * The delivery's id and the `webhook-id` header: the same webhook, event and receipt always give the
+ * same id, so a stream record read twice (a Lambda retry, a poller restart) creates nothing new and a
+ * receiver can drop a repeat by it.
+ */
+export function deliveryIdOf(webhookId: string, event: ReceiptEvent): string {
+  const userId = event.type === 'receipt.available' ? event.userId : '';
+  const digest = createHash('sha256')
+    .update([webhookId, event.type, event.merchantClientId, event.data.receiptId, userId].join('|'))
+    .digest();
+  return `msg_${base32(digest).slice(0, 26)}`;
+}
+
+/** The body a receiver gets (Standard Webhooks: type, timestamp, data). */
+export const payloadOf = (event: ReceiptEvent, timestamp: Date): string =>
+  JSON.stringify({ type: event.type, timestamp: timestamp.toISOString(), data: event.data });

@@ -1,0 +1,157 @@
+import { describe, expect, it } from '@jest/globals';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { deliveryIdOf, eventsOf, payloadOf, type ReceiptStreamRecord } from '../../lib/webhooks/events.js';
+
+const createdAt = '2026-01-02T03:04:05.000Z';
+
+/** A stored receipt as the receipts table holds it, with the secrets an event must never carry. */
+const receipt = (extra: Record<string, unknown> = {}, envelope: Record<string, unknown> = {}) => ({
+  merchantClientId: 'client-merchant',
+  receiptId: 'rcpt-1',
+  requestDigest: 'digest-secret',
+  createdAt,
+  ttl: 1_900_000_000,
+  envelope: {
+    receiptId: 'rcpt-1',
+    merchantId: 'merchant-1',
+    transactionId: 'txn-1',
+    keyId: 'key-1',
+    keyBundle: { keyId: 'key-1', encryptedAesKey: 'wrapped-key', algorithm: 'RSA-OAEP-256' },
+    ciphertext: 'CONTENT',
+    iv: 'iv',
+    tag: 'tag',
+    isEscrowed: false,
+    escrowKeyId: null,
+    createdAt,
+    ...envelope,
+  },
+  ...extra,
+});
+
+const record = (
+  eventName: string,
+  next: Record<string, unknown> | undefined,
+  previous?: Record<string, unknown>,
+): ReceiptStreamRecord => ({
+  eventName,
+  dynamodb: {
+    ...(next ? { NewImage: marshall(next, { removeUndefinedValues: true }) } : {}),
+    ...(previous ? { OldImage: marshall(previous, { removeUndefinedValues: true }) } : {}),
+    SequenceNumber: '100',
+  },
+});
+
+const escrowed = receipt(
+  {
+    pendingRecipient: 'cardtag-v1-secret',
+    claimAt: createdAt,
+    claimFacts: 'sealed-facts',
+  },
+  { isEscrowed: true, escrowKeyId: 'escrow-key', keyId: 'escrow-key' },
+);
+
+describe('events of a receipts stream record', () => {
+  it('raises receipt.available for a receipt stored for a registered user, with ids only', () => {
+    const [event, ...rest] = eventsOf(record('INSERT', receipt({ recipientUserId: 'user-1' })));
+    expect(rest).toEqual([]);
+    expect(event).toEqual({
+      type: 'receipt.available',
+      userId: 'user-1',
+      merchantClientId: 'client-merchant',
+      data: {
+        receiptId: 'rcpt-1',
+        merchantId: 'merchant-1',
+        transactionId: 'txn-1',
+        userId: 'user-1',
+        keyId: 'key-1',
+        createdAt,
+      },
+    });
+  });
+
+  it('raises receipt.escrowed to the merchant for an escrowed receipt, without its card tag or facts', () => {
+    const events = eventsOf(record('INSERT', escrowed));
+    expect(events).toEqual([
+      {
+        type: 'receipt.escrowed',
+        merchantClientId: 'client-merchant',
+        data: { receiptId: 'rcpt-1', merchantId: 'merchant-1', transactionId: 'txn-1', createdAt },
+      },
+    ]);
+  });
+
+  it('raises receipt.available when a claim gives an escrowed receipt its recipient', () => {
+    const claimed = receipt({ recipientUserId: 'user-2' }, { keyId: 'key-2' });
+    const events = eventsOf(record('MODIFY', claimed, escrowed));
+    expect(events.map((event) => [event.type, event.data])).toEqual([
+      [
+        'receipt.available',
+        {
+          receiptId: 'rcpt-1',
+          merchantId: 'merchant-1',
+          transactionId: 'txn-1',
+          userId: 'user-2',
+          keyId: 'key-2',
+          createdAt,
+        },
+      ],
+    ]);
+  });
+
+  it('raises nothing for an update that keeps the recipient, a removal, or an unreadable image', () => {
+    const stored = receipt({ recipientUserId: 'user-1' });
+    expect(eventsOf(record('MODIFY', { ...stored, ttl: 1 }, stored))).toEqual([]);
+    expect(eventsOf(record('REMOVE', undefined, stored))).toEqual([]);
+    expect(eventsOf(record('INSERT', { merchantClientId: 'client-merchant', receiptId: 'x' }))).toEqual([]);
+    expect(eventsOf({})).toEqual([]);
+  });
+
+  it('puts nothing of the envelope, hashedPan, card tag or claim facts into a payload', () => {
+    const events = [
+      ...eventsOf(record('INSERT', receipt({ recipientUserId: 'user-1', hashedPan: 'pan-secret' }))),
+      ...eventsOf(record('INSERT', escrowed)),
+    ];
+    expect(events).toHaveLength(2);
+    for (const event of events) {
+      const body = payloadOf(event, new Date(createdAt));
+      const parsed = JSON.parse(body) as { type: string; timestamp: string; data: Record<string, unknown> };
+      expect(Object.keys(parsed).sort()).toEqual(['data', 'timestamp', 'type']);
+      expect(
+        Object.keys(parsed.data).every((key) =>
+          /^(receiptId|merchantId|transactionId|userId|keyId|createdAt)$/.test(key),
+        ),
+      ).toBe(true);
+      for (const secret of [
+        'CONTENT',
+        'wrapped-key',
+        'cardtag-v1-secret',
+        'sealed-facts',
+        'pan-secret',
+        'digest-secret',
+      ])
+        expect(body).not.toContain(secret);
+    }
+  });
+});
+
+describe('delivery ids', () => {
+  const [available] = eventsOf(record('INSERT', receipt({ recipientUserId: 'user-1' })));
+  const [escrowEvent] = eventsOf(record('INSERT', escrowed));
+
+  it('are the same for the same webhook and event, in the Standard Webhooks msg_ form', () => {
+    const id = deliveryIdOf('wh_1', available!);
+    expect(id).toMatch(/^msg_[a-z2-7]{26}$/);
+    expect(deliveryIdOf('wh_1', available!)).toBe(id);
+  });
+
+  it('differ between webhooks, events, users and merchant namespaces', () => {
+    const ids = new Set([
+      deliveryIdOf('wh_1', available!),
+      deliveryIdOf('wh_2', available!),
+      deliveryIdOf('wh_1', escrowEvent!),
+      deliveryIdOf('wh_1', { ...available!, userId: 'user-9' } as typeof available & object),
+      deliveryIdOf('wh_1', { ...available!, merchantClientId: 'client-other' }),
+    ]);
+    expect(ids.size).toBe(5);
+  });
+});
