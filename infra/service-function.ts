@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal, type Policy } from 'aws-cdk-lib/aws-iam';
@@ -6,6 +7,7 @@ import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lam
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { RouteDefinition } from '../lib/routes.js';
+import { STATIC_ASSETS_DIR } from '../lib/http/static-assets.js';
 import { bundleDefines } from '../lib/wiring/aws.js';
 import { PAYMENT_SDKS, paymentSdkBundlingCommands } from './payment-sdks.js';
 
@@ -31,6 +33,17 @@ const REQUIRE_BANNER =
   'const require = __receiptServiceCreateRequire(import.meta.url);';
 
 const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
+
+/** Copies a route's staticAssets (lib/http/static-assets.ts reads them) from node_modules beside the bundle. */
+function staticAssetCommands(projectRoot: string, outputDir: string, assets: readonly string[]): string[] {
+  if (assets.length === 0) return [];
+  const require = createRequire(join(projectRoot, 'package.json'));
+  const target = join(outputDir, STATIC_ASSETS_DIR);
+  return [
+    `mkdir -p ${shellQuote(target)}`,
+    ...assets.map((asset) => `cp ${shellQuote(require.resolve(asset))} ${shellQuote(target)}/`),
+  ];
+}
 
 /**
  * The house Lambda: one per route in lib/routes.ts, Node.js 24 on arm64, bundled by the local
@@ -103,6 +116,7 @@ export class ServiceFunction extends Construct {
             ...(route.gateways
               ? paymentSdkBundlingCommands(props.projectRoot, outputDir, REQUIRE_BANNER)
               : []),
+            ...staticAssetCommands(props.projectRoot, outputDir, route.staticAssets ?? []),
             [
               shellQuote(process.execPath),
               '--import tsx',

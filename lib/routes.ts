@@ -1,4 +1,5 @@
 import type { RouteDeclaration } from './contract/route.js';
+import { apiDocsRoute } from './routes/api-docs.js';
 import { claimReceiptsRoute } from './routes/claim-receipts.js';
 import { createPaymentRoute } from './routes/create-payment.js';
 import { decryptPaymentRoute } from './routes/decrypt-payment.js';
@@ -50,6 +51,7 @@ export const routeTable = {
   'claim-receipts': claimReceiptsRoute,
   'list-webhook-deliveries': listWebhookDeliveriesRoute,
   'retry-webhook-delivery': retryWebhookDeliveryRoute,
+  'api-docs': apiDocsRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

@@ -45,6 +45,11 @@ export interface RouteDefinition {
   rateGroup?: RateGroup;
   memoryMb?: number;
   timeoutSeconds?: number;
+  /**
+   * Files from npm packages the function serves as they are (the API reference page's renderer):
+   * module paths such as 'redoc/bundles/redoc.standalone.js', copied into the bundle's `assets/`.
+   */
+  staticAssets?: readonly string[];
 }
 
 /** The request parts the pipeline validates before the endpoint runs; each becomes typed input. */
@@ -60,8 +65,17 @@ export interface RequestContract {
 export interface RouteDeclaration extends RouteDefinition {
   docs: { tag: Tag; summary: string; description: string };
   request: RequestContract;
-  /** `enveloped`: wrapped in `{ success: true, data }`; otherwise sent as it is. */
-  response: { description: string; schema: z.ZodType; enveloped: boolean };
+  /**
+   * `enveloped`: wrapped in `{ success: true, data }`; otherwise sent as it is. `mediaTypes`: a
+   * route that answers other than JSON (a page and its scripts) names what it sends; the schema
+   * then describes each of them.
+   */
+  response: {
+    description: string;
+    schema: z.ZodType;
+    enveloped: boolean;
+    mediaTypes?: readonly string[];
+  };
   errors: RouteErrors;
 }
 

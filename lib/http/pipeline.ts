@@ -51,6 +51,8 @@ export interface RequestMeta {
   receivedAt: Date;
   caller: Caller | null;
   rateLimit?: RateLimitState;
+  /** A page's own policy (its per-response nonce), sent instead of the API's `default-src 'none'`. */
+  contentSecurityPolicy?: string;
 }
 
 /** What the pipeline hands an endpoint: every part its route declares, validated and typed. */
@@ -69,8 +71,14 @@ export interface AuthenticatedRequest<R extends RouteDeclaration> extends Endpoi
   caller: Caller;
 }
 
-/** `data` is wrapped in the success envelope; `document` is sent as it is (the OpenAPI contract). */
-export type EndpointResult = { data: unknown; headers?: Record<string, string> } | { document: unknown };
+/**
+ * `data` is wrapped in the success envelope; `document` is sent as it is (the OpenAPI contract);
+ * `text` is sent as it is with its content type (the API reference page and its scripts).
+ */
+export type EndpointResult =
+  | { data: unknown; headers?: Record<string, string> }
+  | { document: unknown }
+  | { text: string; contentType: string; contentSecurityPolicy?: string };
 
 interface ParsedInput {
   params?: unknown;
@@ -107,6 +115,8 @@ function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Middlewar
       'X-Request-Id': meta.requestId,
       // Receipts, tokens and keys must never sit in a shared cache.
       'Cache-Control': 'no-store',
+      // After the security headers middleware, which sets the API's policy on every response.
+      ...(meta.contentSecurityPolicy ? { 'Content-Security-Policy': meta.contentSecurityPolicy } : {}),
       ...(meta.rateLimit
         ? {
             'X-RateLimit-Limit': String(meta.rateLimit.limit),
@@ -283,6 +293,10 @@ export function httpEndpoint<R extends RouteDeclaration>(
       // Keyless routes get a null caller; their handlers do not read it.
       caller: meta.caller as Caller,
     });
+    if ('text' in result) {
+      if (result.contentSecurityPolicy) meta.contentSecurityPolicy = result.contentSecurityPolicy;
+      return { statusCode: 200, headers: { 'Content-Type': result.contentType }, body: result.text };
+    }
     if ('document' in result) {
       return {
         statusCode: 200,

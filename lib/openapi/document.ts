@@ -236,7 +236,9 @@ function routeConfig(route: RouteDeclaration): RouteConfig {
       200: {
         description: response.description,
         headers: headersFor(200),
-        content: { 'application/json': { schema: successSchema } },
+        content: Object.fromEntries(
+          (response.mediaTypes ?? ['application/json']).map((type) => [type, { schema: successSchema }]),
+        ),
       },
       ...errorResponses(route),
     },

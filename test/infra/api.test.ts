@@ -50,7 +50,7 @@ describe('routes', () => {
     expect(proxied).toHaveLength(routes.length);
   });
 
-  it('requires an API key everywhere but the public health and contract routes', () => {
+  it('requires an API key everywhere but the public health, contract and reference page routes', () => {
     for (const route of routes) {
       expect([route.path, methodFor(route.path, route.method).Properties.ApiKeyRequired]).toEqual([
         route.path,
@@ -59,7 +59,7 @@ describe('routes', () => {
     }
     const open = routes.filter((route) => !route.apiKeyRequired).map((route) => route.name);
     expect(open).toContain('health');
-    for (const name of open) expect(['health', 'openapi']).toContain(name);
+    for (const name of open) expect(['health', 'openapi', 'api-docs']).toContain(name);
   });
 
   it('declares and validates path parameters', () => {

@@ -206,8 +206,16 @@ export class ContractValidator {
 
   private bodyProblems(reply: ContractReply, declared: Declared): string[] {
     const json = declared.spec.content?.['application/json'];
-    if (!json) return reply.text === '' ? [] : ['a body was sent but none is declared'];
     const contentType = reply.headers.get('content-type') ?? '';
+    // A page or script: its media type must be one declared; its body is text, nothing to validate.
+    const declaredTypes = Object.keys(declared.spec.content ?? {});
+    if (!json && declaredTypes.length > 0) {
+      const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+      return declaredTypes.includes(mediaType)
+        ? []
+        : [`content-type is ${JSON.stringify(contentType)}, declared ${declaredTypes.join(' or ')}`];
+    }
+    if (!json) return reply.text === '' ? [] : ['a body was sent but none is declared'];
     const problems: string[] = [];
     if (!/^application\/json\b/i.test(contentType))
       problems.push(`content-type is ${JSON.stringify(contentType)}, declared application/json`);
