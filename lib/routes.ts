@@ -6,6 +6,7 @@ import { decryptPaymentRoute } from './routes/decrypt-payment.js';
 import { decryptReceiptRoute } from './routes/decrypt-receipt.js';
 import { encryptReceiptRoute } from './routes/encrypt-receipt.js';
 import { generateKeysRoute } from './routes/generate-keys.js';
+import { importKeyRoute } from './routes/import-key.js';
 import { listWebhookDeliveriesRoute } from './routes/list-webhook-deliveries.js';
 import { retryWebhookDeliveryRoute } from './routes/retry-webhook-delivery.js';
 import { getTransactionRoute } from './routes/get-transaction.js';
@@ -17,6 +18,13 @@ import { eraseUserRoute } from './routes/erase-user.js';
 import { revokeTokenRoute } from './routes/revoke-token.js';
 import { rotateUserKeyRoute } from './routes/rotate-user-key.js';
 import { storeTransactionRoute } from './routes/store-transaction.js';
+import { listUserReceiptsRoute } from './routes/list-user-receipts.js';
+import { getReceiptRoute } from './routes/get-receipt.js';
+import { getPaymentReceiptRoute } from './routes/get-payment-receipt.js';
+import { createWebhookRoute } from './routes/create-webhook.js';
+import { listWebhooksRoute } from './routes/list-webhooks.js';
+import { deleteWebhookRoute } from './routes/delete-webhook.js';
+import { rotateWebhookSecretRoute } from './routes/rotate-webhook-secret.js';
 
 export {
   rateGroupOf,
@@ -36,6 +44,7 @@ export {
 export const routeTable = {
   health: healthRoute,
   'generate-keys': generateKeysRoute,
+  'import-key': importKeyRoute,
   register: registerRoute,
   'grant-access': grantAccessRoute,
   'encrypt-receipt': encryptReceiptRoute,
@@ -49,6 +58,13 @@ export const routeTable = {
   'revoke-token': revokeTokenRoute,
   openapi: openApiRoute,
   'claim-receipts': claimReceiptsRoute,
+  'list-user-receipts': listUserReceiptsRoute,
+  'get-receipt': getReceiptRoute,
+  'get-payment-receipt': getPaymentReceiptRoute,
+  'create-webhook': createWebhookRoute,
+  'list-webhooks': listWebhooksRoute,
+  'delete-webhook': deleteWebhookRoute,
+  'rotate-webhook-secret': rotateWebhookSecretRoute,
   'list-webhook-deliveries': listWebhookDeliveriesRoute,
   'retry-webhook-delivery': retryWebhookDeliveryRoute,
   'api-docs': apiDocsRoute,

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 
 export type AuditAction =
   | 'key.generate'
+  | 'key.import'
   | 'user.register'
   | 'access.grant'
   | 'receipt.encrypt'
@@ -19,7 +20,10 @@ export type AuditAction =
   | 'payment.decrypt'
   | 'user.rekey'
   | 'user.erase'
-  | 'access.revoke';
+  | 'access.revoke'
+  | 'webhook.create'
+  | 'webhook.delete'
+  | 'webhook.rotate-secret';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only
@@ -37,6 +41,7 @@ export interface AuditEvent {
   transactionId?: string;
   sourceIp?: string;
   escrowKeyId?: string;
+  webhookId?: string;
   /** `v<n>.` and 6 characters of a card tag (lib/crypto/card-tag.ts): correlates, identifies nothing. */
   cardTagPrefix?: string;
   /** Counts an operation worked through (a claim's transactions, released receipts, re-tagged items). */

@@ -3,7 +3,7 @@ import type { ReceiptEnvelope } from '../db/receipts.js';
 import type { HealthReport } from '../health.js';
 import type { PaymentResult } from '../payments/create.js';
 import type { AccessToken } from '../receipts/access.js';
-import type { GeneratedKeyPair } from '../receipts/onboarding.js';
+import type { GeneratedKeyPair, ImportedKey } from '../receipts/onboarding.js';
 import { dateTime, digitalReceiptSchema, uuid } from '../receipts/schemas.js';
 import type { TransactionMapping } from '../receipts/transactions.js';
 
@@ -30,6 +30,19 @@ export const keyPairResponse = z
     algorithm: z.literal('RSA-OAEP-256'),
   })
   .meta({ id: 'KeyPair', description: 'A freshly generated RSA-2048 key pair.' });
+
+export const importedKeyResponse = z
+  .strictObject({
+    keyId: uuid.meta({
+      description: 'Send as `keyId` to register or rotate-user-key, like a generated one.',
+    }),
+    publicKey: base64('The key as canonical base64 DER SubjectPublicKeyInfo, whatever form it was sent in.'),
+    algorithm: z.enum(['RSA-OAEP-256', 'ECDH-ES+A256KW']).meta({
+      description:
+        'How receipts are wrapped for this key, from its type: RSA keys RSA-OAEP-256, P-256 keys ECDH-ES+A256KW.',
+    }),
+  })
+  .meta({ id: 'ImportedKey', description: 'A public key imported from a device. There is no private key.' });
 
 export const userResponse = z
   .strictObject({
@@ -239,6 +252,7 @@ type RegisterResult = { userId: string; status: 'active'; registeredAt: string }
 type FlattenedEnvelope = Omit<ReceiptEnvelope, 'expiresAt' | 'escrowKeyId'>;
 export const responseTypesMatch: [
   Same<z.output<typeof keyPairResponse>, GeneratedKeyPair>,
+  Same<z.output<typeof importedKeyResponse>, ImportedKey>,
   Same<z.output<typeof userResponse>, RegisterResult>,
   Same<z.output<typeof accessTokenResponse>, AccessToken>,
   Same<z.output<typeof encryptedEnvelopeResponse>, ReceiptEnvelope>,
@@ -246,4 +260,4 @@ export const responseTypesMatch: [
   Same<z.output<typeof transactionMappingResponse>, TransactionMapping>,
   Same<z.output<typeof paymentResultResponse>, PaymentResult>,
   Same<z.output<typeof healthReportResponse>, HealthReport>,
-] = [true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true];

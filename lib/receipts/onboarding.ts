@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-key-auth.js';
 import { cardTagPrefix } from '../crypto/card-tag.js';
-import { generateRsaKeyPair, parsePublicKey, publicKeyDer } from '../crypto/keys.js';
+import {
+  generateRsaKeyPair,
+  parseImportedPublicKey,
+  parsePublicKey,
+  publicKeyDer,
+  type KeyWrapAlgorithm,
+} from '../crypto/keys.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../deps.js';
 import {
@@ -42,6 +48,8 @@ export async function generateKeyPairFor(
     publicKey: pair.publicKey,
     clientId: caller.clientId,
     createdAt: deps.clock.now().toISOString(),
+    algorithm: 'RSA-OAEP-256',
+    origin: 'generated',
   });
   await deps.audit.record({
     action: 'key.generate',
@@ -53,6 +61,43 @@ export async function generateKeyPairFor(
   return { keyId, publicKey: pair.publicKey, privateKey: pair.privateKey, algorithm: 'RSA-OAEP-256' };
 }
 
+export interface ImportedKey {
+  keyId: string;
+  publicKey: string;
+  algorithm: KeyWrapAlgorithm;
+}
+
+/**
+ * Stores the public half of a key pair made on a device. Bound to the importing client exactly like a
+ * generated pair, so register and rotate-user-key treat the two alike and no other client can use it.
+ * The algorithm is recorded for readers of the table; sealing derives it from the SPKI's key type.
+ */
+export async function importKeyFor(
+  deps: OnboardingDeps,
+  caller: Caller,
+  publicKey: unknown,
+  requestId: string,
+): Promise<ImportedKey> {
+  const imported = parseImportedPublicKey(publicKey, 'publicKey');
+  const keyId = randomUUID();
+  await deps.repos.keyPairs.create({
+    keyId,
+    publicKey: imported.spki,
+    clientId: caller.clientId,
+    createdAt: deps.clock.now().toISOString(),
+    algorithm: imported.algorithm,
+    origin: 'imported',
+  });
+  await deps.audit.record({
+    action: 'key.import',
+    outcome: 'success',
+    requestId,
+    clientId: caller.clientId,
+    keyId,
+  });
+  return { keyId, publicKey: imported.spki, algorithm: imported.algorithm };
+}
+
 export interface RegisterInput {
   hashedPan: string;
   publicKey: string;
@@ -60,7 +105,7 @@ export interface RegisterInput {
 }
 
 /**
- * Registers a user for a key this client generated and has not bound yet. Nothing escrowed is handed
+ * Registers a user for a key this client generated or imported and has not bound yet. Nothing escrowed is handed
  * over here: registering proves nothing about who issues the card, so escrowed receipts wait for a
  * claim with the card transaction (lib/receipts/claim.ts). The card is kept as its card tag only.
  */

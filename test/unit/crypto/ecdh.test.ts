@@ -1,11 +1,9 @@
 import {
-  constants,
   createCipheriv,
   createPrivateKey,
   createPublicKey,
   diffieHellman,
   generateKeyPairSync,
-  publicEncrypt,
   randomBytes,
   type KeyObject,
 } from 'node:crypto';
@@ -31,6 +29,7 @@ import {
   testKeyPair,
   type TestKeyPair,
 } from './support.js';
+import { sealLegacyEnvelope } from '../../support/legacy-envelope.js';
 
 /*
  * P-256 recipients: ECDH-ES+A256KW per RFC 7518 §4.6, alg and epk per recipient, and the envelopes
@@ -59,35 +58,8 @@ const plaintext = Buffer.from(JSON.stringify({ receipt: 'for a device key', tota
 const header = (envelope: SealedEnvelope): Record<string, unknown> =>
   JSON.parse(Buffer.from(envelope.protected, 'base64url').toString('utf8')) as Record<string, unknown>;
 
-/** An envelope as the service sealed them before per-recipient algorithms: alg inside the protected header. */
-function sealLegacy(recipient: TestKeyPair, keyId: string): SealedEnvelope {
-  const cek = randomBytes(32);
-  const iv = randomBytes(12);
-  const protectedHeader = Buffer.from(
-    JSON.stringify({
-      alg: 'RSA-OAEP-256',
-      enc: 'A256GCM',
-      ...bound,
-      keyCommitment: keyCommitment(cek).toString('base64url'),
-    }),
-  ).toString('base64url');
-  const cipher = createCipheriv('aes-256-gcm', cek, iv);
-  cipher.setAAD(Buffer.from(protectedHeader, 'latin1'));
-  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  const wrapped = publicEncrypt(
-    { key: recipient.publicKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
-    cek,
-  );
-  return {
-    ...bound,
-    keyId,
-    keyBundle: { encryptedAesKey: wrapped.toString('base64'), keyId, algorithm: 'RSA-OAEP-256' },
-    ciphertext: ciphertext.toString('base64'),
-    iv: iv.toString('base64'),
-    authTag: cipher.getAuthTag().toString('base64'),
-    protected: protectedHeader,
-  };
-}
+const sealLegacy = (recipient: TestKeyPair, keyId: string): SealedEnvelope =>
+  sealLegacyEnvelope(plaintext, bound, recipient.publicKey, keyId);
 
 let device: EcPair;
 let otherDevice: EcPair;
