@@ -17,14 +17,10 @@ export interface DeviceKeyOptions {
   extractable?: boolean;
 }
 
-export interface PublicJwk {
-  kty: 'EC' | 'RSA';
-  crv?: string;
-  x?: string;
-  y?: string;
-  n?: string;
-  e?: string;
-}
+/** The public half as a JWK, members of the key only: what POST /api/v1/onboarding/keys also takes. */
+// Type aliases, not interfaces: they satisfy the generated client's JWK index signature.
+export type PublicJwk =
+  { kty: 'EC'; crv: 'P-256'; x: string; y: string } | { kty: 'RSA'; n: string; e: string };
 
 export interface DeviceKey {
   privateKey: WebCryptoKey;
@@ -46,15 +42,8 @@ const RSA_USAGES: ('decrypt' | 'unwrapKey')[] = ['decrypt', 'unwrapKey'];
 const EC_USAGES: 'deriveBits'[] = ['deriveBits'];
 
 /** Only the public members: WebCrypto's JWK export adds key_ops and ext, which the service does not need. */
-function publicMembers(jwk: {
-  kty?: string;
-  crv?: string;
-  x?: string;
-  y?: string;
-  n?: string;
-  e?: string;
-}): PublicJwk {
-  if (jwk.kty === 'EC') return { kty: 'EC', crv: jwk.crv!, x: jwk.x!, y: jwk.y! };
+function publicMembers(jwk: { kty?: string; x?: string; y?: string; n?: string; e?: string }): PublicJwk {
+  if (jwk.kty === 'EC') return { kty: 'EC', crv: 'P-256', x: jwk.x!, y: jwk.y! };
   return { kty: 'RSA', n: jwk.n!, e: jwk.e! };
 }
 
