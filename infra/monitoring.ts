@@ -16,6 +16,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { FilterPattern, MetricFilter, type IFilterPattern, type ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 
@@ -45,6 +46,8 @@ export interface MonitoringProps {
   alarmEmail?: string;
   dashboard: boolean;
   security: SecurityThresholds;
+  /** Webhook delivery (infra/webhook-delivery.ts): its stream's dead-letter queue. */
+  webhooks?: { deadLetterQueue: IQueue };
 }
 
 export const METRIC_NAMESPACE = 'ReceiptService';
@@ -121,6 +124,7 @@ export class Monitoring extends Construct {
     });
 
     const securityMetrics = this.securityAlarms(props);
+    if (props.webhooks) this.webhookAlarms(prefix, props.webhooks.deadLetterQueue);
 
     for (const { name, fn, timeoutSeconds } of props.functions) {
       this.alarm(`${name}-Errors`, {
@@ -294,6 +298,39 @@ export class Monitoring extends Construct {
       });
       // A label would turn the alarm into a metric-math alarm; the dashboard needs one.
       return metric.with({ label: id });
+    });
+  }
+
+  /**
+   * A delivery given up (its schedule spent over 27 h, or its URL refused at delivery) is a receiver
+   * that lost an event; a message in the dead-letter queue is a stream batch no delivery was made of.
+   * Both need a person: the deliveries API retries the first, the queue's position replays the second.
+   */
+  private webhookAlarms(prefix: string, deadLetterQueue: IQueue): void {
+    this.alarm('WebhookDeliveriesFailed', {
+      alarmName: `${prefix}-webhook-deliveries-failed`,
+      alarmDescription: 'Webhook deliveries marked failed after their last attempt',
+      // The count lib/webhooks/send.ts makes (EMF, the service dimension alone).
+      metric: new Metric({
+        namespace: METRIC_NAMESPACE,
+        metricName: 'WebhookDeliveriesFailed',
+        dimensionsMap: { service: 'receipt-service' },
+        period: FIVE_MINUTES,
+        statistic: 'Sum',
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+    });
+    this.alarm('WebhookDispatchDeadLetters', {
+      alarmName: `${prefix}-webhook-dispatch-dlq`,
+      alarmDescription:
+        'Receipts stream batches the webhook dispatcher gave up on (dead-letter queue not empty)',
+      metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: FIVE_MINUTES,
+        statistic: 'Maximum',
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
     });
   }
 

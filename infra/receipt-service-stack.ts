@@ -6,6 +6,7 @@ import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 import { usagePlanParameterName } from '../lib/admin/api-gateway-keys.js';
 import { edgeAuthorizerFunction } from '../lib/edge-authorizer.js';
+import type { FunctionDefinition } from '../lib/contract/route.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../lib/routes.js';
 import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/tables.js';
 import { tierNames } from '../lib/tiers.js';
@@ -22,6 +23,8 @@ import {
   tableStatements,
 } from './permissions.js';
 import { ServiceApi } from './service-api.js';
+import { WebhookDelivery } from './webhook-delivery.js';
+import { webhookDispatchFunction, webhookSweepFunction } from '../lib/webhooks/functions.js';
 import { DEFAULT_TIMEOUT_SECONDS, ServiceFunction } from './service-function.js';
 import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
 
@@ -56,6 +59,8 @@ export class ReceiptServiceStack extends Stack {
   readonly edgeAuthorizer: ServiceFunction;
   readonly api: ServiceApi;
   readonly monitoring: Monitoring;
+  /** The receipts stream's dispatcher, the sweeper's schedule and the dead-letter queue. */
+  readonly webhookDelivery: WebhookDelivery;
 
   constructor(scope: Construct, id: string, props: ReceiptServiceStackProps = {}) {
     super(scope, id, props);
@@ -135,6 +140,34 @@ export class ReceiptServiceStack extends Stack {
     });
     this.grantRoute(this.edgeAuthorizer, edgeAuthorizerFunction, settings);
 
+    // Not routes: the receipts stream's consumer and the scheduled sweeper, granted by table like routes.
+    const deliveryFunctions = (
+      [
+        [webhookDispatchFunction, 'Webhook dispatcher: receipts stream to signed webhook deliveries'],
+        [webhookSweepFunction, 'Webhook sweeper: attempts the deliveries that are due, every minute'],
+      ] as const
+    ).map(([definition, description]) => {
+      const fn = new ServiceFunction(this, `${pascal(definition.name)}Function`, {
+        route: definition,
+        projectRoot,
+        functionName: `${settings.resourcePrefix}-${definition.name}`,
+        environment: this.environmentFor(definition, settings),
+        logRetention: settings.logRetentionDays,
+        tracingPolicy,
+        description,
+      });
+      this.grantRoute(fn, definition, settings);
+      return { definition, fn };
+    });
+    const [dispatcher, sweeper] = deliveryFunctions.map(({ fn }) => fn) as [ServiceFunction, ServiceFunction];
+    this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', {
+      prefix: settings.resourcePrefix,
+      receipts: this.data.tables.receipts,
+      receiptsKey: this.data.encryptionKey,
+      dispatcher,
+      sweeper,
+    });
+
     this.api = new ServiceApi(this, 'Http', {
       stage: settings.stage,
       resourcePrefix: settings.resourcePrefix,
@@ -154,12 +187,21 @@ export class ReceiptServiceStack extends Stack {
       resourcePrefix: settings.resourcePrefix,
       stage: this.api.api.deploymentStage,
       accessLogGroup: this.api.accessLogGroup,
-      functions: routes.map((route) => ({
-        name: route.name,
-        fn: (functions.get(route.name) as ServiceFunction).function,
-        logGroup: (functions.get(route.name) as ServiceFunction).logGroup,
-        timeoutSeconds: route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
-      })),
+      functions: [
+        ...routes.map((route) => ({
+          name: route.name,
+          fn: (functions.get(route.name) as ServiceFunction).function,
+          logGroup: (functions.get(route.name) as ServiceFunction).logGroup,
+          timeoutSeconds: route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+        })),
+        ...deliveryFunctions.map(({ definition, fn }) => ({
+          name: definition.name,
+          fn: fn.function,
+          logGroup: fn.logGroup,
+          timeoutSeconds: definition.timeoutSeconds,
+        })),
+      ],
+      webhooks: { deadLetterQueue: this.webhookDelivery.deadLetterQueue },
       tables: this.data.tables,
       alarmEmail: settings.alarmEmail,
       dashboard: settings.dashboard,
@@ -185,7 +227,7 @@ export class ReceiptServiceStack extends Stack {
   }
 
   /** Only what this route's code reads: its own tables, escrow key and gateway settings. */
-  private environmentFor(route: RouteDefinition, settings: ServiceSettings): Record<string, string> {
+  private environmentFor(route: FunctionDefinition, settings: ServiceSettings): Record<string, string> {
     const environment: Record<string, string> = {
       STAGE: settings.stage,
       LOG_LEVEL: settings.logLevel,
@@ -213,7 +255,7 @@ export class ReceiptServiceStack extends Stack {
     return environment;
   }
 
-  private grantRoute(fn: ServiceFunction, route: RouteDefinition, settings: ServiceSettings): void {
+  private grantRoute(fn: ServiceFunction, route: FunctionDefinition, settings: ServiceSettings): void {
     const entries = Object.entries(route.tables) as [
       TableKey,
       NonNullable<RouteDefinition['tables'][TableKey]>,

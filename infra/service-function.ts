@@ -6,13 +6,14 @@ import { Architecture, CfnFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lam
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import type { RouteDefinition } from '../lib/routes.js';
+import type { FunctionDefinition, RouteDefinition } from '../lib/contract/route.js';
 import { STATIC_ASSETS_DIR } from '../lib/http/static-assets.js';
 import { bundleDefines } from '../lib/wiring/aws.js';
 import { PAYMENT_SDKS, paymentSdkBundlingCommands } from './payment-sdks.js';
 
 export interface ServiceFunctionProps {
-  route: RouteDefinition;
+  /** A route, or a function that serves no path (then `description` says what it does). */
+  route: RouteDefinition | FunctionDefinition;
   /** The directory holding package.json: route entries are relative to it and esbuild runs there. */
   projectRoot: string;
   functionName: string;
@@ -76,7 +77,7 @@ export class ServiceFunction extends Construct {
 
     this.function = new NodejsFunction(this, 'Function', {
       functionName: props.functionName,
-      description: props.description ?? `${route.method} ${route.path}`,
+      description: props.description ?? ('path' in route ? `${route.method} ${route.path}` : route.name),
       entry: join(props.projectRoot, route.entry),
       handler: 'handler',
       projectRoot: props.projectRoot,

@@ -52,6 +52,12 @@ export interface RouteDefinition {
   staticAssets?: readonly string[];
 }
 
+/**
+ * A function that serves no path (a stream consumer, a scheduled job): the stack builds it with the
+ * house construct from this part of a route's definition, with the same table grants.
+ */
+export type FunctionDefinition = Omit<RouteDefinition, 'method' | 'path' | 'apiKeyRequired' | 'roles'>;
+
 /** The request parts the pipeline validates before the endpoint runs; each becomes typed input. */
 export interface RequestContract {
   /** Path parameters, by their `{name}` in the path. */

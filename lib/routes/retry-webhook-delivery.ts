@@ -10,7 +10,7 @@ export const retryWebhookDeliveryRoute = defineRoute({
   entry: 'functions/retry-webhook-delivery/handler.ts',
   apiKeyRequired: true,
   roles: ['merchant', 'issuer'],
-  tables: { ...platformTables, webhooks: 'read', webhookDeliveries: 'readWrite', users: 'read' },
+  tables: { ...platformTables, webhooks: 'read', webhookDeliveries: 'readWrite' },
   // One attempt may take the receiver's full 10 s.
   timeoutSeconds: 20,
   docs: {

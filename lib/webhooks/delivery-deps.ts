@@ -12,7 +12,8 @@ export const deliveryDeps = (core: CoreDeps, transport: WebhookTransport = nodeT
   telemetry: core.telemetry,
   webhooks: core.repos.webhooks,
   deliveries: core.repos.webhookDeliveries,
-  users: core.repos.users,
+  // Read on first use: the sweeper is not granted the users table and never looks a user up.
+  users: { getById: (userId) => core.repos.users.getById(userId) },
   transport,
   urlPolicy: { allowLoopbackHttp: core.config.webhookAllowLoopbackHttp, resolve: core.resolveHost },
 });

@@ -107,12 +107,12 @@ const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =
   ].sort();
 
 describe('one function per route', () => {
-  it('creates exactly the functions of the route table, and the edge authorizer', () => {
+  it('creates exactly the functions of the route table, the edge authorizer and the webhook dispatcher and sweeper', () => {
     const names = Object.values(resourcesOf(template, 'AWS::Lambda::Function')).map(
       (f) => f.Properties.FunctionName,
     );
     expect(names.sort()).toEqual(
-      [...routes.map((route) => route.name), 'edge-authorizer']
+      [...routes.map((route) => route.name), 'edge-authorizer', 'webhook-dispatch', 'webhook-sweep']
         .map((name) => `receipt-service-test-${name}`)
         .sort(),
     );

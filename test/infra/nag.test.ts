@@ -48,6 +48,7 @@ describe('cdk-nag AwsSolutions', () => {
       'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
       'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-SMG4',
+      'AwsSolutions-SQS3',
     ]);
     for (const reasons of found.values()) {
       for (const reason of reasons) expect(reason.length).toBeGreaterThan(60);

@@ -1,0 +1,99 @@
+import { Duration, Validations } from 'aws-cdk-lib';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { EventSourceMapping, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { dispatchStream } from '../lib/webhooks/functions.js';
+import { dynamoViaService } from './data-tables.js';
+import type { ServiceFunction } from './service-function.js';
+
+export interface WebhookDeliveryProps {
+  prefix: string;
+  /** The receipts table, with its stream (lib/tables.ts). */
+  receipts: Table;
+  /** The key the receipts table, and so its stream, is encrypted under. */
+  receiptsKey: IKey;
+  dispatcher: ServiceFunction;
+  sweeper: ServiceFunction;
+}
+
+/**
+ * Webhook delivery on managed services: the receipts stream drives the dispatcher through a Lambda
+ * event source mapping (a batch that keeps failing is halved, retried, and finally recorded in a
+ * dead-letter queue), and an EventBridge schedule runs the sweeper, which makes the retries that
+ * are due. No process of ours waits between attempts: the schedule lives in the deliveries table.
+ */
+export class WebhookDelivery extends Construct {
+  readonly deadLetterQueue: Queue;
+  readonly mapping: EventSourceMapping;
+  readonly schedule: Rule;
+
+  constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
+    super(scope, id);
+    const streamArn = props.receipts.tableStreamArn;
+    if (!streamArn) throw new Error('The receipts table has no stream: lib/tables.ts must declare it');
+
+    // What lands here is a batch's stream position (not its records): enough to replay it by hand.
+    this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+      queueName: `${props.prefix}-webhook-dispatch-dlq`,
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.deadLetterQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'This queue is itself the dead-letter destination of the receipts stream mapping: it receives the ' +
+        'positions of stream batches the dispatcher could not process, and an alarm fires on its first message.',
+    });
+
+    this.mapping = new EventSourceMapping(this, 'ReceiptsStream', {
+      target: props.dispatcher.function,
+      eventSourceArn: streamArn,
+      startingPosition: StartingPosition.TRIM_HORIZON,
+      batchSize: dispatchStream.batchSize,
+      bisectBatchOnError: true,
+      retryAttempts: dispatchStream.retryAttempts,
+      maxRecordAge: Duration.hours(dispatchStream.maxRecordAgeHours),
+      reportBatchItemFailures: true,
+      onFailure: new SqsDlq(this.deadLetterQueue),
+    });
+    // The dispatcher alone reads the stream: the calls Lambda's poller makes, on this stream only.
+    props.dispatcher.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [
+          'dynamodb:DescribeStream',
+          'dynamodb:GetRecords',
+          'dynamodb:GetShardIterator',
+          'dynamodb:ListStreams',
+        ],
+        resources: [streamArn],
+      }),
+    );
+    // Stream records are encrypted under the table's key; DynamoDB decrypts them for the reader.
+    props.dispatcher.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['kms:Decrypt', 'kms:DescribeKey'],
+        resources: [props.receiptsKey.keyArn],
+        conditions: dynamoViaService(),
+      }),
+    );
+    // The mapping checks at creation that the role can read the stream.
+    this.mapping.node.addDependency(props.dispatcher.role);
+
+    this.schedule = new Rule(this, 'SweepSchedule', {
+      ruleName: `${props.prefix}-webhook-sweep`,
+      description: 'Attempts the webhook deliveries whose next attempt is due',
+      schedule: Schedule.rate(Duration.minutes(1)),
+      // A missed run is made up by the next one a minute later.
+      targets: [new LambdaFunction(props.sweeper.function, { retryAttempts: 0 })],
+    });
+  }
+}

@@ -1,0 +1,246 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { tableDefinitions } from '../../lib/tables.js';
+import { dispatchStream } from '../../lib/webhooks/functions.js';
+import {
+  asArray,
+  functionByName,
+  referencedId,
+  resourcesOf,
+  statementsOfRole,
+  synth,
+  type Resource,
+  type Statement,
+} from './support.js';
+
+let template: Template;
+let receiptsTableId: string;
+let queueId: string;
+let mapping: Resource;
+
+const tableIdNamed = (name: string): string => {
+  const entry = Object.entries(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
+    ([, table]) => table.Properties.TableName === `receipt-service-test-${name}`,
+  );
+  if (!entry) throw new Error(`no table ${name}`);
+  return entry[0];
+};
+const fnId = (name: string) => functionByName(template, `receipt-service-test-${name}`)[0];
+const roleStatements = (name: string): Statement[] =>
+  statementsOfRole(
+    template,
+    referencedId(functionByName(template, `receipt-service-test-${name}`)[1].Properties.Role) ?? '',
+  );
+const actionsOf = (statements: Statement[]): string[] =>
+  [...new Set(statements.flatMap((statement) => asArray(statement.Action)))].sort();
+/** Statements naming the resource (a table, its indexes, its stream, a queue) by its logical id. */
+const on = (statements: Statement[], resourceId: string, match: (text: string) => boolean = () => true) =>
+  statements.filter((statement) =>
+    asArray(statement.Resource).some(
+      (resource) => JSON.stringify(resource).includes(`"${resourceId}"`) && match(JSON.stringify(resource)),
+    ),
+  );
+
+beforeAll(() => {
+  ({ template } = synth());
+  receiptsTableId = tableIdNamed(tableDefinitions.receipts.name);
+  queueId = Object.keys(resourcesOf(template, 'AWS::SQS::Queue'))[0] as string;
+  mapping = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))[0] as Resource;
+});
+
+describe('the receipts stream', () => {
+  it('carries new and old images', () => {
+    expect(
+      resourcesOf(template, 'AWS::DynamoDB::Table')[receiptsTableId]?.Properties.StreamSpecification,
+    ).toEqual({
+      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    });
+  });
+
+  it('drives the dispatcher: bisected, retried, partial batch failures, then the dead-letter queue', () => {
+    expect(Object.keys(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))).toHaveLength(1);
+    expect(referencedId(mapping.Properties.FunctionName)).toBe(fnId('webhook-dispatch'));
+    expect(mapping.Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [receiptsTableId, 'StreamArn'] });
+    expect(mapping.Properties).toMatchObject({
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: dispatchStream.batchSize,
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: dispatchStream.retryAttempts,
+      MaximumRecordAgeInSeconds: dispatchStream.maxRecordAgeHours * 3_600,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    const destination = (mapping.Properties.DestinationConfig as { OnFailure: { Destination: unknown } })
+      .OnFailure.Destination;
+    expect(referencedId(destination)).toBe(queueId);
+  });
+});
+
+describe('the dead-letter queue', () => {
+  it('is the only queue, encrypted, refusing plain-text transport, keeping messages 14 days', () => {
+    const queues = resourcesOf(template, 'AWS::SQS::Queue');
+    expect(Object.keys(queues)).toHaveLength(1);
+    expect(queues[queueId]?.Properties).toMatchObject({
+      QueueName: 'receipt-service-test-webhook-dispatch-dlq',
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 24 * 3_600,
+    });
+    const policies = Object.values(resourcesOf(template, 'AWS::SQS::QueuePolicy'));
+    const denies = policies.flatMap(
+      (policy) =>
+        (policy.Properties.PolicyDocument as { Statement: (Statement & { Condition?: unknown })[] })
+          .Statement,
+    );
+    expect(denies).toContainEqual(
+      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+    );
+  });
+
+  it('may only be written to, and only by the dispatcher', () => {
+    const dispatcherOnQueue = on(roleStatements('webhook-dispatch'), queueId);
+    expect(actionsOf(dispatcherOnQueue)).toEqual([
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:SendMessage',
+    ]);
+    for (const name of ['webhook-sweep', 'encrypt-receipt', 'retry-webhook-delivery'])
+      expect(on(roleStatements(name), queueId)).toEqual([]);
+  });
+});
+
+describe('the sweeper schedule', () => {
+  it('runs the sweeper every minute without retrying a missed run', () => {
+    const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule'));
+    expect(rules).toHaveLength(1);
+    const [rule] = rules;
+    expect(rule!.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    const [target, ...others] = rule!.Properties.Targets as { Arn: unknown; RetryPolicy?: unknown }[];
+    expect(others).toEqual([]);
+    expect(referencedId(target!.Arn)).toBe(fnId('webhook-sweep'));
+    expect(target!.RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
+    const permissions = Object.values(resourcesOf(template, 'AWS::Lambda::Permission')).filter(
+      (permission) => permission.Properties.Principal === 'events.amazonaws.com',
+    );
+    expect(permissions.map((permission) => referencedId(permission.Properties.FunctionName))).toEqual([
+      fnId('webhook-sweep'),
+    ]);
+  });
+});
+
+describe('least privilege', () => {
+  const deliveriesId = () => tableIdNamed(tableDefinitions.webhookDeliveries.name);
+  const webhooksId = () => tableIdNamed('webhooks');
+  const isStream = (text: string) => text.includes('StreamArn');
+
+  it('lets only the dispatcher read the receipts stream, with the four stream calls', () => {
+    const dispatcher = on(roleStatements('webhook-dispatch'), receiptsTableId, isStream);
+    expect(actionsOf(dispatcher)).toEqual([
+      'dynamodb:DescribeStream',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
+    ]);
+    const functions = Object.values(resourcesOf(template, 'AWS::Lambda::Function')).map(
+      (fn) => fn.Properties.FunctionName as string,
+    );
+    for (const name of functions.filter((fn) => !fn.endsWith('-webhook-dispatch')))
+      expect([
+        name,
+        on(roleStatements(name.replace('receipt-service-test-', '')), receiptsTableId, isStream),
+      ]).toEqual([name, []]);
+  });
+
+  it('gives the dispatcher nothing on the receipts table itself, and no wildcard or Scan anywhere', () => {
+    for (const name of [
+      'webhook-dispatch',
+      'webhook-sweep',
+      'list-webhook-deliveries',
+      'retry-webhook-delivery',
+    ]) {
+      const statements = roleStatements(name);
+      if (name === 'webhook-dispatch')
+        expect(on(statements, receiptsTableId, (text) => !isStream(text))).toEqual([]);
+      const actions = actionsOf(statements);
+      expect(actions.filter((action) => action.endsWith('*') || action === 'dynamodb:Scan')).toEqual([]);
+      for (const statement of statements)
+        if (asArray(statement.Resource).includes('*'))
+          expect(asArray(statement.Action).sort()).toEqual([
+            'xray:PutTelemetryRecords',
+            'xray:PutTraceSegments',
+          ]);
+    }
+  });
+
+  it('grants the deliveries table by need: the sweeper and dispatcher write, the listing only reads', () => {
+    const deliveries = deliveriesId();
+    const tableOnly = (text: string) => !text.includes('/index/');
+    expect(actionsOf(on(roleStatements('webhook-dispatch'), deliveries, tableOnly))).toEqual([
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ]);
+    expect(actionsOf(on(roleStatements('webhook-sweep'), deliveries, tableOnly))).toEqual([
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ]);
+    expect(actionsOf(on(roleStatements('list-webhook-deliveries'), deliveries, tableOnly))).toEqual([
+      'dynamodb:GetItem',
+    ]);
+    expect(
+      actionsOf(
+        on(roleStatements('list-webhook-deliveries'), deliveries, (text) => text.includes('/index/')),
+      ),
+    ).toEqual(['dynamodb:Query']);
+    // The webhooks are read, never written, by delivery.
+    for (const name of [
+      'webhook-dispatch',
+      'webhook-sweep',
+      'list-webhook-deliveries',
+      'retry-webhook-delivery',
+    ])
+      expect(
+        actionsOf(on(roleStatements(name), webhooksId())).filter((action) => !/GetItem|Query/.test(action)),
+      ).toEqual([]);
+    // The sweeper never looks up users.
+    expect(on(roleStatements('webhook-sweep'), tableIdNamed('users'))).toEqual([]);
+  });
+});
+
+describe('alarms', () => {
+  const alarms = () => Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm'));
+
+  it('fires on the first failed delivery', () => {
+    const alarm = alarms().find((candidate) => candidate.Properties.MetricName === 'WebhookDeliveriesFailed');
+    expect(alarm?.Properties).toMatchObject({
+      AlarmName: 'receipt-service-test-webhook-deliveries-failed',
+      Namespace: 'ReceiptService',
+      Dimensions: [{ Name: 'service', Value: 'receipt-service' }],
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+  });
+
+  it('fires on the first message in the dead-letter queue', () => {
+    const alarm = alarms().find(
+      (candidate) => candidate.Properties.MetricName === 'ApproximateNumberOfMessagesVisible',
+    );
+    expect(alarm?.Properties).toMatchObject({
+      AlarmName: 'receipt-service-test-webhook-dispatch-dlq',
+      Namespace: 'AWS/SQS',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    expect(referencedId((alarm?.Properties.Dimensions as { Value: unknown }[])[0]?.Value)).toBe(queueId);
+  });
+
+  it('watches the dispatcher and the sweeper for errors like every function', () => {
+    const names = alarms().map((alarm) => alarm.Properties.AlarmName);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'receipt-service-test-webhook-dispatch-errors',
+        'receipt-service-test-webhook-sweep-errors',
+      ]),
+    );
+  });
+});
