@@ -1,11 +1,16 @@
-import { createPrivateKey, randomUUID } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { openEnvelope } from '../../lib/crypto/envelope.js';
+import { DecryptionError } from '../../lib/crypto/errors.js';
+import { parsePrivateKey } from '../../lib/crypto/keys.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { flattenedReceipt, sampleReceipt } from '../support/fixtures.js';
+import { envelopeInputSchema } from '../../lib/receipts/schemas.js';
+import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type HttpReply, type TestStack } from '../support/stack.js';
+import { tamperCases, type Json } from '../support/tamper-cases.js';
 import {
   assertServiceReply,
   base64Field,
@@ -435,4 +440,129 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
     expect((await decryptEnvelope(envelopes.c)).status).toBe(200);
     for (const index of [0, 1]) expect((await decryptPayment(index)).status).toBe(200);
   });
+});
+
+describe('the shared tamper cases, for an RSA and a P-256 recipient, get the crypto layer’s verdict over HTTP', () => {
+  let stack: TestStack;
+  let logs: LogCapture;
+  let issuer: { apiKey: string };
+  const recipients = {} as Record<
+    'rsa' | 'p256',
+    { user: { userId: string; keyId: string }; privateKey: string; envelope: ReceiptEnvelope }
+  >;
+
+  beforeAll(async () => {
+    logs = captureLogs();
+    stack = await startTestStack();
+    const merchant = await stack.apiKey(['merchant']);
+    issuer = await stack.apiKey(['issuer']);
+    const rsaUser = await onboardUser(stack, issuer.apiKey);
+    // The P-256 recipient's key is made here, as on a device; only its public half reaches the service.
+    const device = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const spki = device.publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+    const imported = await stack.request<SuccessEnvelope<{ keyId: string }>>(
+      'POST',
+      '/api/v1/onboarding/keys',
+      {
+        apiKey: issuer.apiKey,
+        body: { publicKey: spki },
+      },
+    );
+    const deviceHashedPan = newHashedPan();
+    const registered = await stack.request<SuccessEnvelope<{ userId: string }>>(
+      'POST',
+      '/api/v1/onboarding/register',
+      {
+        apiKey: issuer.apiKey,
+        body: { hashedPan: deviceHashedPan, publicKey: spki, keyId: imported.json.data.keyId },
+      },
+    );
+    expect([imported.status, registered.status]).toEqual([201, 200]);
+    for (const [kind, hashedPan] of [
+      ['rsa', rsaUser.hashedPan],
+      ['p256', deviceHashedPan],
+    ] as const) {
+      const reply = await stack.request<SuccessEnvelope<ReceiptEnvelope>>(
+        'POST',
+        '/api/v1/receipts/encrypt',
+        {
+          apiKey: merchant.apiKey,
+          body: { ...flattenedReceipt({ recipientHashedPan: hashedPan }) },
+        },
+      );
+      expect(reply.status).toBe(200);
+      recipients[kind] = {
+        user:
+          kind === 'rsa' ? rsaUser : { userId: registered.json.data.userId, keyId: imported.json.data.keyId },
+        privateKey:
+          kind === 'rsa'
+            ? rsaUser.privateKey
+            : device.privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+        envelope: reply.json.data,
+      };
+    }
+    expect(recipients.p256.envelope.keyBundle.algorithm).toBe('ECDH-ES+A256KW');
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+    logs.restore();
+  });
+
+  it.each(['rsa', 'p256'] as const)(
+    '%s: every case is refused uniformly unless the crypto layer opens it',
+    async (kind) => {
+      const { user, privateKey, envelope } = recipients[kind];
+      const decrypt = (body: unknown, token: string) =>
+        stack.request('POST', '/api/v1/receipts/decrypt', {
+          apiKey: issuer.apiKey,
+          body: { envelope: body, accessTokenId: token, privateKey },
+        });
+      const expired = await grantToken(stack, issuer.apiKey, user);
+      stack.clock.advance(181_000);
+      const uniform = withoutRequestIdentity((await decrypt(envelope, expired)).text);
+      const token = await grantToken(stack, issuer.apiKey, user);
+      const key = parsePrivateKey(privateKey);
+      expect(openEnvelope(envelope, key).length).toBeGreaterThan(0);
+      const verdicts: Record<string, string> = {};
+      const opened: string[] = [];
+      for (const tamper of tamperCases) {
+        const mutated = tamper.mutate(JSON.parse(JSON.stringify(envelope)) as Json);
+        let opens = true;
+        try {
+          openEnvelope(mutated, key);
+          // A case that changes nothing in this layout (removing an absent alg or epk) proves nothing.
+          if (JSON.stringify(mutated) !== JSON.stringify(envelope)) opened.push(tamper.name);
+        } catch (error) {
+          expect(error).toBeInstanceOf(DecryptionError);
+          opens = false;
+        }
+        const reply = await decrypt(mutated, token);
+        assertServiceReply(reply, `${kind}: ${tamper.name}`);
+        const sameKeyIds =
+          mutated?.keyId === envelope.keyId &&
+          (mutated?.keyBundle as Json | undefined)?.keyId === envelope.keyId;
+        let expected: string;
+        if (!envelopeInputSchema.safeParse(mutated).success) expected = '400';
+        // The crypto layer opens it, but the server also holds the envelope to the token's key.
+        else if (opens) expected = sameKeyIds ? '200' : '403';
+        else expected = '403';
+        const actual =
+          reply.status === 403 &&
+          JSON.stringify(withoutRequestIdentity(reply.text)) !== JSON.stringify(uniform)
+            ? '403 (not uniform)'
+            : String(reply.status);
+        verdicts[tamper.name] = actual === expected ? 'as expected' : `${actual}, expected ${expected}`;
+      }
+      expect(Object.entries(verdicts).filter(([, verdict]) => verdict !== 'as expected')).toEqual([]);
+      expect(Object.keys(verdicts).length).toBe(tamperCases.length);
+      // Only changes outside what the envelope binds leave it openable.
+      expect(opened).toEqual([
+        'envelope keyId changed (not bound)',
+        'keyBundle keyId changed (not bound)',
+        'unknown envelope member added',
+      ]);
+      expect((await decrypt(envelope, token)).status).toBe(200);
+    },
+  );
 });
