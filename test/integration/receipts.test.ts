@@ -176,6 +176,8 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
     const result = await flattenedDecrypt(
       {
         protected: envelope.protected,
+        // New envelopes name alg per recipient (docs/ENVELOPE.md): the JWE's unprotected header.
+        header: { alg: envelope.keyBundle.algorithm },
         encrypted_key: toBase64Url(envelope.keyBundle.encryptedAesKey),
         iv: toBase64Url(envelope.iv),
         ciphertext: toBase64Url(envelope.ciphertext),
@@ -184,8 +186,8 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
       key,
     );
     expect(JSON.parse(new TextDecoder().decode(result.plaintext))).toEqual(receipt);
+    expect(result.unprotectedHeader).toEqual({ alg: 'RSA-OAEP-256' });
     expect(result.protectedHeader).toMatchObject({
-      alg: 'RSA-OAEP-256',
       enc: 'A256GCM',
       receiptId: receipt.receiptId,
     });
