@@ -7,17 +7,18 @@ import { runColdStartBench } from './coldstart.js';
 import { runCryptoBench } from './crypto.js';
 import { runHttpBench } from './http.js';
 import { runKeygenBench } from './keygen.js';
+import { runSdkBench } from './sdk.js';
 import { printTargets, type TargetCheck } from './lib/report.js';
 import { round } from './lib/stats.js';
 
 /**
- * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart]`: benchmarks, not tests. Each
+ * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart,sdk]`: benchmarks, not tests. Each
  * section prints its tables; a summary of targets follows, and everything lands in
  * bench/results/latest.json with a description of the machine. Nothing fails on a number: a target
  * that is not met is reported as such.
  */
 
-const sectionNames = ['crypto', 'keygen', 'http', 'coldstart'] as const;
+const sectionNames = ['crypto', 'keygen', 'http', 'coldstart', 'sdk'] as const;
 type SectionName = (typeof sectionNames)[number];
 
 interface SectionOutcome {
@@ -74,6 +75,7 @@ const settings = {
         perRequest: { rounds: 9, durationSec: 3 },
       },
   coldstart: { imports: quick ? 3 : 5 },
+  sdk: quick ? { rounds: 5, sliceMs: 40 } : { rounds: 15, sliceMs: 60 },
 };
 
 const runners: Record<SectionName, () => Promise<{ targets: TargetCheck[] }>> = {
@@ -81,6 +83,7 @@ const runners: Record<SectionName, () => Promise<{ targets: TargetCheck[] }>> = 
   keygen: () => runKeygenBench(settings.keygen),
   http: () => runHttpBench(settings.http),
   coldstart: () => runColdStartBench(settings.coldstart),
+  sdk: () => runSdkBench(settings.sdk),
 };
 
 const firstCpu = cpus()[0];

@@ -219,9 +219,32 @@ async function concatKdf(sharedSecret: Uint8Array): Promise<Uint8Array<ArrayBuff
   return derived;
 }
 
-const AES_GCM_EXTRACTABLE = { name: 'AES-GCM' } as const;
+/** The CEK as the two keys it is used as: AES-256-GCM for the receipt, HMAC-SHA256 for the commitment. */
+interface ContentKeys {
+  aes: WebCryptoKey;
+  hmac: WebCryptoKey;
+}
 
-async function unwrapEcdh(prepared: Prepared, privateKey: WebCryptoKey): Promise<Uint8Array> {
+const AES_GCM = { name: 'AES-GCM' } as const;
+const HMAC_SHA256 = { name: 'HMAC', hash: 'SHA-256' } as const;
+
+async function keysFromBytes(cek: Uint8Array<ArrayBuffer>): Promise<ContentKeys> {
+  try {
+    const [aes, hmac] = await Promise.all([
+      subtle().importKey('raw', cek, AES_GCM, false, ['decrypt']),
+      subtle().importKey('raw', cek, HMAC_SHA256, false, ['verify']),
+    ]);
+    return { aes, hmac };
+  } finally {
+    cek.fill(0);
+  }
+}
+
+/** A random CEK: what a failed unwrap carries on with, so that it fails where a forgery fails. */
+const randomKeys = (): Promise<ContentKeys> =>
+  keysFromBytes(globalThis.crypto.getRandomValues(new Uint8Array(CEK_BYTES)));
+
+async function unwrapEcdh(prepared: Prepared, privateKey: WebCryptoKey): Promise<ContentKeys> {
   const epk = prepared.epk ?? refuse();
   // importKey refuses a point that is not on P-256, so an invalid-curve epk never reaches ECDH.
   const ephemeral = await subtle().importKey(
@@ -238,34 +261,39 @@ async function unwrapEcdh(prepared: Prepared, privateKey: WebCryptoKey): Promise
   shared.fill(0);
   const kek = await subtle().importKey('raw', kekBytes, 'AES-KW', false, ['unwrapKey']);
   kekBytes.fill(0);
-  // AES-KW is only exposed as unwrapKey; the CEK is needed as bytes for the commitment as well.
-  const cek = await subtle().unwrapKey(
-    'raw',
-    prepared.encryptedKey as Uint8Array<ArrayBuffer>,
-    kek,
-    'AES-KW',
-    AES_GCM_EXTRACTABLE,
-    true,
-    ['decrypt'],
-  );
-  return new Uint8Array(await subtle().exportKey('raw', cek));
+  // Unwrapped straight into the two keys: the CEK never exists as bytes in script memory. A 40-byte
+  // AES-KW input always unwraps to 32 bytes, so both are 256-bit keys.
+  const wrapped = prepared.encryptedKey as Uint8Array<ArrayBuffer>;
+  const [aes, hmac] = await Promise.all([
+    subtle().unwrapKey('raw', wrapped, kek, 'AES-KW', AES_GCM, false, ['decrypt']),
+    subtle().unwrapKey('raw', wrapped, kek, 'AES-KW', HMAC_SHA256, false, ['verify']),
+  ]);
+  return { aes, hmac };
 }
 
-async function unwrapRsa(prepared: Prepared, privateKey: WebCryptoKey): Promise<Uint8Array> {
+async function unwrapRsa(prepared: Prepared, privateKey: WebCryptoKey): Promise<ContentKeys> {
   const wrapped = prepared.encryptedKey as Uint8Array<ArrayBuffer>;
+  let cek: Uint8Array<ArrayBuffer>;
   if (privateKey.usages.includes('decrypt')) {
-    return new Uint8Array(await subtle().decrypt({ name: 'RSA-OAEP' }, privateKey, wrapped));
+    cek = new Uint8Array(await subtle().decrypt({ name: 'RSA-OAEP' }, privateKey, wrapped));
+  } else {
+    // One RSA operation, not one per key: unwrapped once, extractable, and made into both keys.
+    const unwrapped = await subtle().unwrapKey(
+      'raw',
+      wrapped,
+      privateKey,
+      { name: 'RSA-OAEP' },
+      AES_GCM,
+      true,
+      ['decrypt'],
+    );
+    cek = new Uint8Array(await subtle().exportKey('raw', unwrapped));
   }
-  const cek = await subtle().unwrapKey(
-    'raw',
-    wrapped,
-    privateKey,
-    { name: 'RSA-OAEP' },
-    AES_GCM_EXTRACTABLE,
-    true,
-    ['decrypt'],
-  );
-  return new Uint8Array(await subtle().exportKey('raw', cek));
+  if (cek.length !== CEK_BYTES) {
+    cek.fill(0);
+    return refuse();
+  }
+  return keysFromBytes(cek);
 }
 
 /**
@@ -274,59 +302,40 @@ async function unwrapRsa(prepared: Prepared, privateKey: WebCryptoKey): Promise<
  */
 async function decrypt(prepared: Prepared, privateKey: WebCryptoKey): Promise<Uint8Array> {
   let failed = false;
-  let cek: Uint8Array<ArrayBuffer>;
+  let keys: ContentKeys;
   try {
-    const unwrapped =
+    keys =
       prepared.algorithm === 'RSA-OAEP-256'
         ? await unwrapRsa(prepared, privateKey)
         : await unwrapEcdh(prepared, privateKey);
-    if (unwrapped.length !== CEK_BYTES) {
-      failed = true;
-      unwrapped.fill(0);
-      cek = globalThis.crypto.getRandomValues(new Uint8Array(CEK_BYTES));
-    } else cek = unwrapped as Uint8Array<ArrayBuffer>;
   } catch {
     failed = true;
-    cek = globalThis.crypto.getRandomValues(new Uint8Array(CEK_BYTES));
+    keys = await randomKeys();
   }
-  try {
-    const hmacKey = await subtle().importKey('raw', cek, { name: 'HMAC', hash: 'SHA-256' }, false, [
-      'verify',
-    ]);
+  const [committed, plaintext] = await Promise.all([
     // verify compares in constant time: the commitment pins exactly one CEK (a key-committing AEAD).
-    const committed = await subtle().verify(
-      'HMAC',
-      hmacKey,
-      prepared.commitment as Uint8Array<ArrayBuffer>,
-      COMMITMENT_LABEL,
-    );
-    if (!committed) failed = true;
-    const aesKey = await subtle().importKey('raw', cek, 'AES-GCM', false, ['decrypt']);
-    let plaintext: Uint8Array | undefined;
-    try {
-      plaintext = new Uint8Array(
-        await subtle().decrypt(
-          {
-            name: 'AES-GCM',
-            iv: prepared.iv as Uint8Array<ArrayBuffer>,
-            additionalData: prepared.aad as Uint8Array<ArrayBuffer>,
-            tagLength: TAG_BYTES * 8,
-          },
-          aesKey,
-          prepared.ciphertextAndTag as Uint8Array<ArrayBuffer>,
-        ),
-      );
-    } catch {
-      failed = true;
-    }
-    if (failed || plaintext === undefined) {
-      plaintext?.fill(0);
-      return refuse();
-    }
-    return plaintext;
-  } finally {
-    cek.fill(0);
+    subtle()
+      .verify('HMAC', keys.hmac, prepared.commitment as Uint8Array<ArrayBuffer>, COMMITMENT_LABEL)
+      .catch(() => false),
+    subtle()
+      .decrypt(
+        {
+          name: 'AES-GCM',
+          iv: prepared.iv as Uint8Array<ArrayBuffer>,
+          additionalData: prepared.aad as Uint8Array<ArrayBuffer>,
+          tagLength: TAG_BYTES * 8,
+        },
+        keys.aes,
+        prepared.ciphertextAndTag as Uint8Array<ArrayBuffer>,
+      )
+      .then((bytes) => new Uint8Array(bytes))
+      .catch(() => undefined),
+  ]);
+  if (failed || !committed || plaintext === undefined) {
+    plaintext?.fill(0);
+    return refuse();
   }
+  return plaintext;
 }
 
 /** Opens an envelope and returns the plaintext bytes. Throws EnvelopeError, always the same, on any failure. */
