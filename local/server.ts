@@ -14,6 +14,7 @@ import {
 import { errorResponse } from '../lib/http/error-envelope.js';
 import { httpEndpoint, type HttpHandler, type ServiceContext } from '../lib/http/pipeline.js';
 import { routes, type RouteDeclaration } from '../lib/routes.js';
+import { serveConsole } from './console/console.js';
 
 /**
  * A stand-in for API Gateway's REST proxy integration: it turns HTTP requests into the events API
@@ -252,6 +253,8 @@ export async function startHttpServer(
         );
         return;
       }
+      // The developer console is the local stack's own page, not an API route (local/console).
+      if (await serveConsole(request, response, url)) return;
       const candidates = loaded.filter((entry) => entry.pattern.test(url.pathname));
       const match = candidates.find((entry) => entry.route.method === request.method);
       let handler: HttpHandler = notFound;

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+/**
+ * The developer console (GET /console): the local stack only, never a deployed route. One page and
+ * one script, the script being the console and the SDK (packages/sdk) bundled by esbuild on first
+ * request. Everything comes from this origin, under a policy that allows nothing else.
+ */
+const consoleEntry = fileURLToPath(new URL('./browser/app.ts', import.meta.url));
+const sdkEntry = fileURLToPath(new URL('../../packages/sdk/src/index.ts', import.meta.url));
+
+const bundles = new Map<string, Promise<string>>();
+/** Built on first request; a failed build is not kept, so the next request tries again. */
+function bundled(entry: string, globalName?: string): Promise<string> {
+  let bundle = bundles.get(entry);
+  if (!bundle) {
+    bundle = build({
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      format: 'iife',
+      platform: 'browser',
+      target: 'es2022',
+      logLevel: 'silent',
+      ...(globalName ? { globalName } : {}),
+    }).then((result) => result.outputFiles[0]?.text ?? '');
+    bundles.set(entry, bundle);
+    bundle.catch(() => bundles.delete(entry));
+  }
+  return bundle;
+}
+
+export const consolePolicy = (nonce: string): string =>
+  [
+    "default-src 'none'",
+    "script-src 'self'",
+    `style-src 'self' 'nonce-${nonce}'`,
+    "img-src 'self'",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+
+const securityHeaders = {
+  'Cache-Control': 'no-store',
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+};
+
+/** Answers the console's paths; false for any other, which the API routes then handle. */
+export async function serveConsole(
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+): Promise<boolean> {
+  if (url.pathname === '/console' && request.method === 'GET') {
+    const nonce = randomBytes(16).toString('base64');
+    response.writeHead(200, {
+      ...securityHeaders,
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Security-Policy': consolePolicy(nonce),
+    });
+    response.end(consolePage(nonce));
+    return true;
+  }
+  // The console, and the SDK alone as the global ReceiptSdk (for trying it from the browser's console).
+  const scripts: Record<string, () => Promise<string>> = {
+    '/console/app.js': () => bundled(consoleEntry),
+    '/console/sdk.js': () => bundled(sdkEntry, 'ReceiptSdk'),
+  };
+  const script = scripts[url.pathname];
+  if (script && request.method === 'GET') {
+    const text = await script();
+    response.writeHead(200, { ...securityHeaders, 'Content-Type': 'text/javascript; charset=utf-8' });
+    response.end(text);
+    return true;
+  }
+  // Where the console's webhook points: the deliveries then show real attempts, answered 204.
+  if (url.pathname === '/console/webhook-sink' && request.method === 'POST') {
+    response.writeHead(204, securityHeaders);
+    response.end();
+    return true;
+  }
+  return false;
+}
+
+const styles = `
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d2733; background: #f5f7fa; }
+header { background: #1d2733; color: #fff; padding: 12px 24px; }
+header h1 { font-size: 18px; margin: 0; }
+main { display: grid; grid-template-columns: 340px 1fr; gap: 24px; padding: 24px; }
+fieldset { border: 1px solid #cfd6df; border-radius: 6px; margin: 0 0 16px; background: #fff; }
+label { display: block; margin: 8px 0 2px; font-weight: 600; }
+input, select { width: 100%; box-sizing: border-box; padding: 6px; font: inherit; }
+button { margin-top: 12px; padding: 8px 14px; font: inherit; cursor: pointer; }
+.note { color: #5b6776; font-size: 12px; }
+.step { background: #fff; border: 1px solid #cfd6df; border-radius: 6px; margin-bottom: 12px; padding: 8px 12px; }
+.step h2 { font-size: 15px; margin: 4px 0; }
+.step.failed { border-color: #c0392b; }
+.step.ok h2::before { content: '✓ '; color: #1e8449; }
+.step.failed h2::before { content: '✗ '; color: #c0392b; }
+pre { background: #f0f3f7; padding: 8px; overflow-x: auto; max-height: 320px; margin: 4px 0; font-size: 12px; }
+#receipt { border: 2px solid #1e8449; }
+`;
+
+function consolePage(nonce: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Receipt service — developer console</title>
+<style nonce="${nonce}">${styles}</style>
+</head>
+<body>
+<header><h1>Developer console — the five-step flow against this local stack</h1></header>
+<main>
+<form id="settings" autocomplete="off">
+<fieldset>
+<legend>API keys</legend>
+<p class="note">Kept in this page's memory only: never stored, gone on reload. Make them with
+<code>npm run admin -- api-keys create</code>.</p>
+<label for="merchantKey">Merchant API key</label>
+<input id="merchantKey" type="password" autocomplete="off" spellcheck="false">
+<label for="issuerKey">Issuer API key</label>
+<input id="issuerKey" type="password" autocomplete="off" spellcheck="false">
+</fieldset>
+<fieldset>
+<legend>Flow</legend>
+<label for="path">Decrypt</label>
+<select id="path">
+<option value="device">On the device: key made here with WebCrypto, envelope opened by the SDK</option>
+<option value="spec">On the server: generate-keys and payments/decrypt (the specification's path)</option>
+</select>
+<label for="algorithm">Device key</label>
+<select id="algorithm">
+<option value="ECDH-ES+A256KW">P-256 (ECDH-ES+A256KW)</option>
+<option value="RSA-OAEP-256">RSA 2048 (RSA-OAEP-256)</option>
+</select>
+<label for="gateway">Gateway</label>
+<select id="gateway">
+<option value="gateway_a">gateway_a (Stripe)</option>
+<option value="gateway_b">gateway_b (Square)</option>
+</select>
+<button id="run" type="submit">Run the flow</button>
+</fieldset>
+</form>
+<section>
+<div id="steps"></div>
+</section>
+</main>
+<script src="/console/app.js"></script>
+</body>
+</html>
+`;
+}

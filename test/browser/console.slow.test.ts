@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Page } from 'puppeteer-core';
+import {
+  launchBrowser,
+  screenshot,
+  watchPage,
+  type BrowserSession,
+  type PageWatch,
+} from '../support/browser.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+/** GET /console in headless Chromium: the device flow end to end against a local stack. */
+describe('developer console in a browser', () => {
+  let stack: TestStack;
+  let session: BrowserSession;
+  let page: Page;
+  let watch: PageWatch;
+  let lastKeys: string[] = [];
+
+  beforeAll(async () => {
+    stack = await startTestStack();
+    session = await launchBrowser();
+    page = await session.browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    watch = await watchPage(page, new URL(stack.url).origin);
+  }, 60_000);
+
+  afterAll(async () => {
+    await session?.close();
+    await stack?.close();
+  });
+
+  const run = async (path: 'device' | 'spec', algorithm: string, gateway: string) => {
+    const merchant = await stack.apiKey(['merchant']);
+    const issuer = await stack.apiKey(['issuer']);
+    await page.goto(`${stack.url}/console`, { waitUntil: 'networkidle0' });
+    await page.type('#merchantKey', merchant.apiKey);
+    await page.type('#issuerKey', issuer.apiKey);
+    await page.select('#path', path);
+    await page.select('#algorithm', algorithm);
+    await page.select('#gateway', gateway);
+    lastKeys = [merchant.apiKey, issuer.apiKey];
+    await page.click('#run');
+    await page.waitForSelector('#steps[data-done]', { timeout: 60_000 });
+    return {
+      done: await page.$eval('#steps', (steps) => steps.getAttribute('data-done')),
+      receipt: await page.$eval('#receipt pre', (pre) => pre.textContent ?? ''),
+      text: String(await page.evaluate('document.body.innerText')),
+      keys: [merchant.apiKey, issuer.apiKey],
+    };
+  };
+
+  it('runs the device flow: key made in the browser, envelope opened by the SDK, inbox and deliveries', async () => {
+    const result = await run('device', 'ECDH-ES+A256KW', 'gateway_a');
+    await screenshot(page, 'console-device-flow', { fullPage: true });
+    expect(result.done).toBe('ok');
+    expect(JSON.parse(result.receipt)).toMatchObject({
+      merchant: { name: 'Corner Coffee' },
+      summary: { total: 978 },
+    });
+    for (const step of [
+      'POST /api/v1/onboarding/keys',
+      'POST /api/v1/onboarding/register',
+      'POST /api/v1/payments/gateway_a/create',
+      'POST /api/v1/keys/grant-access',
+      'GET /api/v1/receipts/',
+      'GET /api/v1/users/',
+      'POST /api/v1/webhooks',
+      '/deliveries',
+    ]) {
+      expect(result.text).toContain(step);
+    }
+    expect(await page.$$eval('.step.failed', (failed) => failed.length)).toBe(0);
+  });
+
+  it('shows no API key and keeps nothing in storage or cookies', async () => {
+    const html = await page.content();
+    const text = String(await page.evaluate('document.body.innerText'));
+    for (const key of lastKeys) {
+      expect(html).not.toContain(key);
+      expect(text).not.toContain(key);
+    }
+    expect(await page.evaluate('localStorage.length + sessionStorage.length')).toBe(0);
+    expect(await page.evaluate('indexedDB.databases().then((found) => found.length)')).toBe(0);
+    expect(await page.cookies()).toEqual([]);
+  });
+
+  it('runs the specification path on gateway_b: generate-keys and payments/decrypt', async () => {
+    const result = await run('spec', 'ECDH-ES+A256KW', 'gateway_b');
+    for (const key of result.keys) expect(result.text).not.toContain(key);
+    expect(result.done).toBe('ok');
+    expect(JSON.parse(result.receipt)).toMatchObject({ merchant: { name: 'Corner Coffee' } });
+    expect(result.text).toContain('POST /api/v1/payments/decrypt');
+    // The private key generate-keys returned is never put on the page.
+    expect(result.text).toContain('(private key,');
+  });
+
+  it('loads from this origin only, with no policy violation and no script error', async () => {
+    expect(await watch.cspViolations()).toEqual([]);
+    expect(watch.foreignRequests).toEqual([]);
+    expect(watch.errors).toEqual([]);
+  });
+});
