@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Page } from 'puppeteer-core';
+import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { launchBrowser, watchPage, type BrowserSession, type PageWatch } from '../support/browser.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+interface Data<T> {
+  data: T;
+}
+
+/**
+ * The SDK's openEnvelope inside Chromium, on the browser's own crypto.subtle: the key pair is made
+ * in the page, the server seals a receipt for its public key, and the page opens it.
+ */
+describe('SDK in a browser', () => {
+  let stack: TestStack;
+  let session: BrowserSession;
+  let page: Page;
+  let watch: PageWatch;
+  let merchant: string;
+  let issuer: string;
+
+  beforeAll(async () => {
+    stack = await startTestStack();
+    merchant = (await stack.apiKey(['merchant'])).apiKey;
+    issuer = (await stack.apiKey(['issuer'])).apiKey;
+    session = await launchBrowser();
+    page = await session.browser.newPage();
+    watch = await watchPage(page, new URL(stack.url).origin);
+    // The console's page gives an origin and policy ('self'); the SDK bundle is its /console/sdk.js.
+    await page.goto(`${stack.url}/console`, { waitUntil: 'networkidle0' });
+    await page.addScriptTag({ url: '/console/sdk.js' });
+  }, 60_000);
+
+  afterAll(async () => {
+    await session?.close();
+    await stack?.close();
+  });
+
+  it.each(['RSA-OAEP-256', 'ECDH-ES+A256KW'])(
+    'opens a server-sealed envelope for a %s key made in the browser, and refuses a tampered one',
+    async (algorithm) => {
+      const publicKey = (await page.evaluate(
+        `ReceiptSdk.generateDeviceKey({ algorithm: ${JSON.stringify(algorithm)} })
+           .then((key) => { window.deviceKey = key; return key.publicKey; })`,
+      )) as string;
+      const imported = await stack.request<Data<{ keyId: string; algorithm: string }>>(
+        'POST',
+        '/api/v1/onboarding/keys',
+        { apiKey: issuer, body: { publicKey } },
+      );
+      expect(imported.status).toBe(201);
+      expect(imported.json.data.algorithm).toBe(algorithm);
+      const hashedPan = newHashedPan();
+      const registered = await stack.request('POST', '/api/v1/onboarding/register', {
+        apiKey: issuer,
+        body: { hashedPan, publicKey, keyId: imported.json.data.keyId },
+      });
+      expect(registered.status).toBe(200);
+      const receipt = sampleReceipt();
+      const sealed = await stack.request<Data<{ keyBundle: { algorithm: string } }>>(
+        'POST',
+        '/api/v1/receipts/encrypt',
+        {
+          apiKey: merchant,
+          body: {
+            receipt,
+            recipientIdentifier: { type: 'email', value: 'device@example.com' },
+            recipientHashedPan: hashedPan,
+          },
+        },
+      );
+      expect(sealed.status).toBe(200);
+      const envelope = sealed.json.data;
+      expect(envelope.keyBundle.algorithm).toBe(algorithm);
+
+      const opened = await page.evaluate(
+        `ReceiptSdk.openEnvelope(${JSON.stringify(envelope)}, window.deviceKey.privateKey)`,
+      );
+      expect(opened).toEqual(JSON.parse(JSON.stringify(receipt)));
+
+      // One flipped character of the ciphertext: the same uniform error, no plaintext.
+      const tampered = JSON.parse(JSON.stringify(envelope)) as Record<string, unknown>;
+      const ciphertext = String(tampered.ciphertext);
+      tampered.ciphertext = (ciphertext[0] === 'A' ? 'B' : 'A') + ciphertext.slice(1);
+      const refused = await page.evaluate(
+        `ReceiptSdk.openEnvelope(${JSON.stringify(tampered)}, window.deviceKey.privateKey)
+           .then(() => 'opened', (error) => error.name)`,
+      );
+      expect(refused).toBe('EnvelopeError');
+    },
+  );
+
+  it('ran on the page with no policy violation, no other origin and no script error', async () => {
+    expect(await watch.cspViolations()).toEqual([]);
+    expect(watch.foreignRequests).toEqual([]);
+    expect(watch.errors).toEqual([]);
+  });
+});
