@@ -5,7 +5,8 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { sealEnvelope } from '../../lib/crypto/envelope.js';
-import { bound, receiptBytes, receiptJson, recipientKeys, sealLegacyEnvelope } from './support.js';
+import { sealLegacyEnvelope } from '../support/legacy-envelope.js';
+import { bound, receiptBytes, receiptJson, recipientKeys } from './support.js';
 
 /**
  * The SDK as a consumer gets it: built by its own tsconfig (DOM library, no Node types) into
@@ -105,7 +106,7 @@ describe('the built SDK', () => {
       envelopes: [
         { envelope: sealEnvelope(receiptBytes(), bound, rsa), pkcs8: rsa.pkcs8 },
         { envelope: sealEnvelope(receiptBytes(), bound, p256), pkcs8: p256.pkcs8 },
-        { envelope: sealLegacyEnvelope(receiptBytes(), bound, rsa), pkcs8: rsa.pkcs8 },
+        { envelope: sealLegacyEnvelope(receiptBytes(), bound, rsa.publicKey, rsa.keyId), pkcs8: rsa.pkcs8 },
       ],
       webhook: { payload, headers, secret },
     });

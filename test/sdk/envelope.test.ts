@@ -15,15 +15,9 @@ import {
   openEnvelope,
   openEnvelopeBytes,
 } from '../../packages/sdk/src/index.js';
-import {
-  bound,
-  receiptBytes,
-  receiptJson,
-  recipientKeys,
-  sealLegacyEnvelope,
-  tamperCases,
-  type RecipientKeys,
-} from './support.js';
+import { sealLegacyEnvelope } from '../support/legacy-envelope.js';
+import { tamperCases } from '../support/tamper-cases.js';
+import { bound, receiptBytes, receiptJson, recipientKeys, type RecipientKeys } from './support.js';
 
 /**
  * The SDK's openEnvelope against the server's sealEnvelope and openEnvelope and against jose: every
@@ -48,7 +42,7 @@ beforeAll(async () => {
   envelopes = {
     rsa: sealEnvelope(receiptBytes(), bound, keys.rsa),
     p256: sealEnvelope(receiptBytes(), bound, keys.p256),
-    'legacy-rsa': sealLegacyEnvelope(receiptBytes(), bound, keys.rsa),
+    'legacy-rsa': sealLegacyEnvelope(receiptBytes(), bound, keys.rsa.publicKey, keys.rsa.keyId),
   };
 });
 
