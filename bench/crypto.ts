@@ -9,13 +9,13 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { FlattenedEncrypt, flattenedDecrypt, importPKCS8, importSPKI, type FlattenedJWE } from 'jose';
+import { FlattenedEncrypt, flattenedDecrypt, importPKCS8, importSPKI } from 'jose';
 import {
   openEnvelope,
   sealEnvelope,
+  toFlattenedJwe,
   type BoundFields,
   type Recipient,
-  type SealedEnvelope,
 } from '../lib/crypto/envelope.js';
 import { benchReceipt } from './lib/receipt.js';
 import { printTable, type TargetCheck } from './lib/report.js';
@@ -24,6 +24,8 @@ import { median, rotated, round } from './lib/stats.js';
 /**
  * Envelope seal/open against two references doing the same job on the same ~2 KB receipt with
  * pre-parsed keys: the floor (bare node:crypto, no header, no commitment) and jose's flattened JWE.
+ * P-256 recipients (ECDH-ES+A256KW) are measured against RSA-OAEP-256 and against jose doing the
+ * same ECDH-ES+A256KW job.
  * All implementations run in the same rounds, in rotating order, and every ratio is taken within a
  * round before the median is taken, so machine noise (other tenants, turbo) cancels out as far as it can.
  */
@@ -111,18 +113,6 @@ function floorOpen(sealed: FloorSealed, privateKey: KeyObject): Buffer {
   return Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]);
 }
 
-/** Our envelope re-spelt as the flattened JWE it is (docs/ENVELOPE.md): a cross-check, not timed. */
-function envelopeAsJwe(envelope: SealedEnvelope): FlattenedJWE {
-  const url = (base64: string) => Buffer.from(base64, 'base64').toString('base64url');
-  return {
-    protected: envelope.protected,
-    encrypted_key: url(envelope.keyBundle.encryptedAesKey),
-    iv: url(envelope.iv),
-    ciphertext: url(envelope.ciphertext),
-    tag: url(envelope.authTag),
-  };
-}
-
 interface Slice {
   operations: number;
   wallMs: number;
@@ -185,15 +175,38 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
   const joseHeader = { alg: 'RSA-OAEP-256', enc: 'A256GCM', ...bound };
   const joseSeal = () => new FlattenedEncrypt(plaintext).setProtectedHeader(joseHeader).encrypt(josePublic);
 
+  // A device's P-256 key: the envelope's ECDH-ES+A256KW, and jose's with the same header fields.
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const ecRecipient: Recipient = { keyId: 'bench-device-key', publicKey: ec.publicKey };
+  const joseEcPublic = await importSPKI(
+    ec.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    'ECDH-ES+A256KW',
+  );
+  const joseEcPrivate = await importPKCS8(
+    ec.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    'ECDH-ES+A256KW',
+  );
+  const joseEcHeader = { alg: 'ECDH-ES+A256KW', enc: 'A256GCM', ...bound };
+  const joseEcSeal = () =>
+    new FlattenedEncrypt(plaintext).setProtectedHeader(joseEcHeader).encrypt(joseEcPublic);
+
   // Fixed inputs for the open candidates, and a correctness check of every pair before any timing.
   const envelope = sealEnvelope(plaintext, bound, recipient);
   const floorSealed = floorSeal(plaintext, publicKey);
   const joseSealed = await joseSeal();
+  const ecEnvelope = sealEnvelope(plaintext, bound, ecRecipient);
+  const joseEcSealed = await joseEcSeal();
   const checks: [string, Buffer | Uint8Array][] = [
     ['envelope', openEnvelope(envelope, privateKey)],
     ['floor', floorOpen(floorSealed, privateKey)],
     ['jose', (await flattenedDecrypt(joseSealed, josePrivate)).plaintext],
-    ['jose reading an envelope', (await flattenedDecrypt(envelopeAsJwe(envelope), josePrivate)).plaintext],
+    ['jose reading an envelope', (await flattenedDecrypt(toFlattenedJwe(envelope), josePrivate)).plaintext],
+    ['P-256 envelope', openEnvelope(ecEnvelope, ec.privateKey)],
+    ['jose P-256', (await flattenedDecrypt(joseEcSealed, joseEcPrivate)).plaintext],
+    [
+      'jose reading a P-256 envelope',
+      (await flattenedDecrypt(toFlattenedJwe(ecEnvelope), joseEcPrivate)).plaintext,
+    ],
   ];
   for (const [name, opened] of checks) {
     if (!Buffer.from(opened).equals(plaintext)) throw new Error(`crypto bench: ${name} did not round-trip`);
@@ -260,6 +273,30 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
       operation: 'open',
       async: false,
       run: () => privateDecrypt({ key: privateKey, ...OAEP }, wrapped).length,
+    },
+    {
+      name: 'seal: envelope P-256',
+      operation: 'seal',
+      async: false,
+      run: () => sealEnvelope(plaintext, bound, ecRecipient).ciphertext.length,
+    },
+    {
+      name: 'seal: jose P-256',
+      operation: 'seal',
+      async: true,
+      run: async () => (await joseEcSeal()).ciphertext.length,
+    },
+    {
+      name: 'open: envelope P-256',
+      operation: 'open',
+      async: false,
+      run: () => openEnvelope(ecEnvelope, ec.privateKey).length,
+    },
+    {
+      name: 'open: jose P-256',
+      operation: 'open',
+      async: true,
+      run: async () => (await flattenedDecrypt(joseEcSealed, joseEcPrivate)).plaintext.length,
     },
   ];
 
@@ -329,6 +366,31 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
     'jose open time ÷ envelope open time (× faster than jose)',
   );
 
+  addRatio(
+    'p256SealVsRsa',
+    'seal: envelope P-256',
+    'seal: envelope',
+    'RSA-OAEP-256 seal time ÷ P-256 seal time (× faster than RSA; < 1: slower)',
+  );
+  addRatio(
+    'p256OpenVsRsa',
+    'open: envelope P-256',
+    'open: envelope',
+    'RSA-OAEP-256 open time ÷ P-256 open time (× faster than RSA; < 1: slower)',
+  );
+  addRatio(
+    'p256SealVsJose',
+    'seal: envelope P-256',
+    'seal: jose P-256',
+    'jose ECDH-ES+A256KW seal time ÷ P-256 envelope seal time (× faster than jose)',
+  );
+  addRatio(
+    'p256OpenVsJose',
+    'open: envelope P-256',
+    'open: jose P-256',
+    'jose ECDH-ES+A256KW open time ÷ P-256 envelope open time (× faster than jose)',
+  );
+
   const summary: Record<string, CandidateSummary> = {};
   for (const candidate of candidates) {
     const opsPerSecond = median(series(wall, candidate.name));
@@ -342,7 +404,7 @@ export async function runCryptoBench(options: CryptoOptions): Promise<CryptoResu
   }
 
   printTable(
-    `Crypto: ${plaintext.length}-byte receipt, RSA-2048; ${options.rounds} rounds × ${options.slicesPerRound} interleaved ${options.sliceMs} ms slices per candidate; medians over rounds`,
+    `Crypto: ${plaintext.length}-byte receipt, RSA-2048 and P-256; ${options.rounds} rounds × ${options.slicesPerRound} interleaved ${options.sliceMs} ms slices per candidate; medians over rounds`,
     ['candidate', 'ops/s', 'µs/op (wall)', 'µs/op (CPU)'],
     candidates.map((candidate) => {
       const entry = summary[candidate.name];
