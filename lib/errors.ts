@@ -11,13 +11,13 @@ export type ErrorDetails = Record<string, unknown>;
  * error class cannot name a code its status does not list (AppError's type parameters).
  */
 export const errorCatalogue = {
-  400: { platform: ['INVALID_REQUEST', 'invalid_request'], endpoint: [] },
+  400: { platform: ['INVALID_REQUEST', 'invalid_request'], endpoint: ['INVALID_CURSOR'] },
   401: { platform: ['unauthorized'], endpoint: [] },
   402: { platform: [], endpoint: ['PAYMENT_DECLINED'] },
   403: { platform: ['forbidden'], endpoint: ['GRANT_ERROR', 'DECRYPTION_ERROR'] },
   404: { platform: ['not_found'], endpoint: ['KEY_NOT_FOUND'] },
   405: { platform: ['method_not_allowed'], endpoint: [] },
-  409: { platform: [], endpoint: ['CONFLICT', 'ALREADY_REGISTERED'] },
+  409: { platform: [], endpoint: ['CONFLICT', 'ALREADY_REGISTERED', 'WEBHOOK_LIMIT_REACHED'] },
   413: { platform: ['payload_too_large'], endpoint: [] },
   415: { platform: ['unsupported_media_type'], endpoint: [] },
   429: { platform: ['rate_limit_exceeded'], endpoint: ['GRANT_ERROR', 'CLAIM_LIMIT_EXCEEDED'] },
@@ -61,6 +61,15 @@ export class InvalidRequestError extends AppError<400> {
   }
 }
 
+/** A paging cursor that this endpoint did not return for this resource. */
+export class InvalidCursorError extends AppError<400> {
+  readonly status = 400 as const;
+  readonly code = 'INVALID_CURSOR';
+  constructor(problem: string) {
+    super(`The cursor is not valid: ${problem}`, { fields: [{ field: 'cursor', message: problem }] });
+  }
+}
+
 export class UnauthorizedError extends AppError<401> {
   readonly status = 401 as const;
   readonly code = 'unauthorized';
@@ -101,6 +110,15 @@ export class MethodNotAllowedError extends AppError<405> {
 export class AlreadyRegisteredError extends AppError<409> {
   readonly status = 409 as const;
   readonly code = 'ALREADY_REGISTERED';
+}
+
+/** A client already has as many webhooks as it may register. */
+export class WebhookLimitError extends AppError<409> {
+  readonly status = 409 as const;
+  readonly code = 'WEBHOOK_LIMIT_REACHED';
+  constructor(limit: number) {
+    super(`A client may register at most ${limit} webhooks: delete one first`, { limit });
+  }
 }
 
 export class ConflictError extends AppError<409> {

@@ -81,6 +81,8 @@ export interface RouteDeclaration extends RouteDefinition {
     schema: z.ZodType;
     enveloped: boolean;
     mediaTypes?: readonly string[];
+    /** 201 for a route that creates a resource; 200 otherwise. */
+    status?: 200 | 201;
   };
   errors: RouteErrors;
 }

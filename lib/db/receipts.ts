@@ -166,6 +166,57 @@ export class ReceiptRepository {
   }
 
   /**
+   * One page of the receipts wrapped for a user, newest first (the by-recipient-user index), from
+   * after `startKey` (a LastEvaluatedKey of an earlier page). Receipts stored later sort before any
+   * page already read, so paging on never repeats or skips one that was there when paging began.
+   */
+  async pageForRecipient(
+    userId: string,
+    limit: number,
+    startKey: Record<string, string> | undefined,
+  ): Promise<{ receipts: StoredReceipt[]; lastKey: Record<string, string> | undefined }> {
+    const page = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'by-recipient-user',
+        KeyConditionExpression: 'recipientUserId = :user',
+        ExpressionAttributeValues: { ':user': userId },
+        ScanIndexForward: false,
+        Limit: limit,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    return {
+      receipts: (page.Items as StoredReceipt[] | undefined) ?? [],
+      lastKey: page.LastEvaluatedKey as Record<string, string> | undefined,
+    };
+  }
+
+  /**
+   * Every merchant client's receipt with this receiptId (the by-receipt-id index), for callers that
+   * pick theirs by recipient. Eventually consistent: the index is written after the table.
+   */
+  async allWithReceiptId(receiptId: string): Promise<StoredReceipt[]> {
+    if (receiptId === '') return [];
+    const receipts: StoredReceipt[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: 'by-receipt-id',
+          KeyConditionExpression: 'receiptId = :receiptId',
+          ExpressionAttributeValues: { ':receiptId': receiptId },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      receipts.push(...((page.Items as StoredReceipt[] | undefined) ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return receipts;
+  }
+
+  /**
    * Deletes receipts by their table keys, 25 to a call. Unconditional, which is safe for keys read
    * from the by-recipient-user index: a receipt's recipient, once set, never changes.
    */

@@ -1,4 +1,10 @@
-import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  GetCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { putIfAbsent, type PutIfAbsentOutcome } from './client.js';
 
 export type PaymentGatewayName = 'gateway_a' | 'gateway_b' | 'other';
@@ -45,6 +51,11 @@ const fromStored = ({ gatewayMetadataJson, ...rest }: StoredMapping): Transactio
   gatewayMetadata: JSON.parse(gatewayMetadataJson) as Record<string, unknown>,
 });
 
+/** BatchGetItem refuses a request that names one key twice. */
+const dedupe = (keys: TransactionKey[]): TransactionKey[] => [
+  ...new Map(keys.map((key) => [`${key.merchantClientId}\u0000${key.transactionId}`, key])).values(),
+];
+
 /** One mapping per (merchant client, transactionId); the first write wins and later writes get it back. */
 export class TransactionRepository {
   constructor(
@@ -86,6 +97,32 @@ export class TransactionRepository {
   async get(key: TransactionKey): Promise<TransactionMappingRecord | null> {
     const stored = await this.getStored(key);
     return stored ? fromStored(stored) : null;
+  }
+
+  /**
+   * The mappings of these keys that exist, in one BatchGetItem per 100 keys (a page of the inbox).
+   * Strongly consistent like `get`; keys DynamoDB leaves unprocessed are asked again.
+   */
+  async getMany(keys: readonly TransactionKey[]): Promise<TransactionMappingRecord[]> {
+    const found: TransactionMappingRecord[] = [];
+    const wanted = keys.filter((key) => key.transactionId !== '' && key.merchantClientId !== '');
+    for (let start = 0; start < wanted.length; start += 100) {
+      let pending: Record<string, unknown>[] = dedupe(wanted.slice(start, start + 100).map(keyOf));
+      for (let attempt = 0; pending.length > 0; attempt += 1) {
+        if (attempt === 5) throw new Error('transaction mappings left unprocessed after 5 attempts');
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
+        const result = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        found.push(
+          ...((result.Responses?.[this.tableName] as StoredMapping[] | undefined) ?? []).map(fromStored),
+        );
+        pending = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+      }
+    }
+    return found;
   }
 
   /**

@@ -305,7 +305,7 @@ export function httpEndpoint<R extends RouteDeclaration>(
       };
     }
     return {
-      statusCode: 200,
+      statusCode: route.response.status ?? 200,
       headers: { 'Content-Type': 'application/json', ...result.headers },
       body: JSON.stringify({ success: true, data: result.data }),
     };

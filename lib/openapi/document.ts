@@ -233,9 +233,9 @@ function routeConfig(route: RouteDeclaration): RouteConfig {
         : {}),
     },
     responses: {
-      200: {
+      [response.status ?? 200]: {
         description: response.description,
-        headers: headersFor(200),
+        headers: headersFor(response.status ?? 200),
         content: Object.fromEntries(
           (response.mediaTypes ?? ['application/json']).map((type) => [type, { schema: successSchema }]),
         ),

@@ -1,4 +1,6 @@
 import type { Caller } from '../api-key-auth.js';
+import type { StoredReceipt } from '../db/receipts.js';
+import type { TransactionMappingRecord } from '../db/transactions.js';
 import type { AppDeps } from '../deps.js';
 import { NotFoundError } from '../errors.js';
 import type { GatewayKind } from '../gateways/port.js';
@@ -7,25 +9,17 @@ import type { DigitalReceipt } from '../receipts/schemas.js';
 import { configuredGateway } from './create.js';
 
 /**
- * Follows a payment's receipt pointers to the stored envelope, checks them against the stored
- * mapping, then decrypts exactly as receipts/decrypt does. A payment the gateway does not know, or
- * one that carries no receipt of ours, is a 404; everything about the token, key and envelope is
- * the uniform 403.
+ * The stored receipt a gateway payment points to, with its mapping: the payment's receipt pointers
+ * must agree with the mapping stored for them. A payment the gateway does not know, or one that
+ * carries no receipt of ours, is a 404. Whether the caller may see the receipt is the caller's check.
  */
-export async function decryptPaymentReceipt(
-  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'gateways' | 'telemetry'>,
-  input: {
-    paymentId: string;
-    gateway: GatewayKind;
-    accessTokenId: string;
-    privateKey: string;
-    caller: Caller;
-    requestId: string;
-    sourceIp: string;
-  },
-): Promise<DigitalReceipt> {
-  const gateway = await configuredGateway(deps, input.gateway);
-  const payment = await gateway.retrievePayment(input.paymentId);
+export async function receiptOfPayment(
+  deps: Pick<AppDeps, 'repos' | 'gateways'>,
+  gatewayKind: GatewayKind,
+  paymentId: string,
+): Promise<{ receipt: StoredReceipt; mapping: TransactionMappingRecord }> {
+  const gateway = await configuredGateway(deps, gatewayKind);
+  const payment = await gateway.retrievePayment(paymentId);
   if (!payment)
     throw new NotFoundError('No payment with this paymentId on this gateway', { field: 'paymentId' });
   const noReceipt = () => new NotFoundError('No receipt is attached to this payment', { field: 'paymentId' });
@@ -41,13 +35,33 @@ export async function decryptPaymentReceipt(
   if (
     !mapping ||
     mapping.receiptId !== pointers.receiptId ||
-    mapping.paymentGateway !== input.gateway ||
+    mapping.paymentGateway !== gatewayKind ||
     (mapping.paymentId !== undefined && mapping.paymentId !== payment.paymentId)
   ) {
     throw noReceipt();
   }
   const receipt = await deps.repos.receipts.get({ merchantClientId, receiptId: pointers.receiptId });
   if (!receipt || receipt.envelope.merchantId !== pointers.merchantId) throw noReceipt();
+  return { receipt, mapping };
+}
+
+/**
+ * Follows a payment's receipt pointers to the stored envelope (receiptOfPayment), then decrypts
+ * exactly as receipts/decrypt does: everything about the token, key and envelope is the uniform 403.
+ */
+export async function decryptPaymentReceipt(
+  deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'gateways' | 'telemetry'>,
+  input: {
+    paymentId: string;
+    gateway: GatewayKind;
+    accessTokenId: string;
+    privateKey: string;
+    caller: Caller;
+    requestId: string;
+    sourceIp: string;
+  },
+): Promise<DigitalReceipt> {
+  const { receipt } = await receiptOfPayment(deps, input.gateway, input.paymentId);
   return decryptForCaller(deps, {
     envelope: receipt.envelope,
     accessTokenId: input.accessTokenId,

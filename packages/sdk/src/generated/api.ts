@@ -356,6 +356,144 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/users/{userId}/receipts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a user's receipts
+     * @description The receipts wrapped for one of this issuer's users, newest first, as summaries of identifiers. Escrowed receipts appear once a claim wraps them for the user. The cursor is opaque and made for this user; pages read on with it neither repeat nor skip a receipt that existed when paging began (newer receipts sort before it: start again without a cursor to see them). Another issuer's user is the same 404 as an unknown one.
+     *
+     *     Requires an X-API-Key with the role `issuer`.
+     */
+    get: operations['listUserReceipts'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/receipts/{receiptId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Fetch a stored envelope
+     * @description A merchant reads the receipt of this receiptId that it encrypted; an issuer reads the receipt of this receiptId wrapped for one of its users (the newest, should several merchants use the same receiptId). Anyone else gets the same 404 as for an unknown receiptId. The envelope is returned as stored: nothing is decrypted.
+     *
+     *     Requires an X-API-Key with the role `merchant` or `issuer`.
+     */
+    get: operations['getReceipt'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/payments/{gateway}/{paymentId}/receipt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Fetch the envelope of a payment
+     * @description Reads the payment from the gateway and follows its receipt pointers to the stored envelope, exactly as payments/decrypt does, then answers it as GET /receipts/{receiptId} would: to the merchant client that encrypted it or to the issuer of its recipient. An unknown payment, a payment without a receipt of this service and a receipt this client may not read are the same 404.
+     *
+     *     Requires an X-API-Key with the role `merchant` or `issuer`.
+     */
+    get: operations['getPaymentReceipt'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List webhooks
+     * @description The webhooks this API client registered, without their secrets. Other clients' are never shown.
+     *
+     *     Requires an X-API-Key with the role `merchant` or `issuer`.
+     */
+    get: operations['listWebhooks'];
+    put?: never;
+    /**
+     * Register a webhook
+     * @description Registers an endpoint for signed events (Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature headers, HMAC-SHA256). receipt.available needs the issuer role and receipt.escrowed the merchant role. The URL is checked now and again before every delivery: https only, and refused when its host is or resolves to a private, loopback, link-local (the cloud metadata address), unique-local, CGNAT, multicast or reserved address. A client may have 10 webhooks. The secret is answered here and on rotation only.
+     *
+     *     Requires an X-API-Key with the role `merchant` or `issuer`.
+     */
+    post: operations['createWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{webhookId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete a webhook
+     * @description Deletes one of this client’s webhooks; pending deliveries to it stop. Another client’s webhook is the same 404 as an unknown one.
+     *
+     *     Requires an X-API-Key with the role `merchant` or `issuer`.
+     */
+    delete: operations['deleteWebhook'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{webhookId}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate a webhook's secret
+     * @description Makes a new signing secret. The secret it replaces keeps signing beside it for 24 hours, so a receiver verifies with either while it switches; a second rotation within those hours ends the oldest secret at once. Another client’s webhook is the same 404 as an unknown one. Send no body.
+     *
+     *     Requires an X-API-Key with the role `merchant` or `issuer`.
+     */
+    post: operations['rotateWebhookSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/webhooks/{webhookId}/deliveries': {
     parameters: {
       query?: never;
@@ -494,6 +632,16 @@ export interface components {
       }[];
       released: number;
     };
+    /** @description The new webhook and its signing secret. */
+    CreatedWebhook: {
+      webhookId: string;
+      url: string;
+      events: ('receipt.available' | 'receipt.escrowed')[];
+      /** @description The Standard Webhooks signing secret (whsec_ + base64 of 32 bytes). Shown only when it is made: store it. */
+      secret: string;
+      /** Format: date-time */
+      createdAt: string;
+    };
     /** @description The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form. */
     CreatePaymentRequest: {
       /** @default 1.0 */
@@ -549,6 +697,11 @@ export interface components {
       amount?: number;
       cardNonce?: string;
     };
+    CreateWebhookRequest: {
+      /** @description https URL whose host is and resolves only to public addresses. Plain http to 127.0.0.1 or ::1 is accepted on the local stack only. */
+      url: string;
+      events: ('receipt.available' | 'receipt.escrowed')[];
+    };
     DecryptPaymentRequest: {
       paymentId: string;
       /**
@@ -565,6 +718,12 @@ export interface components {
       /** Format: uuid */
       accessTokenId: string;
       privateKey: string;
+    };
+    /** @description The webhook is gone: no event is sent to it from now on. */
+    DeletedWebhook: {
+      webhookId: string;
+      /** @enum {boolean} */
+      deleted: true;
     };
     DependencyStatus: {
       /** @enum {string} */
@@ -686,6 +845,29 @@ export interface components {
         /** @description Equal to the X-Request-Id header; quote it when reporting a problem. */
         request_id: string;
       };
+    };
+    /** @description A stored envelope, as encrypt answered it, for decryption on the recipient's device (the private key never leaves it), with its transaction mapping. */
+    FetchedReceipt: {
+      envelope: components['schemas']['EncryptedReceiptEnvelope'];
+      /** @description The transaction mapping that points to this receipt, or null when there is none. */
+      mapping: {
+        /** Format: uuid */
+        mappingId: string;
+        /** Format: uuid */
+        transactionId: string;
+        /** Format: uuid */
+        receiptId: string;
+        /**
+         * @description Always the neutral name: the aliases stripe and square are stored as gateway_a and gateway_b.
+         * @enum {string}
+         */
+        paymentGateway: 'gateway_a' | 'gateway_b' | 'other';
+        gatewayMetadata: {
+          [key: string]: unknown;
+        };
+        /** Format: date-time */
+        createdAt: string;
+      } | null;
     };
     /** @description The envelope as answered to the flattened encrypt form: the spec shows it without expiresAt and escrowKeyId. It is otherwise identical and is accepted wherever an envelope is. */
     FlattenedEncryptedReceiptEnvelope: {
@@ -836,6 +1018,31 @@ export interface components {
     };
     ImportKeyRequest: {
       publicKey: string | components['schemas']['PublicJwk'];
+    };
+    /** @description Newest first; pass `nextCursor` as `cursor` for the next page (null on the last one). */
+    InboxPage: {
+      receipts: components['schemas']['InboxReceipt'][];
+      nextCursor: string | null;
+    };
+    /** @description One receipt of a user: identifiers only, never its content. Fetch it with GET /receipts/{receiptId}. */
+    InboxReceipt: {
+      /** Format: uuid */
+      receiptId: string;
+      /** Format: uuid */
+      merchantId: string;
+      /** Format: uuid */
+      transactionId: string;
+      /** Format: date-time */
+      createdAt: string;
+      /** @description The user's keyId the receipt is wrapped for. */
+      keyId: string;
+      /**
+       * @description The gateway of the transaction mapping, or null when the receipt has none.
+       * @enum {string|null}
+       */
+      paymentGateway: 'gateway_a' | 'gateway_b' | 'other' | null;
+      /** @description The gateway's payment id when the payment was made through this service, else null. */
+      paymentId: string | null;
     };
     /** @description A freshly generated RSA-2048 key pair. */
     KeyPair: {
@@ -1005,6 +1212,17 @@ export interface components {
       /** Format: uuid */
       keyId: string;
     };
+    /** @description The new secret and the end of the overlap. */
+    RotatedWebhookSecret: {
+      webhookId: string;
+      /** @description The new signing secret, shown only now. */
+      secret: string;
+      /**
+       * Format: date-time
+       * @description Until then every event is signed with both secrets (two signatures in webhook-signature).
+       */
+      previousSecretExpiresAt: string;
+    };
     RotateUserKeyRequest: {
       /** Format: uuid */
       keyId: string;
@@ -1077,6 +1295,19 @@ export interface components {
         message: string;
       }[];
     };
+    /** @description A registered webhook, without its secret. */
+    Webhook: {
+      webhookId: string;
+      url: string;
+      events: ('receipt.available' | 'receipt.escrowed')[];
+      /** Format: date-time */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description During a rotation overlap: when the previous secret stops signing. Else null.
+       */
+      previousSecretExpiresAt: string | null;
+    };
     /** @description One event for one webhook. `deliveryId` is the `webhook-id` header of every attempt. Pending deliveries are attempted immediately, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; a 2xx within 10 s succeeds; after the eighth failed attempt the delivery is failed. `nextAttemptAt` is set while pending. */
     WebhookDelivery: {
       deliveryId: string;
@@ -1104,6 +1335,10 @@ export interface components {
     WebhookDeliveryPage: {
       deliveries: components['schemas']['WebhookDelivery'][];
       nextCursor: string | null;
+    };
+    /** @description The client's webhooks, oldest first. */
+    WebhookList: {
+      webhooks: components['schemas']['Webhook'][];
     };
   };
   responses: {
@@ -2616,6 +2851,547 @@ export interface operations {
           };
         };
       };
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listUserReceipts: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        userId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of receipt summaries. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['InboxPage'];
+          };
+        };
+      };
+      /** @description userId or limit is not valid, or the cursor was not returned by this endpoint for this user. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_CURSOR' | 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No such user, or a user of another client: refused alike. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getReceipt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        receiptId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The envelope and its mapping. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['FetchedReceipt'];
+          };
+        };
+      };
+      /** @description receiptId is not a UUID. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No such receipt, or not readable by this client. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getPaymentReceipt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description gateway_a or gateway_b; the aliases stripe and square are accepted for them. */
+        gateway: 'gateway_a' | 'gateway_b' | 'stripe' | 'square';
+        paymentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The envelope and its mapping. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['FetchedReceipt'];
+          };
+        };
+      };
+      /** @description An unknown gateway, or a gateway not configured here. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No receipt for this payment that this client may read. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      /** @description The gateway could not be reached. */
+      502: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'GATEWAY_ERROR';
+            };
+          };
+        };
+      };
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWebhooks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The client's webhooks. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['WebhookList'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description Where to send which events. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateWebhookRequest'];
+      };
+    };
+    responses: {
+      /** @description The webhook and its secret. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['CreatedWebhook'];
+          };
+        };
+      };
+      /** @description Invalid body, or a URL refused by the URL check (details.fields names the reason). */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description An event the API key’s roles may not subscribe to (the message names the role). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'forbidden';
+            };
+          };
+        };
+      };
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      /** @description The client already has 10 webhooks. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'WEBHOOK_LIMIT_REACHED';
+            };
+          };
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        webhookId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The webhook was deleted. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['DeletedWebhook'];
+          };
+        };
+      };
+      /** @description webhookId is not a webhook id. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No such webhook, or not registered by this client. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        webhookId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The new secret. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['RotatedWebhookSecret'];
+          };
+        };
+      };
+      /** @description webhookId is not a webhook id. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No such webhook, or not registered by this client. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };

@@ -1,0 +1,200 @@
+import type { Caller } from '../api-key-auth.js';
+import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
+import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
+import type { AppDeps, CoreDeps } from '../deps.js';
+import { InvalidCursorError, NotFoundError } from '../errors.js';
+import type { GatewayKind } from '../gateways/port.js';
+import { receiptOfPayment } from '../payments/decrypt.js';
+import { publicMapping, type TransactionMapping } from './transactions.js';
+
+/** One line of a user's inbox: ids only, never content, a card tag or claim facts. */
+export interface ReceiptSummary {
+  receiptId: string;
+  merchantId: string;
+  transactionId: string;
+  createdAt: string;
+  keyId: string;
+  paymentGateway: PaymentGatewayName | null;
+  paymentId: string | null;
+}
+
+export interface InboxPage {
+  receipts: ReceiptSummary[];
+  nextCursor: string | null;
+}
+
+/** A stored envelope, and the transaction mapping that points to it when there is one. */
+export interface FetchedReceipt {
+  envelope: ReceiptEnvelope;
+  mapping: TransactionMapping | null;
+}
+
+type ReadDeps = Pick<CoreDeps, 'repos'>;
+
+/**
+ * The cursor is the index position a page ended at (LastEvaluatedKey of by-recipient-user), with the
+ * user it was made for: a cursor is refused for any other user, so it cannot move a query elsewhere.
+ */
+interface CursorState {
+  u: string;
+  c: string;
+  m: string;
+  r: string;
+}
+
+const encodeCursor = (userId: string, lastKey: Record<string, string>): string =>
+  Buffer.from(
+    JSON.stringify({
+      u: userId,
+      c: lastKey.createdAt,
+      m: lastKey.merchantClientId,
+      r: lastKey.receiptId,
+    } satisfies Partial<CursorState>),
+  ).toString('base64url');
+
+const badCursor = (problem: string) => new InvalidCursorError(problem);
+
+function decodeCursor(cursor: string, userId: string): Record<string, string> {
+  let state: unknown;
+  try {
+    state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw badCursor('it is not a cursor this endpoint returned');
+  }
+  const fields = ['u', 'c', 'm', 'r'] as const;
+  if (
+    typeof state !== 'object' ||
+    state === null ||
+    Object.keys(state).length !== fields.length ||
+    !fields.every((field) => {
+      const value = (state as Record<string, unknown>)[field];
+      return typeof value === 'string' && value.length > 0 && value.length <= 256;
+    })
+  ) {
+    throw badCursor('it is not a cursor this endpoint returned');
+  }
+  const { u, c, m, r } = state as CursorState;
+  if (u !== userId) throw badCursor('it was returned for another user');
+  return { recipientUserId: u, createdAt: c, merchantClientId: m, receiptId: r };
+}
+
+/** Whether `userId` is a user of this issuer client; another client's user is treated as unknown. */
+async function isIssuersUser(deps: ReadDeps, userId: string, issuerClientId: string): Promise<boolean> {
+  const user = await deps.repos.users.getById(userId);
+  return user?.clientId === issuerClientId;
+}
+
+const mappingKey = (receipt: StoredReceipt) => ({
+  merchantClientId: receipt.merchantClientId,
+  transactionId: receipt.envelope.transactionId,
+});
+const sameKey = (a: { merchantClientId: string; transactionId: string }, b: typeof a) =>
+  a.merchantClientId === b.merchantClientId && a.transactionId === b.transactionId;
+
+/** The mapping that points to this receipt; a mapping of its transactionId to another receipt is not its. */
+const mappingOf = (
+  receipt: StoredReceipt,
+  mappings: readonly TransactionMappingRecord[],
+): TransactionMappingRecord | undefined =>
+  mappings.find(
+    (mapping) => sameKey(mapping, mappingKey(receipt)) && mapping.receiptId === receipt.receiptId,
+  );
+
+/**
+ * GET /users/{userId}/receipts: one page of the user's receipts, newest first, for the issuer that
+ * registered the user. Escrowed receipts join the list when a claim wraps them for the user.
+ */
+export async function listUserReceipts(
+  deps: ReadDeps,
+  input: { userId: string; limit: number; cursor: string | undefined; caller: Caller },
+): Promise<InboxPage> {
+  // The cursor is checked first: a malformed one is the caller's mistake whoever the user is.
+  const startKey = input.cursor === undefined ? undefined : decodeCursor(input.cursor, input.userId);
+  if (!(await isIssuersUser(deps, input.userId, input.caller.clientId)))
+    throw new NotFoundError('No user with this userId', { field: 'userId' });
+  const { receipts, lastKey } = await deps.repos.receipts.pageForRecipient(
+    input.userId,
+    input.limit,
+    startKey,
+  );
+  const mappings = await deps.repos.transactions.getMany(receipts.map(mappingKey));
+  return {
+    receipts: receipts.map((receipt) => {
+      const mapping = mappingOf(receipt, mappings);
+      return {
+        receiptId: receipt.receiptId,
+        merchantId: receipt.envelope.merchantId,
+        transactionId: receipt.envelope.transactionId,
+        createdAt: receipt.createdAt,
+        keyId: receipt.envelope.keyBundle.keyId,
+        paymentGateway: mapping?.paymentGateway ?? null,
+        paymentId: mapping?.paymentId ?? null,
+      };
+    }),
+    nextCursor: lastKey ? encodeCursor(input.userId, lastKey) : null,
+  };
+}
+
+/** Whether the caller may read this receipt: the merchant client that made it, or its recipient's issuer. */
+async function mayRead(deps: ReadDeps, receipt: StoredReceipt, caller: Caller): Promise<boolean> {
+  if (caller.roles.includes('merchant') && receipt.merchantClientId === caller.clientId) return true;
+  if (!caller.roles.includes('issuer') || !receipt.recipientUserId) return false;
+  return isIssuersUser(deps, receipt.recipientUserId, caller.clientId);
+}
+
+async function withMapping(deps: ReadDeps, receipt: StoredReceipt): Promise<FetchedReceipt> {
+  const mapping = await deps.repos.transactions.get(mappingKey(receipt));
+  return {
+    envelope: receipt.envelope,
+    mapping: mapping && mapping.receiptId === receipt.receiptId ? publicMapping(mapping) : null,
+  };
+}
+
+const unknownReceipt = () => new NotFoundError('No receipt with this receiptId', { field: 'receiptId' });
+
+/**
+ * GET /receipts/{receiptId}: the merchant reads its own receipt of this id (its namespace); an
+ * issuer reads the newest receipt of this id, of any merchant client, wrapped for one of its users.
+ * Anyone else gets the same 404 as for an unknown id.
+ */
+export async function getReceipt(deps: ReadDeps, receiptId: string, caller: Caller): Promise<FetchedReceipt> {
+  if (caller.roles.includes('merchant')) {
+    const own = await deps.repos.receipts.get({ merchantClientId: caller.clientId, receiptId });
+    if (own) return withMapping(deps, own);
+  }
+  if (caller.roles.includes('issuer')) {
+    const candidates = (await deps.repos.receipts.allWithReceiptId(receiptId)).sort((a, b) =>
+      b.createdAt.localeCompare(a.createdAt),
+    );
+    for (const candidate of candidates) {
+      if (!candidate.recipientUserId) continue;
+      if (await isIssuersUser(deps, candidate.recipientUserId, caller.clientId))
+        return withMapping(deps, candidate);
+    }
+  }
+  throw unknownReceipt();
+}
+
+/**
+ * GET /payments/{gateway}/{paymentId}/receipt: the receipt a payment points to (found as
+ * payments/decrypt finds it), for the same callers as GET /receipts/{receiptId}. An unknown payment,
+ * a payment without our receipt and a receipt the caller may not read are one and the same 404.
+ */
+export async function getPaymentReceipt(
+  deps: ReadDeps & Pick<AppDeps, 'gateways'>,
+  gateway: GatewayKind,
+  paymentId: string,
+  caller: Caller,
+): Promise<FetchedReceipt> {
+  const unknownPayment = () =>
+    new NotFoundError('No receipt for this paymentId on this gateway', { field: 'paymentId' });
+  let found: Awaited<ReturnType<typeof receiptOfPayment>>;
+  try {
+    found = await receiptOfPayment(deps, gateway, paymentId);
+  } catch (error) {
+    if (error instanceof NotFoundError) throw unknownPayment();
+    throw error;
+  }
+  if (!(await mayRead(deps, found.receipt, caller))) throw unknownPayment();
+  return { envelope: found.receipt.envelope, mapping: publicMapping(found.mapping) };
+}
