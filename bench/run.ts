@@ -8,17 +8,20 @@ import { runCryptoBench } from './crypto.js';
 import { runHttpBench } from './http.js';
 import { runKeygenBench } from './keygen.js';
 import { runSdkBench } from './sdk.js';
+import { runWebhookBench } from './webhooks.js';
 import { printTargets, type TargetCheck } from './lib/report.js';
 import { round } from './lib/stats.js';
 
 /**
- * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart,sdk]`: benchmarks, not tests. Each
- * section prints its tables; a summary of targets follows, and everything lands in
- * bench/results/latest.json with a description of the machine. Nothing fails on a number: a target
+ * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart,sdk,webhooks]`: benchmarks, not
+ * tests (webhooks runs only when named). Each section prints its tables; a summary of targets follows,
+ * and everything lands in bench/results/latest.json with a description of the machine. Nothing fails on a number: a target
  * that is not met is reported as such.
  */
 
-const sectionNames = ['crypto', 'keygen', 'http', 'coldstart', 'sdk'] as const;
+const sectionNames = ['crypto', 'keygen', 'http', 'coldstart', 'sdk', 'webhooks'] as const;
+/** Sections that run only when named in --only (they start a whole stack of their own). */
+const onDemand: readonly string[] = ['webhooks'];
 type SectionName = (typeof sectionNames)[number];
 
 interface SectionOutcome {
@@ -38,7 +41,7 @@ const { values } = parseArgs({
 });
 
 const quick = values.quick ?? false;
-const requested = (values.only ?? sectionNames.join(','))
+const requested = (values.only ?? sectionNames.filter((name) => !onDemand.includes(name)).join(','))
   .split(',')
   .map((name) => name.trim())
   .filter(Boolean);
@@ -76,6 +79,19 @@ const settings = {
       },
   coldstart: { imports: quick ? 3 : 5 },
   sdk: quick ? { rounds: 5, sliceMs: 40 } : { rounds: 15, sliceMs: 60 },
+  webhooks: quick
+    ? {
+        receiptsPerProducer: { single: 20, concurrent: 5 },
+        concurrentProducers: 16,
+        floorRequests: 50,
+        inboxRequests: 50,
+      }
+    : {
+        receiptsPerProducer: { single: 100, concurrent: 20 },
+        concurrentProducers: 16,
+        floorRequests: 200,
+        inboxRequests: 200,
+      },
 };
 
 const runners: Record<SectionName, () => Promise<{ targets: TargetCheck[] }>> = {
@@ -84,6 +100,7 @@ const runners: Record<SectionName, () => Promise<{ targets: TargetCheck[] }>> = 
   http: () => runHttpBench(settings.http),
   coldstart: () => runColdStartBench(settings.coldstart),
   sdk: () => runSdkBench(settings.sdk),
+  webhooks: () => runWebhookBench(settings.webhooks),
 };
 
 const firstCpu = cpus()[0];

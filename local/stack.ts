@@ -20,7 +20,7 @@ import type { RouteDeclaration } from '../lib/routes.js';
 import { startHttpServer } from './server.js';
 import type { HostResolver } from '../lib/webhooks/url-guard.js';
 import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
-import { startDispatcher, type Dispatcher } from './stream-poller.js';
+import { DEFAULT_DISPATCHER_INTERVAL_MS, startDispatcher, type Dispatcher } from './stream-poller.js';
 
 export interface LocalStackOptions {
   host?: string;
@@ -141,14 +141,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     });
     stops.push(() => http.close());
     stops.push(async () => dynamo.client.destroy());
+    const dispatcherLogger = createLogger({ level: options.logLevel ?? config.logLevel });
     const dispatcher = await startDispatcher({
       dynamo: dynamo.client,
       endpoint,
       region: config.region,
       receiptsTable: requireAllTables(config).receipts,
-      deps: deliveryDeps(deps),
-      logger,
-      intervalMs: options.dispatcherIntervalMs ?? 1_000,
+      // Its own logger: the shared one carries the context of whichever request the server handled last.
+      deps: deliveryDeps({ ...deps, logger: dispatcherLogger }),
+      logger: dispatcherLogger,
+      intervalMs: options.dispatcherIntervalMs ?? DEFAULT_DISPATCHER_INTERVAL_MS,
       ...(options.inMemory ? {} : { checkpointFile: join(dataDir, 'receipts-stream.json') }),
     });
     // Before the database client goes: a cycle under way finishes first.

@@ -115,26 +115,6 @@ describe('webhook delivery over the local stack', () => {
     url: string,
     events: string[] = ['receipt.available'],
   ): Promise<{ webhookId: string; secret: string }> {
-    const { routes } = await import('../../lib/routes.js');
-    if (!routes.some((route) => route.path === '/api/v1/webhooks')) {
-      // TEMP until create-webhook lands
-      const { randomBytes } = await import('node:crypto');
-      const caller = await stack.deps.authenticator.authenticate(apiKey);
-      const webhookId = `wh_${randomBytes(20)
-        .toString('hex')
-        .replace(/[^a-z2-7]/g, 'a')
-        .slice(0, 26)}`;
-      const secret = `whsec_${randomBytes(32).toString('base64')}`;
-      await stack.deps.repos.webhooks.create({
-        webhookId,
-        clientId: (caller as { clientId: string }).clientId,
-        url,
-        events: events as never,
-        secret,
-        createdAt: stack.clock.now().toISOString(),
-      });
-      return { webhookId, secret };
-    }
     const reply = await stack.request<Data<{ webhookId: string; secret: string }>>(
       'POST',
       '/api/v1/webhooks',
@@ -148,15 +128,6 @@ describe('webhook delivery over the local stack', () => {
   }
 
   async function rotateSecret(apiKey: string, webhookId: string): Promise<string> {
-    const { routes } = await import('../../lib/routes.js');
-    if (!routes.some((route) => route.name === 'rotate-webhook-secret')) {
-      // TEMP until rotate-webhook-secret lands
-      const { randomBytes } = await import('node:crypto');
-      const caller = await stack.deps.authenticator.authenticate(apiKey);
-      const secret = `whsec_${randomBytes(32).toString('base64')}`;
-      await stack.deps.repos.webhooks.rotateSecret(webhookId, caller!.clientId, secret, stack.clock.now());
-      return secret;
-    }
     const rotated = await stack.request<Data<{ secret: string }>>(
       'POST',
       `/api/v1/webhooks/${webhookId}/rotate-secret`,
@@ -264,7 +235,7 @@ describe('webhook delivery over the local stack', () => {
     const merchantReceiver = await startReceiver();
     const issuerReceiver = await startReceiver();
     const { secret } = await registerWebhook(merchant, merchantReceiver.url, ['receipt.escrowed']);
-    await registerWebhook(issuer, issuerReceiver.url, ['receipt.available', 'receipt.escrowed']);
+    await registerWebhook(issuer, issuerReceiver.url);
     const unregisteredCard = newHashedPan();
     const body = await encrypt(merchant, unregisteredCard);
 
