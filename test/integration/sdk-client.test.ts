@@ -1,3 +1,5 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { flattenedDecrypt } from 'jose';
 import { toFlattenedJwe, type SealedEnvelope } from '../../lib/crypto/envelope.js';
@@ -8,10 +10,14 @@ import {
   openEnvelope,
   type DeviceKey,
   type KeyWrapAlgorithm,
+  verifyWebhook,
+  type components,
   type ReceiptServiceClient,
+  type WebhookEvent,
 } from '../../packages/sdk/src/index.js';
 import { contractValidator } from '../support/contract.js';
-import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { patience, pollUntil } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 /**
@@ -69,7 +75,10 @@ beforeAll(async () => {
   });
 });
 
+const receivers: Server[] = [];
+
 afterAll(async () => {
+  await Promise.all(receivers.map((server) => new Promise((resolve) => server.close(resolve))));
   await stack?.close();
 });
 
@@ -168,5 +177,99 @@ describe('the device flow with the SDK', () => {
     await expect(crypto.subtle.exportKey('pkcs8', device.privateKey)).rejects.toThrow();
     await expect(crypto.subtle.exportKey('jwk', device.privateKey)).rejects.toThrow();
     expect(sentBodies.filter((body) => /"d"\s*:/.test(body))).toEqual([]);
+  });
+});
+
+/** The issuer's webhook endpoint: plain http on loopback, which the local stack accepts. */
+async function startReceiver(): Promise<{
+  url: string;
+  received: { headers: IncomingHttpHeaders; body: string }[];
+}> {
+  const received: { headers: IncomingHttpHeaders; body: string }[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+      response.writeHead(204).end();
+    });
+  });
+  receivers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/receipts`, received };
+}
+
+/** The flattened fixture is untyped test data; the client checks it against the generated request type. */
+const paymentBody = (
+  gateway: 'gateway_a' | 'gateway_b',
+  hashedPan: string,
+): components['schemas']['CreatePaymentRequest'] => {
+  const body = flattenedReceipt({ recipientHashedPan: hashedPan });
+  return {
+    ...(body as unknown as components['schemas']['CreatePaymentRequest']),
+    ...(gateway === 'gateway_a' ? { amount: body.totalAmount } : { cardNonce: 'cnon:card-nonce-ok' }),
+  };
+};
+
+describe('the device flow end to end: paid, announced by webhook, fetched and opened on the device', () => {
+  it('a P-256 device key opens receipts paid on both gateways, found by webhook and in the inbox', async () => {
+    const device = await generateDeviceKey();
+    const imported = await issuer.POST('/api/v1/onboarding/keys', { body: { publicKey: device.publicKey } });
+    expect(imported.response.status).toBe(201);
+    const user = await register(imported.data!.data.keyId, imported.data!.data.publicKey);
+
+    const receiver = await startReceiver();
+    const webhook = await issuer.POST('/api/v1/webhooks', {
+      body: { url: receiver.url, events: ['receipt.available'] },
+    });
+    expect(webhook.response.status).toBe(201);
+    const { secret } = webhook.data!.data;
+
+    const paid: { gateway: 'gateway_a' | 'gateway_b'; paymentId: string; receiptId: string }[] = [];
+    for (const gateway of ['gateway_a', 'gateway_b'] as const) {
+      const body = paymentBody(gateway, user.hashedPan);
+      const payment = await merchant.POST('/api/v1/payments/{gateway}/create', {
+        params: { path: { gateway } },
+        body,
+      });
+      expect(payment.response.status).toBe(200);
+      paid.push({ gateway, paymentId: payment.data!.data.paymentId, receiptId: body.receiptId });
+    }
+
+    // The webhook: verified with the SDK, it names each receipt and nothing of its content.
+    const deliveries = await pollUntil(
+      'both receipt.available deliveries',
+      async () => (receiver.received.length >= paid.length ? receiver.received : undefined),
+      { timeoutMs: patience(30_000), intervalMs: 100 },
+    );
+    const events = deliveries.map((delivery) =>
+      verifyWebhook<WebhookEvent>(delivery.body, delivery.headers as Record<string, string>, secret),
+    );
+    expect(events.map((event) => event.data.receiptId).sort()).toEqual(paid.map((p) => p.receiptId).sort());
+    for (const event of events) {
+      expect(event).toMatchObject({ type: 'receipt.available', data: { userId: user.userId } });
+    }
+
+    // The inbox lists the same receipts.
+    const inbox = await issuer.GET('/api/v1/users/{userId}/receipts', {
+      params: { path: { userId: user.userId } },
+    });
+    expect(inbox.response.status).toBe(200);
+    expect(inbox.data!.data.receipts.map((entry) => entry.receiptId).sort()).toEqual(
+      paid.map((p) => p.receiptId).sort(),
+    );
+
+    // Fetched by receipt id (from the webhook) and by payment, and opened on the device.
+    for (const { gateway, paymentId, receiptId } of paid) {
+      const byId = await issuer.GET('/api/v1/receipts/{receiptId}', { params: { path: { receiptId } } });
+      expect(byId.response.status).toBe(200);
+      const opened = await openEnvelope<{ receiptId: string }>(byId.data!.data.envelope, device.privateKey);
+      expect(opened.receiptId).toBe(receiptId);
+      const byPayment = await issuer.GET('/api/v1/payments/{gateway}/{paymentId}/receipt', {
+        params: { path: { gateway, paymentId } },
+      });
+      expect(byPayment.response.status).toBe(200);
+      expect(await openEnvelope(byPayment.data!.data.envelope, device.privateKey)).toEqual(opened);
+    }
   });
 });
