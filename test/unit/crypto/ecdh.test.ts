@@ -1,12 +1,16 @@
 import {
   createCipheriv,
+  createDecipheriv,
   createPrivateKey,
   createPublicKey,
   diffieHellman,
   generateKeyPairSync,
   randomBytes,
+  type JsonWebKey,
   type KeyObject,
 } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { FlattenedEncrypt, flattenedDecrypt, importPKCS8, importSPKI } from 'jose';
 import {
@@ -430,5 +434,97 @@ describe('imported public keys and P-256 private keys', () => {
       });
     }
     expect(() => parsePrivateKey(ecPair('P-384').pkcs8)).toThrow(DecryptionError);
+  });
+});
+
+interface EcdhVector {
+  tcId: number;
+  comment: string;
+  flags: string[];
+  public: Record<string, string>;
+  private: JsonWebKey;
+  shared: string;
+  result: 'valid' | 'invalid' | 'acceptable';
+}
+
+describe('Wycheproof ECDH P-256 vectors (JWK public keys), as the epk of an envelope', () => {
+  const file = fileURLToPath(
+    new URL('../../vendor/wycheproof/ecdh_secp256r1_webcrypto_test.json', import.meta.url),
+  );
+  const vectors = (
+    JSON.parse(readFileSync(file, 'utf8')) as { testGroups: { tests: EcdhVector[] }[] }
+  ).testGroups.flatMap((group) => group.tests);
+  const aesKw = (kek: Buffer, cek: Buffer): Buffer => {
+    const cipher = createCipheriv('id-aes256-wrap', kek, Buffer.from('A6A6A6A6A6A6A6A6', 'hex'));
+    return Buffer.concat([cipher.update(cek), cipher.final()]);
+  };
+
+  /**
+   * An envelope for the vector's private key whose epk is the vector's public key: sealed for that
+   * key, its CEK recovered, and re-wrapped under the key the vector's shared secret derives.
+   */
+  function envelopeFor(vector: EcdhVector, recipient: KeyObject): SealedEnvelope {
+    const sealed = sealEnvelope(plaintext, bound, { keyId: 'k', publicKey: createPublicKey(recipient) });
+    const epk = createPublicKey({ key: sealed.keyBundle.epk!, format: 'jwk' });
+    const kek = concatKdf(diffieHellman({ privateKey: recipient, publicKey: epk }), 'ECDH-ES+A256KW', 256);
+    const unwrap = createDecipheriv('id-aes256-wrap', kek, Buffer.from('A6A6A6A6A6A6A6A6', 'hex'));
+    const cek = Buffer.concat([
+      unwrap.update(Buffer.from(sealed.keyBundle.encryptedAesKey, 'base64')),
+      unwrap.final(),
+    ]);
+    // The JWK members an epk may have; Wycheproof adds a kid.
+    const { kty, crv, x, y } = vector.public;
+    // Invalid vectors have no shared secret: any KEK will do, the epk must be refused before it matters.
+    const shared = vector.shared === '' ? randomBytes(32) : Buffer.from(vector.shared, 'hex');
+    const wrapped = aesKw(concatKdf(shared, 'ECDH-ES+A256KW', 256), cek);
+    return {
+      ...sealed,
+      keyBundle: {
+        ...sealed.keyBundle,
+        encryptedAesKey: wrapped.toString('base64'),
+        epk: { kty, crv, x, y } as NonNullable<SealedEnvelope['keyBundle']['epk']>,
+      },
+    };
+  }
+
+  it('has the expected cases', () => {
+    expect(vectors.filter((vector) => vector.result === 'valid')).toHaveLength(330);
+    expect(vectors.filter((vector) => vector.result === 'invalid')).toHaveLength(23);
+  });
+
+  it('opens every valid case, edge-case points and shared secrets included, and refuses every invalid one', () => {
+    const outcomes: string[] = [];
+    for (const vector of vectors) {
+      let recipient: KeyObject;
+      try {
+        recipient = createPrivateKey({ key: vector.private, format: 'jwk' });
+      } catch {
+        outcomes.push(`${vector.tcId}: private key unusable`);
+        continue;
+      }
+      // WrongCurve cases pair a P-256 epk with a private key on another curve: refused as a key.
+      if (recipient.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+        if (vector.result === 'valid') outcomes.push(`${vector.tcId}: valid case off P-256`);
+        else expectDecryptionError(() => openEnvelope(envelope, recipient));
+        continue;
+      }
+      const candidate = envelopeFor(vector, recipient);
+      let opened: Buffer | undefined;
+      let reason: string | undefined;
+      try {
+        opened = openEnvelope(candidate, recipient);
+      } catch (error) {
+        expect(error).toBeInstanceOf(DecryptionError);
+        reason = (error as DecryptionError).reason;
+      }
+      const verdict = opened?.equals(plaintext) ? 'opens' : `refused (${reason})`;
+      // An invalid epk must be refused for what it is, not by the unwrap that would fail anyway.
+      const expected =
+        vector.result === 'valid'
+          ? verdict === 'opens'
+          : /^epk |^ecdh key agreement failed$/.test(reason ?? '');
+      if (!expected) outcomes.push(`${vector.tcId} ${vector.comment} [${vector.result}]: ${verdict}`);
+    }
+    expect(outcomes).toEqual([]);
   });
 });
