@@ -8,7 +8,6 @@ import type { Clock } from '../lib/clock.js';
 import { requireAllTables } from '../lib/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import type { Role } from '../lib/routes.js';
-import { newHashedPan } from '../test/support/fixtures.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
 import { startFloorServer } from './floor.js';
 import {
@@ -26,6 +25,7 @@ import { startSandboxProcess } from './lib/sandbox-process.js';
 import {
   encryptBody,
   inPool,
+  onboardUser,
   isRecord,
   paymentBody,
   post,
@@ -175,22 +175,9 @@ async function runAgainst(
 
   // ---- Setup: users through generate-keys + register (key generation runs on the 4-thread pool).
   const setupStart = performance.now();
-  const users = await inPool(Array.from({ length: options.users }), 4, async (): Promise<User> => {
-    const pair = await post(stack.url, '/api/v1/onboarding/generate-keys', issuerKey);
-    const hashedPan = newHashedPan();
-    const registered = await post(stack.url, '/api/v1/onboarding/register', issuerKey, {
-      hashedPan,
-      publicKey: text(pair, 'publicKey'),
-      keyId: text(pair, 'keyId'),
-    });
-    return {
-      userId: text(registered, 'userId'),
-      keyId: text(pair, 'keyId'),
-      publicKey: text(pair, 'publicKey'),
-      privateKey: text(pair, 'privateKey'),
-      hashedPan,
-    };
-  });
+  const users = await inPool(Array.from({ length: options.users }), 4, () =>
+    onboardUser(stack.url, issuerKey),
+  );
   // One stored envelope per user, for the decrypt runs.
   const envelopes = await inPool(users, 8, (user) =>
     post(stack.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))),

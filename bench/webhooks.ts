@@ -3,11 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../lib/admin/api-keys.js';
 import type { Role } from '../lib/routes.js';
-import { newHashedPan } from '../test/support/fixtures.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
 import { DEFAULT_DISPATCHER_INTERVAL_MS } from '../local/stream-poller.js';
 import { printTable, type TargetCheck } from './lib/report.js';
-import { encryptBody, isRecord, post, text, withIds, type User } from './lib/setup.js';
+import { encryptBody, isRecord, onboardUser, post, withIds, type User } from './lib/setup.js';
 import { percentile, round } from './lib/stats.js';
 
 /**
@@ -102,23 +101,6 @@ async function apiKey(stack: LocalStack, roles: Role[]): Promise<string> {
   return created.apiKey;
 }
 
-async function onboard(stack: LocalStack, issuer: string): Promise<User> {
-  const keys = await post(stack.url, '/api/v1/onboarding/generate-keys', issuer);
-  const hashedPan = newHashedPan();
-  const registered = await post(stack.url, '/api/v1/onboarding/register', issuer, {
-    hashedPan,
-    publicKey: text(keys, 'publicKey'),
-    keyId: text(keys, 'keyId'),
-  });
-  return {
-    userId: text(registered, 'userId'),
-    keyId: text(keys, 'keyId'),
-    publicKey: text(keys, 'publicKey'),
-    privateKey: text(keys, 'privateKey'),
-    hashedPan,
-  };
-}
-
 export async function runWebhookBench(options: WebhookBenchOptions): Promise<WebhookBenchResult> {
   const receiver = await startReceiver();
   const stack = await startLocalStack({
@@ -137,7 +119,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<Web
     });
     if (created.status !== 201) throw new Error(`webhook registration answered ${created.status}`);
     const users = await Promise.all(
-      Array.from({ length: options.concurrentProducers }, () => onboard(stack, issuer)),
+      Array.from({ length: options.concurrentProducers }, () => onboardUser(stack.url, issuer)),
     );
 
     // The floor: the same receiver, one bare POST at a time.

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { flattenedReceipt } from '../../test/support/fixtures.js';
+import { flattenedReceipt, newHashedPan } from '../../test/support/fixtures.js';
 import {
   RECEIPT_ID_PLACEHOLDER,
   TRANSACTION_ID_PLACEHOLDER,
@@ -47,6 +47,24 @@ export async function post(baseUrl: string, path: string, apiKey: string, body?:
     );
   }
   return parsed.data;
+}
+
+/** A registered user through the API (generate-keys, then register with a fresh hashedPan). */
+export async function onboardUser(baseUrl: string, issuerKey: string): Promise<User> {
+  const pair = await post(baseUrl, '/api/v1/onboarding/generate-keys', issuerKey);
+  const hashedPan = newHashedPan();
+  const registered = await post(baseUrl, '/api/v1/onboarding/register', issuerKey, {
+    hashedPan,
+    publicKey: text(pair, 'publicKey'),
+    keyId: text(pair, 'keyId'),
+  });
+  return {
+    userId: text(registered, 'userId'),
+    keyId: text(pair, 'keyId'),
+    publicKey: text(pair, 'publicKey'),
+    privateKey: text(pair, 'privateKey'),
+    hashedPan,
+  };
 }
 
 /** Runs `task` over `items` with at most `limit` in flight. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { base32 } from './base32.js';
 
 /** The event names, as lib/db/webhooks.ts lists them (kept literal here so this module stands alone). */
 export type DeliveredEventType = 'receipt.available' | 'receipt.escrowed';
@@ -127,24 +128,6 @@ export function eventsOf(record: ReceiptStreamRecord): ReceiptEvent[] {
       return [available(next, next.recipientUserId)];
   }
   return [];
-}
-
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
-
-function base32(bytes: Uint8Array): string {
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31];
-  return out;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { base32 } from '../../lib/webhooks/base32.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptStreamRecord } from '../../lib/webhooks/events.js';
 
 const createdAt = '2026-01-02T03:04:05.000Z';
@@ -153,5 +154,25 @@ describe('delivery ids', () => {
       deliveryIdOf('wh_1', { ...available!, merchantClientId: 'client-other' }),
     ]);
     expect(ids.size).toBe(5);
+  });
+});
+
+describe('base32', () => {
+  it('is RFC 4648 base32, lower case and unpadded', () => {
+    const vectors: [string, string][] = [
+      ['', ''],
+      ['f', 'my'],
+      ['fo', 'mzxq'],
+      ['foo', 'mzxw6'],
+      ['foob', 'mzxw6yq'],
+      ['fooba', 'mzxw6ytb'],
+      ['foobar', 'mzxw6ytboi'],
+    ];
+    for (const [input, encoded] of vectors) expect(base32(Buffer.from(input))).toBe(encoded);
+  });
+
+  it('stays exact over many bytes (no bits lost past 32)', () => {
+    const bytes = Buffer.alloc(64, 0xff);
+    expect(base32(bytes)).toBe(`${'7'.repeat(102)}y`);
   });
 });
