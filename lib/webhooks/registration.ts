@@ -4,6 +4,7 @@ import type { Role } from '../contract/route.js';
 import { WebhookLimitReached, type WebhookEvent, type WebhookRecord } from '../db/webhooks.js';
 import type { CoreDeps } from '../deps.js';
 import { ForbiddenError, InvalidRequestError, NotFoundError, WebhookLimitError } from '../errors.js';
+import { base32 } from './base32.js';
 import { checkWebhookUrl } from './url-guard.js';
 
 /** Webhooks one API client may have at a time: each event fans out to all of them. */
@@ -15,25 +16,8 @@ export const eventRoles: Record<WebhookEvent, Role> = {
   'receipt.escrowed': 'merchant',
 };
 
-const base32Alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
-
 /** 'wh_' + 26 base32 characters: 130 random bits. */
-export function newWebhookId(): string {
-  const bytes = randomBytes(17);
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += base32Alphabet[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-    value &= (1 << bits) - 1;
-  }
-  return `wh_${out.slice(0, 26)}`;
-}
+export const newWebhookId = (): string => `wh_${base32(randomBytes(17)).slice(0, 26)}`;
 
 /** Standard Webhooks secret format: 'whsec_' + base64 of 32 random bytes. */
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
