@@ -5,6 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { retryDelaysMs } from '../../lib/webhooks/send.js';
 import { flattenedReceipt, newHashedPan } from '../support/fixtures.js';
 import { onboardUser, type OnboardedUser } from '../support/flow.js';
+import { logsWhile } from '../support/logs.js';
 import { pollUntil } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -251,6 +252,36 @@ describe('webhook delivery over the local stack', () => {
     expect(issuerReceiver.received).toEqual([]);
   });
 
+  it('delivers receipt.available to the issuer when its user claims an escrowed receipt', async () => {
+    const { merchant, issuer } = await parties();
+    const receiver = await startReceiver();
+    const { secret } = await registerWebhook(issuer, receiver.url);
+    const hashedPan = newHashedPan();
+    const at = '2026-11-21T09:15:00Z';
+    const body = flattenedReceipt({ recipientHashedPan: hashedPan, transactionDate: at });
+    expect((await stack.request('POST', '/api/v1/receipts/encrypt', { apiKey: merchant, body })).status).toBe(
+      200,
+    );
+    // Registering the card releases nothing, so it raises nothing.
+    const user = await onboardUser(stack, issuer, hashedPan);
+    const claimed = await stack.request<Data<{ released: number }>>('POST', '/api/v1/receipts/claim', {
+      apiKey: issuer,
+      body: { userId: user.userId, transactions: [{ amount: 1548, currency: 'USD', transactionDate: at }] },
+    });
+    expect(claimed.json.data.released).toBe(1);
+
+    const [message] = await received(receiver, 1);
+    const event = new Webhook(secret).verify(message!.body, headersOf(message!)) as {
+      type: string;
+      data: Record<string, unknown>;
+    };
+    expect(event).toMatchObject({
+      type: 'receipt.available',
+      data: { receiptId: body.receiptId, userId: user.userId, keyId: user.keyId },
+    });
+    expect(receiver.received).toHaveLength(1);
+  });
+
   it('delivers the events of receipts stored while the dispatcher was stopped once it runs again', async () => {
     const { merchant, issuer, user } = await parties();
     const receiver = await startReceiver();
@@ -429,11 +460,15 @@ describe('webhook delivery over the local stack', () => {
       (delivery) => delivery.attemptCount === 1 && delivery.attempts.length === 1,
     );
 
-    for (const [index, delay] of retryDelaysMs.entries()) {
-      stack.clock.advance(delay);
-      await deliveryWhen(issuer, webhookId, (delivery) => delivery.attempts.length === index + 2);
-    }
-    const failed = await deliveryWhen(issuer, webhookId, (delivery) => delivery.status === 'failed');
+    const { value: failed, text: logs } = await logsWhile(async () => {
+      for (const [index, delay] of retryDelaysMs.entries()) {
+        stack.clock.advance(delay);
+        await deliveryWhen(issuer, webhookId, (delivery) => delivery.attempts.length === index + 2);
+      }
+      return deliveryWhen(issuer, webhookId, (delivery) => delivery.status === 'failed');
+    });
+    // Counted once, for the alarm on failed deliveries.
+    expect(logs.match(/"metric":"WebhookDeliveriesFailed"/g)).toHaveLength(1);
     expect(failed.attemptCount).toBe(8);
     expect(failed.nextAttemptAt).toBeNull();
     expect(failed.attempts.every((attempt) => attempt.httpStatus === 503)).toBe(true);
