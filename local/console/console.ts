@@ -91,7 +91,7 @@ const styles = `
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d2733; background: #f5f7fa; }
 header { background: #1d2733; color: #fff; padding: 12px 24px; }
 header h1 { font-size: 18px; margin: 0; }
-main { display: grid; grid-template-columns: 340px 1fr; gap: 24px; padding: 24px; }
+main { display: grid; grid-template-columns: 340px minmax(0, 1fr); gap: 24px; padding: 24px; }
 fieldset { border: 1px solid #cfd6df; border-radius: 6px; margin: 0 0 16px; background: #fff; }
 label { display: block; margin: 8px 0 2px; font-weight: 600; }
 input, select { width: 100%; box-sizing: border-box; padding: 6px; font: inherit; }
@@ -102,7 +102,7 @@ button { margin-top: 12px; padding: 8px 14px; font: inherit; cursor: pointer; }
 .step.failed { border-color: #c0392b; }
 .step.ok h2::before { content: '✓ '; color: #1e8449; }
 .step.failed h2::before { content: '✗ '; color: #c0392b; }
-pre { background: #f0f3f7; padding: 8px; overflow-x: auto; max-height: 320px; margin: 4px 0; font-size: 12px; }
+pre { background: #f0f3f7; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 320px; overflow-y: auto; margin: 4px 0; font-size: 12px; }
 #receipt { border: 2px solid #1e8449; }
 `;
 

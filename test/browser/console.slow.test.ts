@@ -71,6 +71,9 @@ describe('developer console in a browser', () => {
       expect(result.text).toContain(step);
     }
     expect(await page.$$eval('.step.failed', (failed) => failed.length)).toBe(0);
+    // The webhook's signing secret is in the response, not on the page.
+    expect(result.text).toContain('(signing secret,');
+    expect(result.text).not.toMatch(/whsec_/);
   });
 
   it('shows no API key and keeps nothing in storage or cookies', async () => {

@@ -31,8 +31,11 @@ function redact(value: unknown): unknown {
   if (value && typeof value === 'object') {
     return Object.fromEntries(
       Object.entries(value).map(([key, inner]) =>
-        key === 'privateKey' && typeof inner === 'string'
-          ? [key, `(private key, ${inner.length} characters, kept in page memory)`]
+        (key === 'privateKey' || key === 'secret') && typeof inner === 'string'
+          ? [
+              key,
+              `(${key === 'secret' ? 'signing secret' : 'private key'}, ${inner.length} characters, not shown)`,
+            ]
           : [key, redact(inner)],
       ),
     );
