@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensurePrivateDir } from './private-files.js';
 import { startLocalStack } from './stack.js';
+import { DEFAULT_DISPATCHER_INTERVAL_MS } from './stream-poller.js';
 
 /** `npm start`: the whole service on http://127.0.0.1:3000 with no cloud account. */
 const { values } = parseArgs({
@@ -75,6 +76,9 @@ console.log(
   `  gateways:   ${stack.sandbox ? `local sandbox at ${stack.sandbox.url} (test double)` : 'real provider test modes'}`,
 );
 console.log(`  escrow key: ${stack.deps.escrow.keyId}`);
+console.log(
+  `  webhooks:   receipts stream read every ${DEFAULT_DISPATCHER_INTERVAL_MS} ms and due retries swept by the Lambdas' own code`,
+);
 if (firstStart || values['in-memory']) {
   console.log('\nCreate API keys in another terminal (each key is printed once):');
   console.log('  npm run admin -- api-keys create --name "Demo merchant" --roles merchant --tier standard');
