@@ -199,24 +199,33 @@ export class WebhookDeliveryRepository {
   }
 
   /**
-   * A manual retry: pending again, due now, with a fresh back-off schedule from this attempt count;
-   * refused (null) while another attempt is under way.
+   * A manual retry, claimed at once: pending with a fresh back-off schedule from this attempt, whose
+   * attempt the caller makes now (so no sweeper takes it in between). Refused (null) while another
+   * attempt is under way.
    */
-  async restart(key: DeliveryKey, seenCount: number, now: Date): Promise<DeliveryRecord | null> {
+  async restart(
+    key: DeliveryKey,
+    seenCount: number,
+    now: Date,
+    leaseUntil: Date,
+  ): Promise<DeliveryRecord | null> {
     try {
       const result = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keyOf(key),
           UpdateExpression:
-            'SET #status = :pending, scheduledFrom = :seen, nextAttemptAt = :now, dueBucket = :due',
+            'SET #status = :pending, scheduledFrom = :seen, attemptCount = :next, nextAttemptAt = :lease, ' +
+            'leaseUntil = :lease, dueBucket = :due',
           ConditionExpression:
             'attemptCount = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':pending': 'pending',
             ':seen': seenCount,
+            ':next': seenCount + 1,
             ':now': now.toISOString(),
+            ':lease': leaseUntil.toISOString(),
             ':due': DUE_BUCKET,
           },
           ReturnValues: 'ALL_NEW',

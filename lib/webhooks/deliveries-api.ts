@@ -1,7 +1,7 @@
 import type { DeliveryRecord, WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
 import type { WebhookRecord, WebhookRepository } from '../db/webhooks.js';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../errors.js';
-import { attemptDelivery, type DeliveryDeps } from './send.js';
+import { attemptClaimed, leaseFrom, type DeliveryDeps } from './send.js';
 
 /** What the API shows of a delivery: never the payload's bytes, the secret or the claim lease. */
 export const deliveryView = (delivery: DeliveryRecord) => ({
@@ -92,8 +92,9 @@ export async function retryDelivery(
   const key = { webhookId: input.webhookId, deliveryId: input.deliveryId };
   const delivery = await deps.deliveries.get(key);
   if (!delivery || delivery.clientId !== input.clientId) throw new NotFoundError('No such delivery');
-  const restarted = await deps.deliveries.restart(key, delivery.attemptCount, deps.clock.now());
-  const attempted = restarted ? await attemptDelivery(deps, restarted) : null;
+  const at = deps.clock.now();
+  const restarted = await deps.deliveries.restart(key, delivery.attemptCount, at, leaseFrom(at));
+  const attempted = restarted ? await attemptClaimed(deps, restarted, at) : null;
   if (!attempted) throw new ConflictError('Another attempt of this delivery is under way');
   return deliveryView(attempted);
 }

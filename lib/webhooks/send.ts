@@ -96,13 +96,19 @@ export async function attemptDelivery(
   options: { dueBy?: Date } = {},
 ): Promise<DeliveryRecord | null> {
   const at = deps.clock.now();
-  const claimed = await deps.deliveries.claim(
-    delivery,
-    delivery.attemptCount,
-    new Date(at.getTime() + CLAIM_LEASE_MS),
-    options.dueBy,
-  );
-  if (!claimed) return null;
+  const claimed = await deps.deliveries.claim(delivery, delivery.attemptCount, leaseFrom(at), options.dueBy);
+  return claimed ? attemptClaimed(deps, claimed, at) : null;
+}
+
+/** Until when an attempt that starts at `at` holds its claim. */
+export const leaseFrom = (at: Date): Date => new Date(at.getTime() + CLAIM_LEASE_MS);
+
+/** Makes and records the attempt a claim (or a manual retry's restart) has taken, made at `at`. */
+export async function attemptClaimed(
+  deps: DeliveryDeps,
+  claimed: DeliveryRecord,
+  at: Date,
+): Promise<DeliveryRecord | null> {
   const started = performance.now();
   const { result, final } = await post(deps, claimed, at);
   const attempt: DeliveryAttempt = {
