@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -8,9 +9,12 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Template } from 'aws-cdk-lib/assertions';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
 import { ServiceFunction } from '../../infra/service-function.js';
+import { ensureTables } from '../../lib/db/create-tables.js';
 import { findRoute } from '../../lib/routes.js';
+import { prefixedTableNames, tableEnvVar } from '../../lib/tables.js';
 import { cdkJsonContext } from './support.js';
 
 /**
@@ -71,5 +75,60 @@ describe('api-docs bundle', () => {
       { cwd: assetDir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' },
     );
     expect(out.trim()).toBe('function');
+  });
+
+  it('serves the page and the patched Redoc from assets/, run as the Lambda runs it, on DynamoDB Local', async () => {
+    const endpoint = process.env.TEST_DYNAMODB_ENDPOINT;
+    if (!endpoint) throw new Error('TEST_DYNAMODB_ENDPOINT is not set: run with `npm test`');
+    const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+    const names = prefixedTableNames(`t${randomBytes(4).toString('hex')}-`);
+    const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials });
+    await ensureTables(client, names);
+    client.destroy();
+    // Only what the CDK stack gives this function: its two tables, no project around it.
+    const env = {
+      PATH: process.env.PATH ?? '',
+      DYNAMODB_ENDPOINT: endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      LOG_LEVEL: 'SILENT',
+      [tableEnvVar('rateLimits')]: names.rateLimits,
+      [tableEnvVar('apiKeys')]: names.apiKeys,
+    };
+    const invoke = `
+      const { handler } = await import('./index.mjs');
+      const event = (query) => ({
+        resource: '/api/v1/docs', path: '/api/v1/docs', httpMethod: 'GET', headers: {}, multiValueHeaders: {},
+        queryStringParameters: query, multiValueQueryStringParameters: null, pathParameters: null,
+        stageVariables: null, body: null, isBase64Encoded: false,
+        requestContext: { requestId: 'bundle-test', identity: { sourceIp: '192.0.2.1' } },
+      });
+      const context = { functionName: 'api-docs', awsRequestId: 'bundle-test', getRemainingTimeInMillis: () => 10000 };
+      const page = await handler(event(null), context);
+      const script = await handler(event({ asset: 'redoc.standalone.js' }), context);
+      process.stdout.write(JSON.stringify({
+        page: { status: page.statusCode, headers: page.headers, body: page.body },
+        script: { status: script.statusCode, type: script.headers['Content-Type'], body: script.body },
+      }));
+    `;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', invoke], {
+      cwd: assetDir,
+      env,
+      encoding: 'utf8',
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const { page, script } = JSON.parse(out) as {
+      page: { status: number; headers: Record<string, string>; body: string };
+      script: { status: number; type: string; body: string };
+    };
+    expect(page.status).toBe(200);
+    expect(page.headers['Content-Type']).toMatch(/^text\/html/);
+    expect(page.headers['Content-Security-Policy']).toMatch(/style-src 'self' 'nonce-[A-Za-z0-9+/=]+'/);
+    expect(page.body).toContain('<script src="docs?asset=redoc.standalone.js"');
+    expect(script.status).toBe(200);
+    expect(script.type).toMatch(/^text\/javascript/);
+    expect(script.body).toContain('document.currentScript&&document.currentScript.nonce');
+    expect(script.body).not.toContain('cdn.redoc.ly');
   });
 });
