@@ -69,6 +69,8 @@ await writeFile(
 
 console.log(`Receipt service listening on ${stack.url}`);
 console.log(`  health:     curl ${stack.url}/api/v1/health`);
+console.log(`  reference:  ${stack.url}/api/v1/docs`);
+console.log(`  console:    ${stack.url}/console (the flow in a browser; paste API keys)`);
 console.log(
   `  DynamoDB:   ${stack.dynamoDbEndpoint} (${values['in-memory'] ? 'in memory' : `data in ${dataDir}`})`,
 );
