@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 
 /**
  * The developer console (GET /console): the local stack only, never a deployed route. One page and
@@ -16,16 +15,21 @@ const bundles = new Map<string, Promise<string>>();
 function bundled(entry: string, globalName?: string): Promise<string> {
   let bundle = bundles.get(entry);
   if (!bundle) {
-    bundle = build({
-      entryPoints: [entry],
-      bundle: true,
-      write: false,
-      format: 'iife',
-      platform: 'browser',
-      target: 'es2022',
-      logLevel: 'silent',
-      ...(globalName ? { globalName } : {}),
-    }).then((result) => result.outputFiles[0]?.text ?? '');
+    // esbuild loads only when the console is first opened, not with every local stack.
+    bundle = import('esbuild')
+      .then(({ build }) =>
+        build({
+          entryPoints: [entry],
+          bundle: true,
+          write: false,
+          format: 'iife',
+          platform: 'browser',
+          target: 'es2022',
+          logLevel: 'silent',
+          ...(globalName ? { globalName } : {}),
+        }),
+      )
+      .then((result) => result.outputFiles[0]?.text ?? '');
     bundles.set(entry, bundle);
     bundle.catch(() => bundles.delete(entry));
   }
