@@ -4,6 +4,7 @@ import {
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { isConditionFailure } from './client.js';
 
@@ -133,30 +134,20 @@ export class WebhookDeliveryRepository {
     leaseUntil: Date,
     dueBy?: Date,
   ): Promise<DeliveryRecord | null> {
-    try {
-      const result = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression: 'SET attemptCount = :next, nextAttemptAt = :lease, leaseUntil = :lease',
-          ConditionExpression:
-            '#status = :pending AND attemptCount = :seen' + (dueBy ? ' AND nextAttemptAt <= :due' : ''),
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':pending': 'pending',
-            ':seen': seenCount,
-            ':next': seenCount + 1,
-            ':lease': leaseUntil.toISOString(),
-            ...(dueBy ? { ':due': dueBy.toISOString() } : {}),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return result.Attributes as DeliveryRecord;
-    } catch (error) {
-      if (isConditionFailure(error)) return null;
-      throw error;
-    }
+    return this.updateIf({
+      Key: keyOf(key),
+      UpdateExpression: 'SET attemptCount = :next, nextAttemptAt = :lease, leaseUntil = :lease',
+      ConditionExpression:
+        '#status = :pending AND attemptCount = :seen' + (dueBy ? ' AND nextAttemptAt <= :due' : ''),
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':pending': 'pending',
+        ':seen': seenCount,
+        ':next': seenCount + 1,
+        ':lease': leaseUntil.toISOString(),
+        ...(dueBy ? { ':due': dueBy.toISOString() } : {}),
+      },
+    });
   }
 
   /**
@@ -171,31 +162,21 @@ export class WebhookDeliveryRepository {
     ttl: number,
   ): Promise<DeliveryRecord | null> {
     const pending = outcome.status === 'pending';
-    try {
-      const result = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression: pending
-            ? 'SET attempts = list_append(attempts, :attempt), #status = :status, nextAttemptAt = :next, dueBucket = :due, #ttl = :ttl REMOVE leaseUntil'
-            : 'SET attempts = list_append(attempts, :attempt), #status = :status, #ttl = :ttl REMOVE nextAttemptAt, dueBucket, leaseUntil',
-          ConditionExpression: 'attemptCount = :count',
-          ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-          ExpressionAttributeValues: {
-            ':attempt': [attempt],
-            ':status': outcome.status,
-            ':count': attemptCount,
-            ':ttl': ttl,
-            ...(pending ? { ':next': outcome.nextAttemptAt.toISOString(), ':due': DUE_BUCKET } : {}),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return result.Attributes as DeliveryRecord;
-    } catch (error) {
-      if (isConditionFailure(error)) return null;
-      throw error;
-    }
+    return this.updateIf({
+      Key: keyOf(key),
+      UpdateExpression: pending
+        ? 'SET attempts = list_append(attempts, :attempt), #status = :status, nextAttemptAt = :next, dueBucket = :due, #ttl = :ttl REMOVE leaseUntil'
+        : 'SET attempts = list_append(attempts, :attempt), #status = :status, #ttl = :ttl REMOVE nextAttemptAt, dueBucket, leaseUntil',
+      ConditionExpression: 'attemptCount = :count',
+      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':attempt': [attempt],
+        ':status': outcome.status,
+        ':count': attemptCount,
+        ':ttl': ttl,
+        ...(pending ? { ':next': outcome.nextAttemptAt.toISOString(), ':due': DUE_BUCKET } : {}),
+      },
+    });
   }
 
   /**
@@ -209,27 +190,32 @@ export class WebhookDeliveryRepository {
     now: Date,
     leaseUntil: Date,
   ): Promise<DeliveryRecord | null> {
+    return this.updateIf({
+      Key: keyOf(key),
+      UpdateExpression:
+        'SET #status = :pending, scheduledFrom = :seen, attemptCount = :next, nextAttemptAt = :lease, ' +
+        'leaseUntil = :lease, dueBucket = :due',
+      ConditionExpression:
+        'attemptCount = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':pending': 'pending',
+        ':seen': seenCount,
+        ':next': seenCount + 1,
+        ':now': now.toISOString(),
+        ':lease': leaseUntil.toISOString(),
+        ':due': DUE_BUCKET,
+      },
+    });
+  }
+
+  /** An update that answers the item as it is after it, or null when its condition does not hold. */
+  private async updateIf(
+    input: Omit<UpdateCommandInput, 'TableName' | 'ReturnValues'>,
+  ): Promise<DeliveryRecord | null> {
     try {
       const result = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression:
-            'SET #status = :pending, scheduledFrom = :seen, attemptCount = :next, nextAttemptAt = :lease, ' +
-            'leaseUntil = :lease, dueBucket = :due',
-          ConditionExpression:
-            'attemptCount = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':pending': 'pending',
-            ':seen': seenCount,
-            ':next': seenCount + 1,
-            ':now': now.toISOString(),
-            ':lease': leaseUntil.toISOString(),
-            ':due': DUE_BUCKET,
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
+        new UpdateCommand({ ...input, TableName: this.tableName, ReturnValues: 'ALL_NEW' }),
       );
       return result.Attributes as DeliveryRecord;
     } catch (error) {
