@@ -241,6 +241,14 @@ export async function startHttpServer(
     ]),
   );
 
+  /** '0' for a literal segment, '1' for a parameter: the smaller string is the more specific path. */
+  const shape = (path: string) =>
+    path
+      .split('/')
+      .map((segment) => (segment.startsWith('{') ? '1' : '0'))
+      .join('');
+  const bySpecificity = (a: string, b: string) => shape(a).localeCompare(shape(b));
+
   const server = createServer((request, response) => {
     void (async () => {
       const url = new URL(request.url ?? '/', 'http://localhost');
@@ -255,7 +263,11 @@ export async function startHttpServer(
       }
       // The developer console is the local stack's own page, not an API route (local/console).
       if (await serveConsole(request, response, url)) return;
-      const candidates = loaded.filter((entry) => entry.pattern.test(url.pathname));
+      // As API Gateway: the resource first, a literal segment winning over a {param} one (GET
+      // /receipts/encrypt is that resource's 405, not GET /receipts/{receiptId}), then the method on it.
+      const matching = loaded.filter((entry) => entry.pattern.test(url.pathname));
+      const resource = matching.map((entry) => entry.route.path).sort(bySpecificity)[0];
+      const candidates = matching.filter((entry) => entry.route.path === resource);
       const match = candidates.find((entry) => entry.route.method === request.method);
       let handler: HttpHandler = notFound;
       let pathParameters: Record<string, string> | null = null;
