@@ -30,6 +30,7 @@ describe('developer console in a browser', () => {
     await stack?.close();
   });
 
+  // A flow is a dozen requests plus the bundle built on first use: well over a minute on a loaded CI box.
   const run = async (path: 'device' | 'spec', algorithm: string, gateway: string) => {
     const merchant = await stack.apiKey(['merchant']);
     const issuer = await stack.apiKey(['issuer']);
@@ -41,7 +42,7 @@ describe('developer console in a browser', () => {
     await page.select('#gateway', gateway);
     lastKeys = [merchant.apiKey, issuer.apiKey];
     await page.click('#run');
-    await page.waitForSelector('#steps[data-done]', { timeout: 60_000 });
+    await page.waitForSelector('#steps[data-done]', { timeout: 100_000 });
     return {
       done: await page.$eval('#steps', (steps) => steps.getAttribute('data-done')),
       receipt: await page.$eval('#receipt pre', (pre) => pre.textContent ?? ''),
@@ -74,7 +75,7 @@ describe('developer console in a browser', () => {
     // The webhook's signing secret is in the response, not on the page.
     expect(result.text).toContain('(signing secret,');
     expect(result.text).not.toMatch(/whsec_/);
-  });
+  }, 120_000);
 
   it('shows no API key and keeps nothing in storage or cookies', async () => {
     const html = await page.content();
@@ -96,7 +97,7 @@ describe('developer console in a browser', () => {
     expect(result.text).toContain('POST /api/v1/payments/decrypt');
     // The private key generate-keys returned is never put on the page.
     expect(result.text).toContain('(private key,');
-  });
+  }, 120_000);
 
   it('loads from this origin only, with no policy violation and no script error', async () => {
     expect(await watch.cspViolations()).toEqual([]);
