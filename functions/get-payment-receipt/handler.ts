@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../lib/deps.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../lib/http/pipeline.js';
-import { getPaymentReceipt } from '../../lib/receipts/inbox.js';
+import { getPaymentReceipt } from '../../lib/receipts/payment-receipt.js';
 import { getPaymentReceiptRoute as route } from '../../lib/routes/get-payment-receipt.js';
 import { awsHandler } from '../../lib/wiring/aws.js';
 

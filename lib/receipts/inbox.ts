@@ -1,10 +1,8 @@
 import type { Caller } from '../api-key-auth.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
-import type { AppDeps, CoreDeps } from '../deps.js';
+import type { CoreDeps } from '../deps.js';
 import { InvalidCursorError, NotFoundError } from '../errors.js';
-import type { GatewayKind } from '../gateways/port.js';
-import { receiptOfPayment } from '../payments/decrypt.js';
 import { publicMapping, type TransactionMapping } from './transactions.js';
 
 /** One line of a user's inbox: ids only, never content, a card tag or claim facts. */
@@ -29,7 +27,7 @@ export interface FetchedReceipt {
   mapping: TransactionMapping | null;
 }
 
-type ReadDeps = Pick<CoreDeps, 'repos'>;
+export type ReadDeps = Pick<CoreDeps, 'repos'>;
 
 /**
  * The cursor is the index position a page ended at (LastEvaluatedKey of by-recipient-user), with the
@@ -136,7 +134,7 @@ export async function listUserReceipts(
 }
 
 /** Whether the caller may read this receipt: the merchant client that made it, or its recipient's issuer. */
-async function mayRead(deps: ReadDeps, receipt: StoredReceipt, caller: Caller): Promise<boolean> {
+export async function mayRead(deps: ReadDeps, receipt: StoredReceipt, caller: Caller): Promise<boolean> {
   if (caller.roles.includes('merchant') && receipt.merchantClientId === caller.clientId) return true;
   if (!caller.roles.includes('issuer') || !receipt.recipientUserId) return false;
   return isIssuersUser(deps, receipt.recipientUserId, caller.clientId);
@@ -173,28 +171,4 @@ export async function getReceipt(deps: ReadDeps, receiptId: string, caller: Call
     }
   }
   throw unknownReceipt();
-}
-
-/**
- * GET /payments/{gateway}/{paymentId}/receipt: the receipt a payment points to (found as
- * payments/decrypt finds it), for the same callers as GET /receipts/{receiptId}. An unknown payment,
- * a payment without our receipt and a receipt the caller may not read are one and the same 404.
- */
-export async function getPaymentReceipt(
-  deps: ReadDeps & Pick<AppDeps, 'gateways'>,
-  gateway: GatewayKind,
-  paymentId: string,
-  caller: Caller,
-): Promise<FetchedReceipt> {
-  const unknownPayment = () =>
-    new NotFoundError('No receipt for this paymentId on this gateway', { field: 'paymentId' });
-  let found: Awaited<ReturnType<typeof receiptOfPayment>>;
-  try {
-    found = await receiptOfPayment(deps, gateway, paymentId);
-  } catch (error) {
-    if (error instanceof NotFoundError) throw unknownPayment();
-    throw error;
-  }
-  if (!(await mayRead(deps, found.receipt, caller))) throw unknownPayment();
-  return { envelope: found.receipt.envelope, mapping: publicMapping(found.mapping) };
 }
