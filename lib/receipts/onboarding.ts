@@ -8,6 +8,7 @@ import {
   publicKeyDer,
   type KeyWrapAlgorithm,
 } from '../crypto/keys.js';
+import type { KeyPairRecord } from '../db/key-pairs.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../deps.js';
 import {
@@ -26,6 +27,30 @@ export interface GeneratedKeyPair {
 
 type OnboardingDeps = Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'logger'>;
 
+/** Stores a public key bound to the caller's client under a new keyId, and audits it. */
+async function storePublicKey(
+  deps: OnboardingDeps,
+  caller: Caller,
+  requestId: string,
+  key: Pick<KeyPairRecord, 'publicKey' | 'algorithm' | 'origin'>,
+): Promise<string> {
+  const keyId = randomUUID();
+  await deps.repos.keyPairs.create({
+    keyId,
+    clientId: caller.clientId,
+    createdAt: deps.clock.now().toISOString(),
+    ...key,
+  });
+  await deps.audit.record({
+    action: key.origin === 'imported' ? 'key.import' : 'key.generate',
+    outcome: 'success',
+    requestId,
+    clientId: caller.clientId,
+    keyId,
+  });
+  return keyId;
+}
+
 /** RSA-2048 off the event loop; only the public half is stored, the private half is returned once. */
 export async function generateKeyPairFor(
   deps: OnboardingDeps,
@@ -42,21 +67,10 @@ export async function generateKeyPairFor(
     });
     throw new KeyGenerationError();
   }
-  const keyId = randomUUID();
-  await deps.repos.keyPairs.create({
-    keyId,
+  const keyId = await storePublicKey(deps, caller, requestId, {
     publicKey: pair.publicKey,
-    clientId: caller.clientId,
-    createdAt: deps.clock.now().toISOString(),
     algorithm: 'RSA-OAEP-256',
     origin: 'generated',
-  });
-  await deps.audit.record({
-    action: 'key.generate',
-    outcome: 'success',
-    requestId,
-    clientId: caller.clientId,
-    keyId,
   });
   return { keyId, publicKey: pair.publicKey, privateKey: pair.privateKey, algorithm: 'RSA-OAEP-256' };
 }
@@ -79,21 +93,10 @@ export async function importKeyFor(
   requestId: string,
 ): Promise<ImportedKey> {
   const imported = parseImportedPublicKey(publicKey, 'publicKey');
-  const keyId = randomUUID();
-  await deps.repos.keyPairs.create({
-    keyId,
+  const keyId = await storePublicKey(deps, caller, requestId, {
     publicKey: imported.spki,
-    clientId: caller.clientId,
-    createdAt: deps.clock.now().toISOString(),
     algorithm: imported.algorithm,
     origin: 'imported',
-  });
-  await deps.audit.record({
-    action: 'key.import',
-    outcome: 'success',
-    requestId,
-    clientId: caller.clientId,
-    keyId,
   });
   return { keyId, publicKey: imported.spki, algorithm: imported.algorithm };
 }

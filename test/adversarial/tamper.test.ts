@@ -71,6 +71,38 @@ const retouch = (tokenId: string, edits: { position: number; delta: number }[]):
   return chars.join('');
 };
 
+/**
+ * A user whose P-256 key is made here, as on a device: only its public half is imported
+ * (onboarding/keys) and registered. Same shape as onboardUser's, the private key as PKCS#8.
+ */
+async function onboardDeviceUser(stack: TestStack, apiKey: string): Promise<OnboardedUser> {
+  const device = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const publicKey = device.publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+  const imported = await stack.request<SuccessEnvelope<{ keyId: string }>>(
+    'POST',
+    '/api/v1/onboarding/keys',
+    {
+      apiKey,
+      body: { publicKey },
+    },
+  );
+  const hashedPan = newHashedPan();
+  const { keyId } = imported.json.data;
+  const registered = await stack.request<SuccessEnvelope<{ userId: string }>>(
+    'POST',
+    '/api/v1/onboarding/register',
+    { apiKey, body: { hashedPan, publicKey, keyId } },
+  );
+  expect([imported.status, registered.status]).toEqual([201, 200]);
+  return {
+    userId: registered.json.data.userId,
+    keyId,
+    publicKey,
+    privateKey: device.privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+    hashedPan,
+  };
+}
+
 describe('tampered envelopes, tokens and keys never decrypt and are refused uniformly', () => {
   let stack: TestStack;
   let logs: LogCapture;
@@ -79,7 +111,9 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
   let user: OnboardedUser;
   let stranger: OnboardedUser;
   let foreigner: OnboardedUser;
-  const envelopes = {} as Record<'a' | 'b' | 'c' | 'stranger', ReceiptEnvelope>;
+  const envelopes = {} as Record<'a' | 'b' | 'c' | 'stranger' | 'p256', ReceiptEnvelope>;
+  let device: OnboardedUser;
+  let deviceToken: string;
   const payments: { paymentId: string; gateway: string }[] = [];
   let plaintextA: unknown;
   let token: string;
@@ -148,6 +182,9 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
     envelopes.b = await encrypt(nested(user.hashedPan));
     envelopes.c = await encrypt(flattenedReceipt({ recipientHashedPan: user.hashedPan }));
     envelopes.stranger = await encrypt(nested(stranger.hashedPan));
+    device = await onboardDeviceUser(stack, issuer.apiKey);
+    envelopes.p256 = await encrypt(nested(device.hashedPan));
+    expect(envelopes.p256.keyBundle.algorithm).toBe('ECDH-ES+A256KW');
     for (const [gateway, extra] of [
       ['gateway_a', { amount: 1548 }],
       ['gateway_b', { cardNonce: 'cnon:card-nonce-ok' }],
@@ -167,6 +204,7 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
     stack.clock.advance(181_000);
     token = await grantToken(stack, issuer.apiKey, user);
     strangerToken = await grantToken(stack, issuer.apiKey, stranger);
+    deviceToken = await grantToken(stack, issuer.apiKey, device);
     foreignToken = await grantToken(stack, otherIssuer.apiKey, foreigner);
     const reference = await decryptEnvelope(envelopes.a, expiredToken);
     expect(reference.status).toBe(403);
@@ -197,11 +235,13 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
       expect({ name, status: reply.status }).toEqual({ name, status: 200 });
     }
     for (const index of [0, 1]) expect((await decryptPayment(index)).status).toBe(200);
+    expect((await decryptEnvelope(envelopes.p256, deviceToken, device.privateKey)).status).toBe(200);
   });
 
   it('never decrypts an envelope with any number of bits flipped in ciphertext, iv, authTag, encryptedAesKey or protected', async () => {
     const flips = fc.record({
-      base: fc.constantFrom('a' as const, 'c' as const),
+      // 'p256': an ECDH-ES+A256KW envelope, its wrapped key the 40-byte AES-KW output.
+      base: fc.constantFrom('a' as const, 'c' as const, 'p256' as const),
       field: fc.constantFrom(...CRYPTO_FIELDS),
       bits: fc.array(fc.nat(), { minLength: 1, maxLength: 64 }),
     });
@@ -211,7 +251,9 @@ describe('tampered envelopes, tokens and keys never decrypt and are refused unif
         const bytes = base64Field.decode(read(original, field), isUrl(field));
         const tampered = write(original, field, base64Field.encode(flipBits(bytes, bits), isUrl(field)));
         expectUniformRefusal(
-          await decryptEnvelope(tampered),
+          base === 'p256'
+            ? await decryptEnvelope(tampered, deviceToken, device.privateKey)
+            : await decryptEnvelope(tampered),
           `${field} of ${base} with bits ${bits.join(',')} flipped`,
         );
       }),
@@ -457,30 +499,10 @@ describe('the shared tamper cases, for an RSA and a P-256 recipient, get the cry
     const merchant = await stack.apiKey(['merchant']);
     issuer = await stack.apiKey(['issuer']);
     const rsaUser = await onboardUser(stack, issuer.apiKey);
-    // The P-256 recipient's key is made here, as on a device; only its public half reaches the service.
-    const device = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const spki = device.publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
-    const imported = await stack.request<SuccessEnvelope<{ keyId: string }>>(
-      'POST',
-      '/api/v1/onboarding/keys',
-      {
-        apiKey: issuer.apiKey,
-        body: { publicKey: spki },
-      },
-    );
-    const deviceHashedPan = newHashedPan();
-    const registered = await stack.request<SuccessEnvelope<{ userId: string }>>(
-      'POST',
-      '/api/v1/onboarding/register',
-      {
-        apiKey: issuer.apiKey,
-        body: { hashedPan: deviceHashedPan, publicKey: spki, keyId: imported.json.data.keyId },
-      },
-    );
-    expect([imported.status, registered.status]).toEqual([201, 200]);
+    const deviceUser = await onboardDeviceUser(stack, issuer.apiKey);
     for (const [kind, hashedPan] of [
       ['rsa', rsaUser.hashedPan],
-      ['p256', deviceHashedPan],
+      ['p256', deviceUser.hashedPan],
     ] as const) {
       const reply = await stack.request<SuccessEnvelope<ReceiptEnvelope>>(
         'POST',
@@ -491,15 +513,8 @@ describe('the shared tamper cases, for an RSA and a P-256 recipient, get the cry
         },
       );
       expect(reply.status).toBe(200);
-      recipients[kind] = {
-        user:
-          kind === 'rsa' ? rsaUser : { userId: registered.json.data.userId, keyId: imported.json.data.keyId },
-        privateKey:
-          kind === 'rsa'
-            ? rsaUser.privateKey
-            : device.privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
-        envelope: reply.json.data,
-      };
+      const user = kind === 'rsa' ? rsaUser : deviceUser;
+      recipients[kind] = { user, privateKey: user.privateKey, envelope: reply.json.data };
     }
     expect(recipients.p256.envelope.keyBundle.algorithm).toBe('ECDH-ES+A256KW');
   });
