@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { tableDefinitions, tableKeys, type TableDefinition } from '../../lib/tables.js';
 import { routes } from '../../lib/routes.js';
+import { webhookDispatchFunction, webhookSweepFunction } from '../../lib/webhooks/functions.js';
 import { asArray, functionByName, referencedId, resourcesOf, synth, type Resource } from './support.js';
 
 let template: Template;
@@ -290,8 +291,10 @@ describe('operations', () => {
       (filter) => metricOf(filter)?.MetricName === `receipt-service-test-${name}`,
     );
     for (const filter of counting) expect(filter.Properties.FilterPattern).toBe(`{ $.code = "${code}" }`);
+    // Every function's log, the background ones too: a code written by any handler is counted.
+    const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction];
     expect(counting.map((filter) => referencedId(filter.Properties.LogGroupName)).sort()).toEqual(
-      routes.map((route) => functionLogGroupId(route.name)).sort(),
+      everyFunction.map((definition) => functionLogGroupId(definition.name)).sort(),
     );
   });
 
