@@ -1,10 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { generateKeyPairSync } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
 import { routes, type RouteDefinition } from '../../lib/routes.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
+import { patience, pollUntil } from '../support/processes.js';
 import { startTestStack, type HttpReply, type TestStack } from '../support/stack.js';
 import {
   applyMutation,
@@ -31,11 +35,19 @@ const asJson = (value: unknown): Json => JSON.parse(JSON.stringify(value)) as Js
 const postRoutes = routes.filter((route) => route.method === 'POST');
 /** The merchant's webhook that rotate-secret fuzzes: made in beforeAll. */
 let fuzzedWebhookId = '';
+/** One of that webhook's deliveries, which retry-webhook-delivery fuzzes. */
+let fuzzedDeliveryId = '';
 const fill = (route: RouteDefinition, gateway = 'gateway_a'): string =>
   route.path
     .replace('{gateway}', gateway)
     .replace('{transactionId}', '00000000-0000-4000-8000-000000000000')
-    .replace('{webhookId}', fuzzedWebhookId);
+    .replace('{webhookId}', fuzzedWebhookId)
+    .replace('{deliveryId}', fuzzedDeliveryId);
+/** A fresh device key (P-256 SPKI) for each import: what a phone would send. */
+const devicePublicKey = (): string =>
+  generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    .publicKey.export({ type: 'spki', format: 'der' })
+    .toString('base64');
 
 /** Raw texts that have broken JSON parsers before: empty, BOM, truncation, NaN, deep nesting, prototypes. */
 const rawSamples = [
@@ -112,6 +124,10 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
   let token: string;
   let paymentId: string;
   const keyPool: { keyId: string; publicKey: string }[] = [];
+  // Every escrowed receipt the fuzzing makes is announced to the merchant's webhooks: they point here,
+  // so no delivery ever leaves the machine.
+  let receiver: Server;
+  let receiverUrl = '';
 
   const post = (
     path: string,
@@ -174,11 +190,13 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
         transactions: [{ amount: 1548, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' }],
       },
     }),
-    // A public address by its literal, so no DNS is needed; the client's limit of 10 soon answers 409.
+    // Loopback http is allowed on the local stack; the client's limit of 10 soon answers 409.
     'create-webhook': async () => ({
-      body: { url: 'https://93.184.215.14/fuzz', events: ['receipt.escrowed'] },
+      body: { url: `${receiverUrl}/fuzz`, events: ['receipt.escrowed'] },
     }),
     'rotate-webhook-secret': async () => ({ body: {} }),
+    'retry-webhook-delivery': async () => ({ body: {} }),
+    'import-key': async () => ({ body: { publicKey: devicePublicKey() } }),
     // Its own user, so rotating keys never disturbs the tokens and envelopes the other routes use.
     'rotate-user-key': async () => {
       const pair = await stack.request<SuccessEnvelope<{ keyId: string }>>(
@@ -198,6 +216,9 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
 
   beforeAll(async () => {
     logs = captureLogs();
+    receiver = createServer((_request, response) => response.writeHead(204).end());
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
     stack = await startTestStack();
     merchant = await stack.apiKey(['merchant']);
     issuer = await stack.apiKey(['issuer']);
@@ -228,9 +249,24 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     paymentId = payment.json.data.paymentId;
     const webhook = await stack.request<SuccessEnvelope<{ webhookId: string }>>('POST', '/api/v1/webhooks', {
       apiKey: merchant.apiKey,
-      body: { url: 'https://93.184.215.14/rotated', events: ['receipt.escrowed'] },
+      body: { url: `${receiverUrl}/rotated`, events: ['receipt.escrowed'] },
     });
     fuzzedWebhookId = webhook.json.data.webhookId;
+    // An escrowed receipt (a card nobody registered) gives that webhook a delivery to retry.
+    await stack.request('POST', '/api/v1/receipts/encrypt', {
+      apiKey: merchant.apiKey,
+      body: flattenedReceipt({ recipientHashedPan: newHashedPan() }),
+    });
+    fuzzedDeliveryId = await pollUntil(
+      'the escrowed receipt delivered to the fuzzed webhook',
+      async () => {
+        const listed = await stack.request<
+          SuccessEnvelope<{ deliveries: { deliveryId: string; status: string }[] }>
+        >('GET', `/api/v1/webhooks/${fuzzedWebhookId}/deliveries`, { apiKey: merchant.apiKey });
+        return listed.json.data.deliveries.find((delivery) => delivery.status === 'succeeded')?.deliveryId;
+      },
+      { timeoutMs: patience(30_000) },
+    );
     for (let index = 0; index < 4; index += 1) {
       const pair = await stack.request<SuccessEnvelope<{ keyId: string; publicKey: string }>>(
         'POST',
@@ -245,6 +281,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
 
   afterAll(async () => {
     await stack?.close();
+    await new Promise((resolve) => receiver?.close(resolve));
     logs.restore();
   });
 
