@@ -21,12 +21,18 @@ export interface DataTablesProps {
 }
 
 /**
- * Tables whose items carry card tags (or a prefix of one): a copy of one of them, with the card-tag
- * key, links receipts to cards, so they are encrypted under a key of ours whose use is logged in
- * CloudTrail and can be revoked, not under the AWS-owned default. A new table keyed by a card tag
- * belongs here.
+ * Tables whose items carry card tags (or a prefix of one) or webhook signing secrets: a copy of one of
+ * them, with the card-tag key, links receipts to cards, or lets one forge events, so they are
+ * encrypted under a key of ours whose use is logged in CloudTrail and can be revoked, not under the
+ * AWS-owned default. A new table keyed by a card tag, or holding a secret, belongs here.
  */
-export const cardTagTables: readonly TableKey[] = ['users', 'receipts', 'audit', 'accessTokens'];
+export const customerKeyedTables: readonly TableKey[] = [
+  'users',
+  'receipts',
+  'audit',
+  'accessTokens',
+  'webhooks',
+];
 
 /** Only through DynamoDB's own calls: Decrypt of the key used elsewhere would be a way around the tables' IAM. */
 export const dynamoViaService = (): Record<string, unknown> => ({
@@ -47,7 +53,7 @@ export class DataTables extends Construct {
   constructor(scope: Construct, id: string, props: DataTablesProps) {
     super(scope, id);
     this.encryptionKey = new Key(this, 'CardTagTablesKey', {
-      description: `receipt-service ${props.stage}: DynamoDB tables holding card tags`,
+      description: `receipt-service ${props.stage}: DynamoDB tables holding card tags and webhook secrets`,
       enableKeyRotation: true,
       // The durable tables it encrypts outlive the stack, and are unreadable without it.
       removalPolicy: RemovalPolicy.RETAIN,
@@ -84,7 +90,7 @@ export class DataTables extends Construct {
         sortKey: definition.sortKey ? { name: definition.sortKey, type: AttributeType.STRING } : undefined,
         // On-demand: no capacity to pay for at rest, and no throttling to tune before launch.
         billingMode: BillingMode.PAY_PER_REQUEST,
-        ...(cardTagTables.includes(key)
+        ...(customerKeyedTables.includes(key)
           ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: this.encryptionKey }
           : { encryption: TableEncryption.AWS_MANAGED }),
         timeToLiveAttribute: definition.ttlAttribute,
@@ -110,7 +116,7 @@ export class DataTables extends Construct {
   }
 
   isCustomerKeyed(key: TableKey): boolean {
-    return cardTagTables.includes(key);
+    return customerKeyedTables.includes(key);
   }
 
   indexNames(key: TableKey): string[] {

@@ -204,6 +204,24 @@ describe('least privilege', () => {
     // The sweeper never looks up users.
     expect(on(roleStatements('webhook-sweep'), tableIdNamed('users'))).toEqual([]);
   });
+
+  it("reads the webhooks' secrets through the tables' customer-managed key, by DynamoDB only", () => {
+    const tableKeyId = Object.entries(resourcesOf(template, 'AWS::KMS::Key')).find(
+      ([id, key]) => key.Properties.KeySpec === undefined && id.startsWith('Data'),
+    )?.[0] as string;
+    expect(
+      resourcesOf(template, 'AWS::DynamoDB::Table')[webhooksId()]?.Properties.SSESpecification,
+    ).toMatchObject({ SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [tableKeyId, 'Arn'] } });
+    for (const name of ['webhook-dispatch', 'webhook-sweep']) {
+      const onKey = on(roleStatements(name), tableKeyId);
+      expect(onKey).toHaveLength(1);
+      // Both only read customer-keyed tables (webhooks, and users for the dispatcher): no encrypt rights.
+      expect(actionsOf(onKey)).toEqual(['kms:Decrypt', 'kms:DescribeKey']);
+      expect(JSON.stringify((onKey[0] as unknown as { Condition: unknown }).Condition)).toContain(
+        'kms:ViaService',
+      );
+    }
+  });
 });
 
 describe('alarms', () => {

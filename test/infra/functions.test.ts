@@ -334,13 +334,13 @@ describe('least privilege', () => {
   );
 
   it.each(routes.map((route) => [route.name, route] as const))(
-    "%s: the card-tag tables' key, through DynamoDB only, when it uses one of those tables",
+    "%s: the customer-managed tables' key, through DynamoDB only, when it uses one of those tables",
     (name, route) => {
-      const cardTagTables: TableKey[] = ['users', 'receipts', 'audit', 'accessTokens'];
+      const customerKeyed: TableKey[] = ['users', 'receipts', 'audit', 'accessTokens', 'webhooks'];
       const onKey = statements(name).filter((statement) =>
         asArray(statement.Resource).some((resource) => referencedId(resource) === tableKeyId),
       );
-      const declared = cardTagTables.filter((key) => route.tables[key]);
+      const declared = customerKeyed.filter((key) => route.tables[key]);
       if (declared.length === 0) {
         expect(onKey).toEqual([]);
         return;

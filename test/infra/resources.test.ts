@@ -56,7 +56,7 @@ const keyUses = [
   'kms:GenerateDataKey',
   'kms:CreateGrant',
 ] as const;
-const cardTagTableNames = ['users', 'receipts', 'audit', 'access-tokens'];
+const customerKeyedTableNames = ['users', 'receipts', 'audit', 'access-tokens', 'webhooks'];
 
 const tableNamed = (name: string): Resource => {
   const found = Object.values(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -77,9 +77,9 @@ describe('DynamoDB tables', () => {
       const table = tableNamed(definition.name);
       const properties = table.Properties;
       expect(properties.BillingMode).toBe('PAY_PER_REQUEST');
-      // Tables holding card tags under our own key; the rest under AWS's.
+      // Tables holding card tags or webhook secrets under our own key; the rest under AWS's.
       expect(properties.SSESpecification).toEqual(
-        cardTagTableNames.includes(definition.name)
+        customerKeyedTableNames.includes(definition.name)
           ? { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [tableKey()[0], 'Arn'] } }
           : { SSEEnabled: true },
       );
