@@ -319,7 +319,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
         fc.asyncProperty(value, async (body) => {
           const text = JSON.stringify(body);
           const reply = await post(fill(route), keyFor(route), text);
-          assertServiceReply(reply, describeRequest('POST', fill(route), text));
+          assertServiceReply(reply, describeRequest('POST', fill(route), text), route.response.status);
           expect(reply.status).toBe(hasBody ? 400 : 200);
           if (hasBody) expect(errorOf(reply)?.code).toBe('INVALID_REQUEST');
         }),
@@ -338,7 +338,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
           const { path = fill(route), body } = await validRequests[route.name]!(variant);
           const text = damage(JSON.stringify(mutations.reduce(applyMutation, body)), raw);
           const reply = await post(path, keyFor(route), text);
-          assertServiceReply(reply, describeRequest('POST', path, text));
+          assertServiceReply(reply, describeRequest('POST', path, text), route.response.status);
         }),
         fuzzOptions(runsFor(route, 40)),
       );
@@ -353,7 +353,11 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
       await fc.assert(
         fc.asyncProperty(text, fc.constantFrom(...contentTypes), async (rawBody, contentType) => {
           const reply = await post(fill(route), keyFor(route), rawBody, { 'Content-Type': contentType });
-          assertServiceReply(reply, describeRequest('POST', fill(route), `[${contentType}] ${rawBody}`));
+          assertServiceReply(
+            reply,
+            describeRequest('POST', fill(route), `[${contentType}] ${rawBody}`),
+            route.response.status,
+          );
           if (hasBody) expect([400, 413, 415]).toContain(reply.status);
         }),
         fuzzOptions(runsFor(route, 15)),

@@ -52,9 +52,10 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Why a reply breaks the response contract, or undefined when it keeps it. */
-export function replyProblem(reply: HttpReply): string | undefined {
+/** `success` is the status the route answers when it accepts the request (201 for one that creates). */
+export function replyProblem(reply: HttpReply, success: 200 | 201 = 200): string | undefined {
   if (reply.status >= 500) return `server error ${reply.status}`;
-  if (reply.status !== 200 && (reply.status < 400 || reply.status > 499))
+  if (reply.status !== success && (reply.status < 400 || reply.status > 499))
     return `unexpected status ${reply.status}`;
   if (!(reply.headers.get('content-type') ?? '').startsWith('application/json'))
     return 'content type is not JSON';
@@ -62,7 +63,7 @@ export function replyProblem(reply: HttpReply): string | undefined {
   if (leaked) return `body carries internal text matching ${String(leaked)}`;
   const body: unknown = reply.json;
   if (!isPlainObject(body)) return 'body is not a JSON object';
-  if (reply.status === 200) {
+  if (reply.status === success) {
     const keys = Object.keys(body).sort().join(',');
     return body.success === true && keys === 'data,success' ? undefined : 'not a success envelope';
   }
@@ -99,8 +100,8 @@ const clip = (text: string, max = 600): string =>
   text.length > max ? `${text.slice(0, max / 2)} … ${text.slice(-max / 2)} (${text.length} chars)` : text;
 
 /** Throws with the request and the reply, so a fast-check counterexample reads as a bug report. */
-export function assertServiceReply(reply: HttpReply, request: string): void {
-  const problem = replyProblem(reply);
+export function assertServiceReply(reply: HttpReply, request: string, success: 200 | 201 = 200): void {
+  const problem = replyProblem(reply, success);
   if (problem)
     throw new Error(
       `${problem}\n  request:  ${clip(request)}\n  response: ${reply.status} ${clip(reply.text)}`,
