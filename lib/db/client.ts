@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, paginateQuery, PutCommand } from '@aws-sdk/lib-dynamodb';
 
 export interface DynamoClients {
   client: DynamoDBClient;
@@ -66,4 +66,27 @@ export async function putIfAbsent<T extends object>(
     if (!existing) throw error;
     return { stored: false, existing };
   }
+}
+
+/**
+ * Every item under one partition of an index, page after page (paginateQuery follows
+ * LastEvaluatedKey). For look-ups whose partitions stay small: all of it is held in memory.
+ */
+export async function queryIndexAll<T>(
+  doc: DynamoDBDocumentClient,
+  input: { table: string; index: string; attribute: string; value: string },
+): Promise<T[]> {
+  const items: T[] = [];
+  const pages = paginateQuery(
+    { client: doc },
+    {
+      TableName: input.table,
+      IndexName: input.index,
+      KeyConditionExpression: '#key = :value',
+      ExpressionAttributeNames: { '#key': input.attribute },
+      ExpressionAttributeValues: { ':value': input.value },
+    },
+  );
+  for await (const page of pages) items.push(...((page.Items as T[] | undefined) ?? []));
+  return items;
 }

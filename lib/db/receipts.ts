@@ -6,7 +6,7 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { SealedEnvelope } from '../crypto/envelope.js';
-import { isConditionFailure, putIfAbsent, type PutIfAbsentOutcome } from './client.js';
+import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import { tableDefinitions } from '../tables.js';
 
 /**
@@ -66,23 +66,13 @@ export class ReceiptRepository {
     return (result.Item as StoredReceipt | undefined) ?? null;
   }
 
-  async pendingFor(hashedPan: string): Promise<StoredReceipt[]> {
-    const receipts: StoredReceipt[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: 'by-pending-recipient',
-          KeyConditionExpression: 'pendingRecipient = :pan',
-          ExpressionAttributeValues: { ':pan': hashedPan },
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      receipts.push(...((page.Items as StoredReceipt[] | undefined) ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return receipts;
+  pendingFor(hashedPan: string): Promise<StoredReceipt[]> {
+    return queryIndexAll(this.doc, {
+      table: this.tableName,
+      index: 'by-pending-recipient',
+      attribute: 'pendingRecipient',
+      value: hashedPan,
+    });
   }
 
   /**
@@ -198,22 +188,12 @@ export class ReceiptRepository {
    */
   async allWithReceiptId(receiptId: string): Promise<StoredReceipt[]> {
     if (receiptId === '') return [];
-    const receipts: StoredReceipt[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: 'by-receipt-id',
-          KeyConditionExpression: 'receiptId = :receiptId',
-          ExpressionAttributeValues: { ':receiptId': receiptId },
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      receipts.push(...((page.Items as StoredReceipt[] | undefined) ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return receipts;
+    return queryIndexAll(this.doc, {
+      table: this.tableName,
+      index: 'by-receipt-id',
+      attribute: 'receiptId',
+      value: receiptId,
+    });
   }
 
   /**

@@ -1,11 +1,10 @@
 import {
   BatchGetCommand,
   GetCommand,
-  QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { putIfAbsent, type PutIfAbsentOutcome } from './client.js';
+import { putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 
 export type PaymentGatewayName = 'gateway_a' | 'gateway_b' | 'other';
 
@@ -132,22 +131,13 @@ export class TransactionRepository {
    */
   async allWithTransactionId(transactionId: string): Promise<TransactionMappingRecord[]> {
     if (transactionId === '') return [];
-    const mappings: TransactionMappingRecord[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: 'by-transaction-id',
-          KeyConditionExpression: 'transactionId = :transactionId',
-          ExpressionAttributeValues: { ':transactionId': transactionId },
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      mappings.push(...((page.Items as StoredMapping[] | undefined) ?? []).map(fromStored));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return mappings;
+    const stored = await queryIndexAll<StoredMapping>(this.doc, {
+      table: this.tableName,
+      index: 'by-transaction-id',
+      attribute: 'transactionId',
+      value: transactionId,
+    });
+    return stored.map(fromStored);
   }
 
   private async getStored(key: TransactionKey): Promise<StoredMapping | null> {

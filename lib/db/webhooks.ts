@@ -1,5 +1,5 @@
-import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { isConditionFailure } from './client.js';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isConditionFailure, queryIndexAll } from './client.js';
 import { transactWrite } from './transact.js';
 
 export const webhookEvents = ['receipt.available', 'receipt.escrowed'] as const;
@@ -82,23 +82,13 @@ export class WebhookRepository {
   }
 
   /** The client's webhooks, oldest first. The index is eventually consistent in AWS. */
-  async listForClient(clientId: string): Promise<WebhookRecord[]> {
-    const records: WebhookRecord[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: 'by-client',
-          KeyConditionExpression: 'clientId = :client',
-          ExpressionAttributeValues: { ':client': clientId },
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      records.push(...((page.Items as WebhookRecord[] | undefined) ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return records;
+  listForClient(clientId: string): Promise<WebhookRecord[]> {
+    return queryIndexAll(this.doc, {
+      table: this.tableName,
+      index: 'by-client',
+      attribute: 'clientId',
+      value: clientId,
+    });
   }
 
   /** Deletes the webhook if it is this client's; false when there is no such webhook of the client. */

@@ -1,21 +1,47 @@
 import { epochSeconds } from '../clock.js';
 import { DUE_BUCKET, type DeliveryRecord } from '../db/webhook-deliveries.js';
+import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
 import { attemptDelivery, type DeliveryDeps } from './send.js';
 
 const RETENTION_SECONDS = 30 * 24 * 3_600;
 
-/** The client an event goes to: the issuer owning the user, or the merchant client that stored it. */
-async function audienceOf(deps: DeliveryDeps, event: ReceiptEvent): Promise<string | null> {
-  if (event.type === 'receipt.escrowed') return event.merchantClientId;
-  return (await deps.users.getById(event.userId))?.clientId ?? null;
+/**
+ * The look-ups of one batch, each made once: a batch is usually one issuer's or one merchant's
+ * receipts, and without this every record would read the same user and webhooks again.
+ */
+function batchLookups(deps: DeliveryDeps) {
+  const owners = new Map<string, Promise<string | null>>();
+  const webhooks = new Map<string, Promise<WebhookRecord[]>>();
+  const once = <T>(cache: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> => {
+    let value = cache.get(key);
+    if (value === undefined) {
+      value = load();
+      cache.set(key, value);
+    }
+    return value;
+  };
+  return {
+    /** The client an event goes to: the issuer owning the user, or the merchant client that stored it. */
+    audienceOf: (event: ReceiptEvent): Promise<string | null> =>
+      event.type === 'receipt.escrowed'
+        ? Promise.resolve(event.merchantClientId)
+        : once(owners, event.userId, async () => (await deps.users.getById(event.userId))?.clientId ?? null),
+    webhooksOf: (clientId: string): Promise<WebhookRecord[]> =>
+      once(webhooks, clientId, () => deps.webhooks.listForClient(clientId)),
+  };
 }
+type BatchLookups = ReturnType<typeof batchLookups>;
 
 /** Writes one delivery per subscribed webhook; only the ones this call created are returned. */
-async function createDeliveries(deps: DeliveryDeps, event: ReceiptEvent): Promise<DeliveryRecord[]> {
-  const clientId = await audienceOf(deps, event);
+async function createDeliveries(
+  deps: DeliveryDeps,
+  lookups: BatchLookups,
+  event: ReceiptEvent,
+): Promise<DeliveryRecord[]> {
+  const clientId = await lookups.audienceOf(event);
   if (!clientId) return [];
-  const webhooks = (await deps.webhooks.listForClient(clientId)).filter((webhook) =>
+  const webhooks = (await lookups.webhooksOf(clientId)).filter((webhook) =>
     (webhook.events as readonly string[]).includes(event.type),
   );
   const now = deps.clock.now();
@@ -59,10 +85,11 @@ export async function processReceiptRecords(
   deps: DeliveryDeps,
 ): Promise<ProcessedBatch> {
   const created: DeliveryRecord[] = [];
+  const lookups = batchLookups(deps);
   let failedSequenceNumber: string | undefined;
   for (const record of records) {
     try {
-      for (const event of eventsOf(record)) created.push(...(await createDeliveries(deps, event)));
+      for (const event of eventsOf(record)) created.push(...(await createDeliveries(deps, lookups, event)));
     } catch (error) {
       deps.logger.error('webhook deliveries could not be written for a receipt change', {
         error: error instanceof Error ? error.name : 'unknown',

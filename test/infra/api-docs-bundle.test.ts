@@ -1,21 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { App, Stack } from 'aws-cdk-lib';
-import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Template } from 'aws-cdk-lib/assertions';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
-import { ServiceFunction } from '../../infra/service-function.js';
 import { ensureTables } from '../../lib/db/create-tables.js';
-import { findRoute } from '../../lib/routes.js';
 import { prefixedTableNames, tableEnvVar } from '../../lib/tables.js';
-import { cdkJsonContext } from './support.js';
+import { bundleRouteFunction } from './support.js';
 
 /**
  * The API reference page's function, bundled for real: Redoc's script ships beside the handler
@@ -25,24 +18,7 @@ let outdir: string;
 let assetDir: string;
 
 beforeAll(() => {
-  outdir = mkdtempSync(join(tmpdir(), 'receipt-service-docs-bundle-'));
-  const app = new App({ outdir, context: cdkJsonContext() });
-  const stack = new Stack(app, 'DocsBundleTest');
-  const tracingPolicy = new Policy(stack, 'Tracing', {
-    statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] })],
-  });
-  new ServiceFunction(stack, 'Docs', {
-    route: findRoute('api-docs'),
-    projectRoot: defaultProjectRoot,
-    functionName: 'bundle-test-api-docs',
-    environment: {},
-    logRetention: RetentionDays.ONE_DAY,
-    tracingPolicy,
-  });
-  app.synth();
-  const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
-  const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
-  assetDir = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
+  ({ outdir, assetDir } = bundleRouteFunction('api-docs'));
 }, 120_000);
 
 afterAll(() => {

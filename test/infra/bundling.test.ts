@@ -1,16 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { App, Stack } from 'aws-cdk-lib';
-import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Template } from 'aws-cdk-lib/assertions';
-import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
-import { ServiceFunction } from '../../infra/service-function.js';
-import { findRoute } from '../../lib/routes.js';
-import { cdkJsonContext } from './support.js';
+import type { ServiceFunction } from '../../infra/service-function.js';
+import { bundleRouteFunction } from './support.js';
 
 /**
  * One real esbuild run through the house construct (the other infra tests skip bundling): the
@@ -20,25 +13,9 @@ let outdir: string;
 let assetDir: string;
 
 beforeAll(() => {
-  outdir = mkdtempSync(join(tmpdir(), 'receipt-service-bundle-'));
-  const app = new App({ outdir, context: cdkJsonContext() });
-  const stack = new Stack(app, 'BundleTest');
-  const tracingPolicy = new Policy(stack, 'Tracing', {
-    statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] })],
-  });
-  const service = new ServiceFunction(stack, 'Health', {
-    route: findRoute('health'),
-    projectRoot: defaultProjectRoot,
-    functionName: 'bundle-test-health',
-    environment: {},
-    logRetention: RetentionDays.ONE_DAY,
-    tracingPolicy,
-  });
+  let service: ServiceFunction;
+  ({ service, outdir, assetDir } = bundleRouteFunction('health'));
   expect(service.function.runtime.name).toBe('nodejs24.x');
-  app.synth();
-  const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
-  const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
-  assetDir = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
 }, 120_000);
 
 afterAll(() => {

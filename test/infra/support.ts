@@ -1,9 +1,14 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
+import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Template } from 'aws-cdk-lib/assertions';
 import { defaultProjectRoot, ReceiptServiceStack } from '../../infra/receipt-service-stack.js';
 import type { SettingsInput } from '../../infra/settings.js';
+import { ServiceFunction } from '../../infra/service-function.js';
+import { findRoute, type RouteName } from '../../lib/routes.js';
 
 /** The feature flags `cdk synth` runs with, so the tests see the same template. */
 export const cdkJsonContext = (): Record<string, unknown> =>
@@ -104,4 +109,33 @@ export function methodAt(template: Template, path: string, httpMethod: string): 
   );
   if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
   return found[0] as Resource;
+}
+
+/**
+ * One route's function bundled for real through the house construct (esbuild runs), synthesized into
+ * a fresh folder under the temp dir that the caller removes: `assetDir` is the Lambda asset.
+ */
+export function bundleRouteFunction(routeName: RouteName): {
+  service: ServiceFunction;
+  outdir: string;
+  assetDir: string;
+} {
+  const outdir = mkdtempSync(join(tmpdir(), `receipt-service-bundle-${routeName}-`));
+  const app = new App({ outdir, context: cdkJsonContext() });
+  const stack = new Stack(app, 'BundleTest');
+  const tracingPolicy = new Policy(stack, 'Tracing', {
+    statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] })],
+  });
+  const service = new ServiceFunction(stack, 'Bundled', {
+    route: findRoute(routeName),
+    projectRoot: defaultProjectRoot,
+    functionName: `bundle-test-${routeName}`,
+    environment: {},
+    logRetention: RetentionDays.ONE_DAY,
+    tracingPolicy,
+  });
+  app.synth();
+  const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+  const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
+  return { service, outdir, assetDir: join(outdir, `asset.${key.replace(/\.zip$/, '')}`) };
 }

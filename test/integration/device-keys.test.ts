@@ -6,7 +6,7 @@ import { toFlattenedJwe, type SealedEnvelope } from '../../lib/crypto/envelope.j
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
 import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import { requireAllTables } from '../../lib/config.js';
-import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity } from '../support/flow.js';
 import { sealLegacyEnvelope } from '../support/legacy-envelope.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
@@ -131,8 +131,7 @@ describe('device keys: imported public keys, P-256 envelopes', () => {
 
   const pay = async (gateway: 'gateway_a' | 'gateway_b', hashedPan: string) => {
     const body = flattenedReceipt({ recipientHashedPan: hashedPan });
-    const extra =
-      gateway === 'gateway_a' ? { amount: body.totalAmount } : { cardNonce: 'cnon:card-nonce-ok' };
+    const extra = gatewayFields(gateway, body);
     const created = await stack.request<Data<{ paymentId: string }>>(
       'POST',
       `/api/v1/payments/${gateway}/create`,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -123,10 +123,7 @@ describe('envelope fetch: GET /receipts/{receiptId} and GET /payments/{gateway}/
         `/api/v1/payments/${gateway}/create`,
         {
           apiKey: merchant.apiKey,
-          body:
-            gateway === 'gateway_a'
-              ? { amount: body.totalAmount, ...body }
-              : { cardNonce: 'cnon:card-nonce-ok', ...body },
+          body: { ...body, ...gatewayFields(gateway, body) },
         },
       );
       expect(created.status).toBe(200);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -68,10 +68,7 @@ describe('GET /users/{userId}/receipts: the inbox', () => {
       `/api/v1/payments/${gateway}/create`,
       {
         apiKey: merchant.apiKey,
-        body:
-          gateway === 'gateway_a'
-            ? { amount: body.totalAmount, ...body }
-            : { cardNonce: 'cnon:card-nonce-ok', ...body },
+        body: { ...body, ...gatewayFields(gateway, body) },
       },
     );
     expect(reply.status).toBe(200);

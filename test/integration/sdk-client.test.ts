@@ -16,7 +16,7 @@ import {
   type WebhookEvent,
 } from '../../packages/sdk/src/index.js';
 import { contractValidator } from '../support/contract.js';
-import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { patience, pollUntil } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -205,7 +205,7 @@ const paymentBody = (
   const body = flattenedReceipt({ recipientHashedPan: hashedPan });
   return {
     ...(body as unknown as components['schemas']['CreatePaymentRequest']),
-    ...(gateway === 'gateway_a' ? { amount: body.totalAmount } : { cardNonce: 'cnon:card-nonce-ok' }),
+    ...gatewayFields(gateway, body),
   };
 };
 

@@ -131,3 +131,13 @@ export function flattenedReceipt(overrides: Record<string, unknown> = {}): Flatt
     ...overrides,
   } as FlattenedFixture;
 }
+
+/**
+ * What payments/{gateway}/create needs beside the receipt: gateway_a (Stripe) the amount to charge,
+ * gateway_b (Square) a card nonce, here the local sandbox's test nonce.
+ */
+export const gatewayFields = (
+  gateway: 'gateway_a' | 'gateway_b',
+  body: Pick<FlattenedFixture, 'totalAmount'>,
+): { amount: number } | { cardNonce: string } =>
+  gateway === 'gateway_a' ? { amount: body.totalAmount } : { cardNonce: 'cnon:card-nonce-ok' };
