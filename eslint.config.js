@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
@@ -13,19 +15,85 @@ const zodNamespaceOnly = {
 };
 
 /*
- * Import boundaries (issue 10). Each zone forbids files under `target` to import anything that resolves
- * under `from`; imports are resolved (sources import `./x.js` for `./x.ts`), so a relative path, a
- * dynamic import() and an `import type` are all caught. test/contract/boundaries.test.ts lints a wrong
- * import for every zone and fails if one stops being reported.
+ * Import boundaries. Each zone forbids files under `target` to import anything that resolves under
+ * `from`; imports are resolved (sources import `./x.js` for `./x.ts`), so a relative path, a dynamic
+ * import() and an `import type` are all caught. test/contract/boundaries.test.ts lints a wrong import
+ * for every zone and fails if one stops being reported.
  *
  * "Nothing a Lambda bundles reaches local/" follows from the first two zones: a function bundles
  * functions/ and lib/ and their packages, and neither may import local/, infra/, bench/ or scripts/.
  * infra/bundle-guard.ts checks the same on every real bundle at synth time.
  */
+const outside = ['functions', 'local', 'infra', 'bench', 'scripts', 'test'];
+
+/*
+ * lib/'s floors, from the ground up (docs/ARCHITECTURE.md draws them). A folder may import its own
+ * floor's files and every floor below; the use cases share a floor but import one another only in the
+ * order of `featureOrder`. Each entry's zone forbids everything above it.
+ */
+const floors = [
+  ['kernel'],
+  ['crypto', 'gateways'],
+  ['db'],
+  ['api-keys'],
+  ['app'],
+  ['access', 'onboarding', 'transactions', 'webhooks', 'platform', 'receipts', 'users', 'payments'],
+  ['http', 'openapi'],
+  ['wiring'],
+];
+/** Within the use-case floor: a feature may import only the features before it that it names. */
+const featureImports = {
+  access: [],
+  onboarding: [],
+  transactions: [],
+  webhooks: [],
+  platform: [],
+  receipts: ['transactions'],
+  users: ['access'],
+  payments: ['receipts', 'transactions'],
+};
+const lib = (folder) => `lib/${folder}`;
+const layerZones = floors
+  .flatMap((floor, level) => {
+    const above = floors.slice(level + 1).flat();
+    return floor.map((folder) => {
+      const siblings = floor.filter((other) => other !== folder);
+      const allowedSiblings = featureImports[folder] ?? [];
+      const forbidden = [...above, ...siblings.filter((other) => !allowedSiblings.includes(other))];
+      return {
+        target: lib(folder),
+        from: forbidden.map(lib),
+        message:
+          `lib/${folder} stands on floor ${level + 1} of lib/: it imports only the floors below it` +
+          (allowedSiblings.length ? ` and ${allowedSiblings.map(lib).join(', ')}` : '') +
+          ' (docs/ARCHITECTURE.md).',
+      };
+    });
+  })
+  .filter((zone) => zone.from.length > 0);
+
+/*
+ * An endpoint's folder (functions/<feature>/<endpoint>/) tells its whole story: it imports lib/ and its
+ * own files, never another endpoint's folder. What two endpoints share lives in lib/.
+ */
+const endpointFolders = readdirSync(join(root, 'functions'), { withFileTypes: true })
+  .filter((feature) => feature.isDirectory())
+  .flatMap((feature) =>
+    readdirSync(join(root, 'functions', feature.name), { withFileTypes: true })
+      .filter((endpoint) => endpoint.isDirectory())
+      .map((endpoint) => `functions/${feature.name}/${endpoint.name}`),
+  );
+const endpointZones = endpointFolders.map((folder) => ({
+  target: folder,
+  from: endpointFolders.filter((other) => other !== folder),
+  message:
+    "An endpoint folder imports lib/ and its own files, never another endpoint's folder: move what they share into lib/.",
+}));
+
 const boundaryZones = [
   {
     target: 'lib',
-    from: ['functions', 'local', 'infra', 'bench', 'scripts', 'test'],
+    from: outside,
     message:
       'lib/ is the service itself: it must not depend on handlers, the local stack, infrastructure, benchmarks, scripts or tests.',
   },
@@ -35,6 +103,8 @@ const boundaryZones = [
     message:
       'A handler is bundled into a Lambda: it may import lib/ and packages, never infrastructure or the local stack.',
   },
+  ...endpointZones,
+  ...layerZones,
   {
     target: 'lib/crypto',
     from: ['node_modules/@aws-sdk', 'node_modules/@smithy', 'node_modules/@aws-lambda-powertools'],
@@ -43,14 +113,13 @@ const boundaryZones = [
   },
   {
     target: 'lib/crypto',
-    from: ['lib/errors.ts', 'lib/http'],
+    from: ['lib/kernel/errors.ts'],
     message:
       'lib/crypto throws its own errors (lib/crypto/errors.ts); lib/http/error-envelope.ts maps them to HTTP.',
   },
   {
     // Service code only: benchmarks and tests may measure or drive an SDK directly.
     target: [
-      'lib/*.ts',
       'lib/!(gateways)/**',
       'lib/gateways/!(stripe|stripe-client).ts',
       'functions/**',
@@ -62,7 +131,6 @@ const boundaryZones = [
   },
   {
     target: [
-      'lib/*.ts',
       'lib/!(gateways)/**',
       'lib/gateways/!(square|square-client).ts',
       'functions/**',
@@ -98,6 +166,8 @@ export default tseslint.config(
     files: ['**/*.{ts,js,mjs}'],
     plugins: { 'import-x': importX },
     settings: {
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.mts'] },
+      'import-x/extensions': ['.ts', '.mts', '.js', '.mjs'],
       'import-x/resolver-next': [
         createNodeResolver({
           extensions: ['.ts', '.mjs', '.js', '.json', '.node'],
@@ -107,6 +177,8 @@ export default tseslint.config(
     },
     rules: {
       'import-x/no-restricted-paths': ['error', { basePath: root, zones: boundaryZones }],
+      // No import cycle anywhere, type-only imports included: a cycle is a layer that is not one.
+      'import-x/no-cycle': ['error', { ignoreExternal: true, allowUnsafeDynamicCyclicDependency: false }],
     },
   },
   {
@@ -143,6 +215,10 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
     files: ['**/*.js'],

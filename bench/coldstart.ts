@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { printTable, type TargetCheck } from './lib/report.js';
-import { routes } from '../lib/routes.js';
+import { routes } from '../functions/routes.js';
 import { bundleDefines } from '../lib/wiring/aws.js';
 import { median, round, rotated } from './lib/stats.js';
 
@@ -27,7 +27,7 @@ export interface ColdStartOptions {
 
 const PAYMENT_SDKS = ['stripe', 'square'];
 
-/** Every handler imports these (see lib/http/pipeline.ts, lib/db/, lib/log.ts), each as the handlers do. */
+/** Every handler imports these (see lib/http/pipeline.ts, lib/db/, lib/kernel/log.ts), each as the handlers do. */
 const COMPONENTS: { name: string; contents: string }[] = [
   { name: '(empty module)', contents: 'export const nothing = 0;' },
   // Node's own http module: not bundled, but Middy's util and the SDK's HTTP handler load it at import.

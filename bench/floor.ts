@@ -9,7 +9,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/kernel/clock.js';
 import { openEnvelope, sealEnvelope, type Recipient } from '../lib/crypto/envelope.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';
 import { matchesPublicKey, parsePrivateKey, parsePublicKey } from '../lib/crypto/keys.js';

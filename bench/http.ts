@@ -3,11 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createApiKey } from '../lib/admin/api-keys.js';
-import type { Clock } from '../lib/clock.js';
-import { requireAllTables } from '../lib/config.js';
+import { createApiKey } from '../scripts/admin/api-keys.js';
+import type { Clock } from '../lib/kernel/clock.js';
+import { requireAllTables } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
-import type { Role } from '../lib/routes.js';
+import type { Role } from '../lib/kernel/route.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
 import { startFloorServer } from './floor.js';
 import {

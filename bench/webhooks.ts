@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { createApiKey } from '../lib/admin/api-keys.js';
-import type { Role } from '../lib/routes.js';
+import { createApiKey } from '../scripts/admin/api-keys.js';
+import type { Role } from '../lib/kernel/route.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
 import { DEFAULT_DISPATCHER_INTERVAL_MS } from '../local/stream-poller.js';
 import { printTable, type TargetCheck } from './lib/report.js';

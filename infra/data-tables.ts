@@ -10,7 +10,7 @@ import {
 import { AccountRootPrincipal, Effect, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { tableDefinitions, tableKeys, type TableDefinition, type TableKey } from '../lib/tables.js';
+import { tableDefinitions, tableKeys, type TableDefinition, type TableKey } from '../lib/kernel/tables.js';
 import { keyAdministration } from './permissions.js';
 
 export interface DataTablesProps {
@@ -44,7 +44,7 @@ export const dynamoViaService = (): Record<string, unknown> => ({
 
 const logicalId = (key: TableKey): string => `${key.charAt(0).toUpperCase()}${key.slice(1)}Table`;
 
-/** Every table in lib/tables.ts, configured the same way the definitions describe them. */
+/** Every table in lib/kernel/tables.ts, configured the same way the definitions describe them. */
 export class DataTables extends Construct {
   readonly tables: Record<TableKey, Table>;
   /** The customer-managed key of the card-tag tables. */

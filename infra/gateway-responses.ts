@@ -26,7 +26,7 @@ export interface EdgeErrorResponse {
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
 /**
- * The reason the edge authorizer gives with a Deny (lib/edge-authorizer.ts), which keeps it free of
+ * The reason the edge authorizer gives with a Deny (lib/api-keys/edge-authorizer.ts), which keeps it free of
  * quotes and backslashes since nothing here escapes it.
  */
 export const AUTHORIZER_MESSAGE = '$context.authorizer.message';

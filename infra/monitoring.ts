@@ -23,7 +23,7 @@ import { Construct } from 'constructs';
 export interface MonitoredFunction {
   name: string;
   fn: IFunction;
-  /** Where the function's JSON log lines go (lib/log.ts). */
+  /** Where the function's JSON log lines go (lib/kernel/log.ts). */
   logGroup: ILogGroup;
   timeoutSeconds: number;
 }

@@ -1,6 +1,6 @@
 import { AccountRootPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import type { TableAccess } from '../lib/routes.js';
-import type { TableKey } from '../lib/tables.js';
+import type { TableAccess } from '../lib/kernel/route.js';
+import type { TableKey } from '../lib/kernel/tables.js';
 
 export type DynamoAction =
   | 'dynamodb:GetItem'
@@ -23,7 +23,7 @@ export interface TableOperations {
 
 /**
  * The DynamoDB calls the functions' code makes on each table (lib/db/*, Powertools idempotency):
- * a route's 'read' or 'write' in lib/routes.ts grants only these, so declaring readWrite on a table
+ * a route's 'read' or 'write' in functions/routes.ts grants only these, so declaring readWrite on a table
  * never adds a call nobody makes. test/infra/functions.test.ts reads lib/db and fails when the code
  * starts making a call that is missing here. The admin CLI runs with the operator's credentials:
  * its Scan, Put and Update on api-keys are not the functions'.
@@ -141,7 +141,7 @@ export const tableKeyWriteActions = [
   'kms:GenerateDataKeyWithoutPlaintext',
 ] as const;
 
-/** Escrow use in lib/routes.ts: wrapping reads the public key locally, unwrapping asks KMS to decrypt. */
+/** Escrow use in functions/routes.ts: wrapping reads the public key locally, unwrapping asks KMS to decrypt. */
 export function escrowActions(escrow: 'wrap' | 'wrapAndUnwrap' | undefined): string[] {
   if (!escrow) return [];
   const wrap = ['kms:GetPublicKey', 'kms:DescribeKey'];

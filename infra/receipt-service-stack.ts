@@ -4,12 +4,11 @@ import { Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws
 import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
-import { usagePlanParameterName } from '../lib/admin/api-gateway-keys.js';
-import { edgeAuthorizerFunction } from '../lib/edge-authorizer.js';
-import type { FunctionDefinition } from '../lib/contract/route.js';
-import { routes as serviceRoutes, type RouteDefinition } from '../lib/routes.js';
-import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/tables.js';
-import { tierNames } from '../lib/tiers.js';
+import { edgeAuthorizerFunction } from '../functions/platform/edge-authorizer/function.js';
+import type { FunctionDefinition } from '../lib/kernel/route.js';
+import { routes as serviceRoutes, type RouteDefinition } from '../functions/routes.js';
+import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/kernel/tables.js';
+import { tierNames, usagePlanParameterName } from '../lib/kernel/tiers.js';
 import { CardTagSecret } from './card-tag-secret.js';
 import { DataTables, dynamoViaService } from './data-tables.js';
 import { Monitoring } from './monitoring.js';
@@ -24,14 +23,15 @@ import {
 } from './permissions.js';
 import { ServiceApi } from './service-api.js';
 import { WebhookDelivery } from './webhook-delivery.js';
-import { webhookDispatchFunction, webhookSweepFunction } from '../lib/webhooks/functions.js';
+import { webhookDispatchFunction } from '../functions/webhooks/webhook-dispatch/function.js';
+import { webhookSweepFunction } from '../functions/webhooks/webhook-sweep/function.js';
 import { DEFAULT_TIMEOUT_SECONDS, ServiceFunction } from './service-function.js';
 import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
 
 export interface ReceiptServiceStackProps extends StackProps {
   /** Overrides context and defaults (see infra/settings.ts). */
   settings?: SettingsInput;
-  /** Defaults to lib/routes.ts. */
+  /** Defaults to functions/routes.ts. */
   routes?: readonly RouteDefinition[];
   /** Defaults to this repository: where package.json and the route entries are. */
   projectRoot?: string;
@@ -74,7 +74,7 @@ export class ReceiptServiceStack extends Stack {
     if (settings.tiersOverridden) {
       Annotations.of(this).addWarningV2(
         'receipt-service:tiers-overridden',
-        'Usage plans differ from lib/tiers.ts; the service limiter and X-RateLimit-* headers still use lib/tiers.ts',
+        'Usage plans differ from lib/kernel/tiers.ts; the service limiter and X-RateLimit-* headers still use lib/kernel/tiers.ts',
       );
     }
 

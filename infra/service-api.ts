@@ -19,9 +19,9 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { EDGE_API_KEY_HEADER, EDGE_AUTHORIZER_CACHE_SECONDS } from '../lib/edge-authorizer.js';
-import type { RouteDefinition } from '../lib/routes.js';
-import { tierNames, type TierName, type TierTable } from '../lib/tiers.js';
+import { EDGE_API_KEY_HEADER, EDGE_AUTHORIZER_CACHE_SECONDS } from '../lib/api-keys/edge-authorizer.js';
+import type { RouteDefinition } from '../lib/kernel/route.js';
+import { tierNames, type TierName, type TierTable } from '../lib/kernel/tiers.js';
 import { edgeErrorResponses, envelopeTemplate, REQUEST_ID_HEADER } from './gateway-responses.js';
 
 export interface ServiceApiProps {
@@ -31,7 +31,7 @@ export interface ServiceApiProps {
   /** Route name → the function serving it. */
   handlers: ReadonlyMap<string, IFunction>;
   /**
-   * The edge authorizer (functions/edge-authorizer): checks X-API-Key by its hash and names the
+   * The edge authorizer (functions/platform/edge-authorizer): checks X-API-Key by its hash and names the
    * client's usage-plan key, so API Gateway never holds a client's secret.
    */
   authorizer: IFunction;
@@ -108,7 +108,7 @@ export class ServiceApi extends Construct {
       description: `Encrypted digital receipts (${props.stage})`,
       endpointTypes: [EndpointType.REGIONAL],
       // Usage-plan keys come from the edge authorizer's usageIdentifierKey, not from the header: the
-      // API Gateway keys hold usage identifiers, never the clients' secrets (lib/edge-authorizer.ts).
+      // API Gateway keys hold usage identifiers, never the clients' secrets (lib/api-keys/edge-authorizer.ts).
       apiKeySourceType: ApiKeySourceType.AUTHORIZER,
       cloudWatchRole: props.cloudWatchRole,
       // The role is account-wide: other APIs may log through it after this stack is gone.

@@ -6,7 +6,7 @@ import { Architecture, CfnFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lam
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import type { FunctionDefinition, RouteDefinition } from '../lib/contract/route.js';
+import type { FunctionDefinition, RouteDefinition } from '../lib/kernel/route.js';
 import { STATIC_ASSETS_DIR } from '../lib/http/static-assets.js';
 import { bundleDefines } from '../lib/wiring/aws.js';
 import { PAYMENT_SDKS, paymentSdkBundlingCommands } from './payment-sdks.js';
@@ -47,7 +47,7 @@ function staticAssetCommands(projectRoot: string, outputDir: string, assets: rea
 }
 
 /**
- * The house Lambda: one per route in lib/routes.ts, Node.js 24 on arm64, bundled by the local
+ * The house Lambda: one per route in functions/routes.ts, Node.js 24 on arm64, bundled by the local
  * esbuild (no Docker). Everything, the AWS SDK v3 included, is bundled (externalModules: []), so
  * the SDK that runs is the version package-lock.json pins and the tests ran against, not whatever
  * the runtime ships that month; minification keeps the cold start cost of that small.
@@ -98,7 +98,7 @@ export class ServiceFunction extends Construct {
         target: 'node24',
         mainFields: ['module', 'main'],
         minify: true,
-        // lib/errors.ts names errors after their classes; minified names would reach the logs.
+        // lib/kernel/errors.ts names errors after their classes; minified names would reach the logs.
         keepNames: true,
         sourceMap: true,
         sourceMapMode: SourceMapMode.DEFAULT,

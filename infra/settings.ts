@@ -1,8 +1,8 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import * as z from 'zod';
-import { deployedApiKeyEnvironment, serviceEnvSchema, type ApiKeyEnvironment } from '../lib/config.js';
-import { rateGroups, tierNames, tiers as serviceTiers, type TierTable } from '../lib/tiers.js';
+import { deployedApiKeyEnvironment, serviceEnvSchema, type ApiKeyEnvironment } from '../lib/kernel/config.js';
+import { rateGroups, tierNames, tiers as serviceTiers, type TierTable } from '../lib/kernel/tiers.js';
 
 /**
  * Deployment settings. Each one comes from stack props, else from CDK context (`cdk.json` or
@@ -92,14 +92,14 @@ export interface ServiceSettings extends Omit<
   'tiers' | 'stripeSecretName' | 'squareSecretName' | 'logRetentionDays'
 > {
   tiers: TierTable;
-  /** True when the usage plans differ from lib/tiers.ts, which the service's own limiter still reads. */
+  /** True when the usage plans differ from lib/kernel/tiers.ts, which the service's own limiter still reads. */
   tiersOverridden: boolean;
   logRetentionDays: RetentionDays;
   stripeSecretName: string;
   squareSecretName: string;
   /** Resource names start with this; DynamoDB tables are `${resourcePrefix}-${table}`. */
   resourcePrefix: string;
-  /** From the stage, never set apart from it, so the admin CLI derives the same (lib/config.ts). */
+  /** From the stage, never set apart from it, so the admin CLI derives the same (lib/kernel/config.ts). */
   apiKeyEnvironment: Exclude<ApiKeyEnvironment, 'local'>;
 }
 

@@ -8,13 +8,13 @@ import { EventSourceMapping, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { dispatchStream } from '../lib/webhooks/functions.js';
+import { dispatchStream } from '../functions/webhooks/webhook-dispatch/function.js';
 import { dynamoViaService } from './data-tables.js';
 import type { ServiceFunction } from './service-function.js';
 
 export interface WebhookDeliveryProps {
   prefix: string;
-  /** The receipts table, with its stream (lib/tables.ts). */
+  /** The receipts table, with its stream (lib/kernel/tables.ts). */
   receipts: Table;
   /** The key the receipts table, and so its stream, is encrypted under. */
   receiptsKey: IKey;
@@ -36,7 +36,7 @@ export class WebhookDelivery extends Construct {
   constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
     super(scope, id);
     const streamArn = props.receipts.tableStreamArn;
-    if (!streamArn) throw new Error('The receipts table has no stream: lib/tables.ts must declare it');
+    if (!streamArn) throw new Error('The receipts table has no stream: lib/kernel/tables.ts must declare it');
 
     // What lands here is a batch's stream position (not its records): enough to replay it by hand.
     this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {

@@ -4,7 +4,7 @@
  * another address.
  */
 import * as z from 'zod';
-import { ConfigError } from '../lib/config.js';
+import { ConfigError } from '../lib/kernel/config.js';
 import {
   gatewayConfigFromEnv as providerGatewayConfigFromEnv,
   parseGatewayList,

@@ -12,7 +12,7 @@ import { transactWrite } from '../lib/db/transact.js';
 import { cardPk } from '../lib/db/users.js';
 import { claimFactsOf } from '../lib/receipts/encrypt.js';
 import { digitalReceiptSchema } from '../lib/receipts/schemas.js';
-import { tableDefinitions, type TableNames } from '../lib/tables.js';
+import { tableDefinitions, type TableNames } from '../lib/kernel/tables.js';
 
 const HASHED_PAN = /^[0-9a-f]{64}$/;
 

@@ -4,16 +4,16 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import * as z from 'zod';
-import type { AppDeps } from '../lib/deps.js';
+import type { AppDeps } from '../lib/app/deps.js';
 import {
   InvalidRequestError,
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
-} from '../lib/errors.js';
+} from '../lib/kernel/errors.js';
 import { errorResponse } from '../lib/http/error-envelope.js';
 import { httpEndpoint, type HttpHandler, type ServiceContext } from '../lib/http/pipeline.js';
-import { routes, type RouteDeclaration } from '../lib/routes.js';
+import { routes, type RouteDeclaration } from '../functions/routes.js';
 import { serveConsole } from './console/console.js';
 
 /**

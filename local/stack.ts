@@ -1,13 +1,13 @@
 import { join } from 'node:path';
-import { systemClock, type Clock } from '../lib/clock.js';
-import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/config.js';
+import { systemClock, type Clock } from '../lib/kernel/clock.js';
+import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { ensureTables } from '../lib/db/create-tables.js';
-import { createCoreDeps, type AppDeps } from '../lib/deps.js';
+import { createCoreDeps, type AppDeps } from '../lib/app/deps.js';
 import { createGatewayRegistry } from '../lib/gateways/registry.js';
-import { createLogger, type LogLevel } from '../lib/log.js';
-import { LogTelemetry } from '../lib/observability.js';
-import { tiers as defaultTiers, type TierTable } from '../lib/tiers.js';
+import { createLogger, type LogLevel } from '../lib/kernel/log.js';
+import { LogTelemetry } from '../lib/kernel/telemetry.js';
+import { tiers as defaultTiers, type TierTable } from '../lib/kernel/tiers.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { inMemoryCardTagKeys, type CardTagKeyStore } from '../lib/crypto/card-tag.js';
 import { LocalCardTagKeyFile } from './card-tag-key.js';
@@ -16,7 +16,7 @@ import { LocalEscrowKey } from './escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { gatewayConfigFromEnv } from './gateway-settings.js';
 import { ensurePrivateDir } from './private-files.js';
-import type { RouteDeclaration } from '../lib/routes.js';
+import type { RouteDeclaration } from '../lib/kernel/route.js';
 import { startHttpServer } from './server.js';
 import type { HostResolver } from '../lib/webhooks/url-guard.js';
 import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
@@ -37,7 +37,7 @@ export interface LocalStackOptions {
   /** Environment overrides (TOKEN_TTL_SECONDS, ANON_RATE_LIMIT_PER_MINUTE, ...). */
   env?: Record<string, string>;
   logLevel?: LogLevel;
-  /** The routes to serve; lib/routes.ts's table unless a test declares its own. */
+  /** The routes to serve; functions/routes.ts's table unless a test declares its own. */
   routes?: readonly RouteDeclaration[];
   /** The card-tag key versions; the data folder's key file (or memory, with inMemory) otherwise. */
   cardTagKeys?: CardTagKeyStore;

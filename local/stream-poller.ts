@@ -6,7 +6,7 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
-import type { Logger } from '../lib/log.js';
+import type { Logger } from '../lib/kernel/log.js';
 import { processReceiptRecords } from '../lib/webhooks/dispatch.js';
 import type { ReceiptStreamRecord } from '../lib/webhooks/events.js';
 import type { DeliveryDeps } from '../lib/webhooks/send.js';
@@ -49,8 +49,8 @@ async function loadCheckpoints(file: string | undefined): Promise<Checkpoints> {
 /**
  * The local stand-in for two AWS pieces, running the same code they run: the receipts stream's event
  * source mapping (GetRecords on DynamoDB Local's stream, each batch handed to processReceiptRecords,
- * as functions/webhook-dispatch does) and the EventBridge schedule (sweepDueDeliveries, as
- * functions/webhook-sweep does). A shard is read on from the last processed record, from its start
+ * as functions/webhooks/webhook-dispatch does) and the EventBridge schedule (sweepDueDeliveries, as
+ * functions/webhooks/webhook-sweep does). A shard is read on from the last processed record, from its start
  * the first time; a record read twice creates no second delivery, so a crash between processing
  * and checkpointing only repeats harmless work.
  */

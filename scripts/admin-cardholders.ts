@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from '../lib/admin/card-tags.js';
-import { unbindUser, UnknownUserError } from '../lib/admin/users.js';
-import { systemClock } from '../lib/clock.js';
+import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from './admin/card-tags.js';
+import { unbindUser, UnknownUserError } from './admin/users.js';
+import { systemClock } from '../lib/kernel/clock.js';
 import {
   CardTagKeyError,
   formatCardTagVersions,

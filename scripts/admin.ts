@@ -10,18 +10,18 @@ import {
   setApiKeyTier,
   UnknownKeyError,
   type ApiKeyAdminDeps,
-} from '../lib/admin/api-keys.js';
-import { EdgeMigrationError, migrateEdgeKeys } from '../lib/admin/edge-migration.js';
+} from './admin/api-keys.js';
+import { EdgeMigrationError, migrateEdgeKeys } from './admin/edge-migration.js';
 import {
   apiKeyEnvironments,
   deployedApiKeyEnvironment,
   productionStages,
   type ApiKeyEnvironment,
-} from '../lib/config.js';
+} from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { ApiKeyRepository } from '../lib/db/api-keys.js';
-import type { Role } from '../lib/routes.js';
-import { isTierName, tierNames, type TierName } from '../lib/tiers.js';
+import type { Role } from '../lib/kernel/route.js';
+import { isTierName, tierNames, type TierName } from '../lib/kernel/tiers.js';
 import { awsEdgeKeyStore } from './admin-aws.js';
 import { CardholderUsageError, cardholderUsage, runCardholderCommand } from './admin-cardholders.js';
 

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { format, resolveConfig } from 'prettier';
 import { buildOpenApiDocument } from '../lib/openapi/document.js';
+import { routes } from '../functions/routes.js';
 
 /**
  * `npm run openapi`: writes docs/openapi.json from the zod schemas. A contract test fails while the
@@ -14,7 +15,7 @@ export const openApiPath = resolve(dirname(fileURLToPath(import.meta.url)), '..'
 /** Formatted by the project's Prettier settings, so `npm run lint` (prettier --check .) accepts the file. */
 export async function renderOpenApiDocument(): Promise<string> {
   const options = (await resolveConfig(openApiPath)) ?? {};
-  return format(JSON.stringify(buildOpenApiDocument()), { ...options, filepath: openApiPath });
+  return format(JSON.stringify(buildOpenApiDocument(routes)), { ...options, filepath: openApiPath });
 }
 
 /** The SDK's request and response types (packages/sdk), generated from the same document. */
@@ -38,7 +39,9 @@ const SDK_TYPES_HEADER = `/*
 /** openapi-typescript over the document, formatted like every other TypeScript file of the project. */
 export async function renderSdkTypes(): Promise<string> {
   // The document goes in as parsed JSON, so the types describe exactly what docs/openapi.json holds.
-  const document = JSON.parse(JSON.stringify(buildOpenApiDocument())) as Parameters<typeof openapiTS>[0];
+  const document = JSON.parse(JSON.stringify(buildOpenApiDocument(routes))) as Parameters<
+    typeof openapiTS
+  >[0];
   const ast = await openapiTS(document, { silent: true, alphabetize: false });
   const options = (await resolveConfig(sdkTypesPath)) ?? {};
   return format(SDK_TYPES_HEADER + astToString(ast), { ...options, filepath: sdkTypesPath });

@@ -8,7 +8,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import type { TableKey } from '../../lib/tables.js';
+import type { TableKey } from '../../lib/kernel/tables.js';
 import { median, percentile, round, rotated } from './stats.js';
 
 /**

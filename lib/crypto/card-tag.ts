@@ -20,7 +20,7 @@
  * local/ on the local stack).
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../kernel/clock.js';
 
 export interface CardTagKeyVersion {
   version: number;

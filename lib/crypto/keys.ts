@@ -8,7 +8,7 @@ import {
 } from 'node:crypto';
 import { decodeBase64 } from './base64.js';
 import { DecryptionError, InvalidPublicKeyError, KeyGenerationError } from './errors.js';
-import { LruCache } from '../lru.js';
+import { LruCache } from '../kernel/lru.js';
 
 export const MIN_MODULUS_BITS = 2048;
 export const MAX_MODULUS_BITS = 4096;

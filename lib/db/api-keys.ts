@@ -5,9 +5,9 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyEnvironment } from '../config.js';
-import type { Role } from '../routes.js';
-import type { TierName } from '../tiers.js';
+import type { ApiKeyEnvironment } from '../kernel/config.js';
+import type { Role } from '../kernel/route.js';
+import type { TierName } from '../kernel/tiers.js';
 import { isConditionFailure } from './client.js';
 
 /** A client's API key as stored: only a hash of the secret part is kept. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../kernel/clock.js';
 
 export type AuditAction =
   | 'key.generate'

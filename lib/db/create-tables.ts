@@ -7,7 +7,7 @@ import {
   type DynamoDBClient,
   type KeySchemaElement,
 } from '@aws-sdk/client-dynamodb';
-import { tableDefinitions, tableKeys, type TableDefinition, type TableNames } from '../tables.js';
+import { tableDefinitions, tableKeys, type TableDefinition, type TableNames } from '../kernel/tables.js';
 
 const keySchema = (partitionKey: string, sortKey?: string): KeySchemaElement[] => [
   { AttributeName: partitionKey, KeyType: 'HASH' },

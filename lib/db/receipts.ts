@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { SealedEnvelope } from '../crypto/envelope.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
-import { tableDefinitions } from '../tables.js';
+import { tableDefinitions } from '../kernel/tables.js';
 
 /**
  * The envelope as stored and returned to merchants (spec: EncryptedReceiptEnvelope): what the crypto

@@ -1,5 +1,5 @@
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LruCache } from '../lru.js';
+import { LruCache } from '../kernel/lru.js';
 import { transactWrite } from './transact.js';
 
 export interface UserRecord {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { InvalidRequestError } from '../errors.js';
+import { InvalidRequestError } from '../kernel/errors.js';
 import type { ReceiptPointers } from './port.js';
 
 /**

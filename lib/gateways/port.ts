@@ -2,9 +2,9 @@
  * The payment-gateway port. Handlers depend only on these types; lib/gateways/stripe.ts and
  * lib/gateways/square.ts adapt the providers' SDKs to them, and lib/gateways/registry.ts builds them.
  */
-export type GatewayKind = 'gateway_a' | 'gateway_b';
+import type { GatewayKind } from '../kernel/gateway-kind.js';
 
-export const gatewayKinds: readonly GatewayKind[] = ['gateway_a', 'gateway_b'];
+export { type GatewayKind, gatewayKinds } from '../kernel/gateway-kind.js';
 
 /** What the payment carries instead of the receipt: enough to find the stored envelope again. */
 export interface ReceiptPointers {

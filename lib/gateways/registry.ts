@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { ConfigError } from '../config.js';
-import { ServiceUnavailableError } from '../errors.js';
+import { ConfigError } from '../kernel/config.js';
+import { ServiceUnavailableError } from '../kernel/errors.js';
 import { parseGatewayKind, type GatewayKind, type GatewayRegistry, type PaymentGateway } from './port.js';
 import { SquareGateway } from './square.js';
 import { createSquareClient, loadSquareSdk, type SquareSdk } from './square-client.js';

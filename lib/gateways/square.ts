@@ -6,7 +6,7 @@ import {
   GatewayError,
   InvalidRequestError,
   PaymentDeclinedError,
-} from '../errors.js';
+} from '../kernel/errors.js';
 import {
   assertMinorUnits,
   normaliseCurrency,

@@ -6,8 +6,8 @@ import {
   isDependencyOutage,
   KeyGenerationError,
   ServiceUnavailableError,
-} from '../errors.js';
-import type { Logger } from '../log.js';
+} from '../kernel/errors.js';
+import type { Logger } from '../kernel/log.js';
 
 /** The one place an error becomes an HTTP response. 5xx details never leave the service. */
 export interface ErrorBody {

@@ -3,13 +3,13 @@ import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
-import type { Logger } from '../log.js';
-import type { Telemetry } from '../observability.js';
+import type { Logger } from '../kernel/log.js';
+import type { Telemetry } from '../kernel/telemetry.js';
 
 export interface ObservabilityDeps {
   logger: Logger;
   telemetry: Telemetry;
-  /** Present only in Lambda (lib/observability-aws.ts); locally there is nothing to trace into. */
+  /** Present only in Lambda (lib/wiring/aws-observability.ts); locally there is nothing to trace into. */
   tracer?: Tracer | undefined;
 }
 

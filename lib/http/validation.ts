@@ -1,6 +1,6 @@
 import leven from 'leven';
 import * as z from 'zod';
-import type { FieldProblem } from '../errors.js';
+import type { FieldProblem } from '../kernel/errors.js';
 
 /**
  * zod's issues turned into what a caller can act on: one entry per field, "is required" for a

@@ -1,5 +1,5 @@
-import { rateGroupOf, routes } from '../routes.js';
-import { rateGroups, type RateGroup, type TierTable } from '../tiers.js';
+import { rateGroupOf, type RouteDeclaration } from '../kernel/route.js';
+import { rateGroups, type RateGroup, type TierTable } from '../kernel/tiers.js';
 
 const groupTitles: Record<RateGroup, string> = {
   general: 'other keyed endpoints',
@@ -8,7 +8,7 @@ const groupTitles: Record<RateGroup, string> = {
 };
 
 /** `POST /api/v1/...` of each keyed route in the group. */
-const endpointsOf = (group: RateGroup): string =>
+const endpointsOf = (routes: readonly RouteDeclaration[], group: RateGroup): string =>
   routes
     .filter((route) => route.apiKeyRequired && rateGroupOf(route) === group)
     .map((route) => `\`${route.method} ${route.path}\``)
@@ -18,14 +18,14 @@ const endpointsOf = (group: RateGroup): string =>
  * The document's description: the choices the spec leaves open ("not shown") and how this service
  * settled them (docs/API.md), written for the integrator who reads only this document.
  */
-export function describeApi(tiers: TierTable): string {
+export function describeApi(tiers: TierTable, routes: readonly RouteDeclaration[]): string {
   const tierRows = Object.entries(tiers).map(
     ([name, tier]) =>
       `| ${name} | ${rateGroups.map((group) => tier.requestsPerMinute[group]).join(' | ')} | ${tier.ratePerSecond} | ${tier.burst} | ${tier.dailyQuota} |`,
   );
   const groupRows = rateGroups
     .filter((group) => group !== 'general')
-    .map((group) => `- ${groupTitles[group]}: ${endpointsOf(group)}`);
+    .map((group) => `- ${groupTitles[group]}: ${endpointsOf(routes, group)}`);
   return [
     'End-to-end encrypted digital receipts. Merchants encrypt receipts for cardholders identified only by the',
     "SHA-256 hash of their card number; the cardholder's issuer application decrypts them with the user's",

@@ -1,11 +1,10 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
-import type { ErrorDoc, RouteDeclaration, Tag } from '../contract/route.js';
-import { errorCatalogue, errorStatuses, type ErrorStatus } from '../errors.js';
-import { routes as serviceRoutes } from '../routes.js';
-import { tiers } from '../tiers.js';
+import type { ErrorDoc, RouteDeclaration, Tag } from '../kernel/route.js';
+import { errorCatalogue, errorStatuses, type ErrorStatus } from '../kernel/errors.js';
+import { tiers } from '../kernel/tiers.js';
 import { describeApi } from './description.js';
-import { errorEnvelope, successEnvelope } from './responses.js';
+import { errorEnvelope, successEnvelope } from './envelopes.js';
 
 export const tags = [
   { name: 'health', description: 'Service status and the published contract; neither needs an API key.' },
@@ -95,7 +94,7 @@ const headersFor = (status: number): Record<string, Ref> => {
   return Object.fromEntries(names.map((name) => [name, ref('headers', name)]));
 };
 
-/** What each status means wherever it occurs; its platform codes come from lib/errors.ts. */
+/** What each status means wherever it occurs; its platform codes come from lib/kernel/errors.ts. */
 const platformErrors: Record<ErrorStatus, { name: string; description: string }> = {
   400: {
     name: 'InvalidRequest',
@@ -258,7 +257,7 @@ const validationDetails = z
  * The OpenAPI 3.1 document of the service, built from the route declarations and the zod schemas
  * the pipeline validates with: every route is in it, and nothing else is.
  */
-export function buildOpenApiDocument(routes: readonly RouteDeclaration[] = serviceRoutes): OpenApiDocument {
+export function buildOpenApiDocument(routes: readonly RouteDeclaration[]): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'ApiKeyAuth', {
     type: 'apiKey',
@@ -298,7 +297,7 @@ export function buildOpenApiDocument(routes: readonly RouteDeclaration[] = servi
     info: {
       title: 'Encrypted Digital Receipt Service',
       version: '1.0.0',
-      description: describeApi(tiers),
+      description: describeApi(tiers, routes),
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [

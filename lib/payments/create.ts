@@ -1,15 +1,15 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Caller } from '../api-key-auth.js';
-import type { AppDeps } from '../deps.js';
+import type { Caller } from '../api-keys/authenticator.js';
+import type { AppDeps } from '../app/deps.js';
 import type { ReceiptEnvelope } from '../db/receipts.js';
 import type { TransactionMappingRecord } from '../db/transactions.js';
-import { AppError, ConflictError, InvalidRequestError, PaymentDeclinedError } from '../errors.js';
+import { AppError, ConflictError, InvalidRequestError, PaymentDeclinedError } from '../kernel/errors.js';
 import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
-import type { PaymentFailure } from '../observability.js';
+import type { PaymentFailure } from '../kernel/telemetry.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
 import { toDigitalReceipt } from '../receipts/flattened.js';
-import { putMapping } from '../receipts/transactions.js';
-import type { CreatePaymentBody } from '../routes/create-payment.js';
+import { putMapping } from '../transactions/transactions.js';
+import type { CreatePaymentBody } from './schemas.js';
 
 export type PaymentDeps = Omit<AppDeps, never>;
 

@@ -1,8 +1,8 @@
-import type { Caller } from '../api-key-auth.js';
+import type { Caller } from '../api-keys/authenticator.js';
 import type { StoredReceipt } from '../db/receipts.js';
 import type { TransactionMappingRecord } from '../db/transactions.js';
-import type { AppDeps } from '../deps.js';
-import { NotFoundError } from '../errors.js';
+import type { AppDeps } from '../app/deps.js';
+import { NotFoundError } from '../kernel/errors.js';
 import type { GatewayKind } from '../gateways/port.js';
 import { decryptForCaller } from '../receipts/decrypt.js';
 import type { DigitalReceipt } from '../receipts/schemas.js';

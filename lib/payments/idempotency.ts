@@ -7,7 +7,7 @@ import {
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context } from 'aws-lambda';
 import type { DynamoClients } from '../db/client.js';
-import { ConflictError } from '../errors.js';
+import { ConflictError } from '../kernel/errors.js';
 
 export interface IdempotentCall<Input, Output> {
   run(input: { key: string; body: unknown; payload: Input }, context: Context): Promise<Output>;

@@ -1,11 +1,11 @@
-import type { Caller } from '../api-key-auth.js';
+import type { Caller } from '../api-keys/authenticator.js';
 import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
 import { transferEnvelope, type Recipient } from '../crypto/envelope.js';
 import { parsePublicKey } from '../crypto/keys.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
-import type { AppDeps } from '../deps.js';
-import { ClaimLimitError, NotFoundError } from '../errors.js';
+import type { AppDeps } from '../app/deps.js';
+import { ClaimLimitError, NotFoundError } from '../kernel/errors.js';
 
 export type ClaimDeps = Pick<
   AppDeps,

@@ -1,12 +1,13 @@
-import type { Caller } from '../api-key-auth.js';
+import type { Caller } from '../api-keys/authenticator.js';
 import { openEnvelope } from '../crypto/envelope.js';
 import { matchesPublicKey, parsePrivateKey } from '../crypto/keys.js';
 import type { AuditAction } from '../db/audit.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../app/deps.js';
 import { DecryptionError } from '../crypto/errors.js';
-import { redactEverywhere } from '../log.js';
-import type { DecryptRefusal } from '../observability.js';
-import { digitalReceiptSchema, type DigitalReceipt, type EnvelopeInput } from './schemas.js';
+import { redactEverywhere } from '../kernel/log.js';
+import type { DecryptRefusal } from '../kernel/telemetry.js';
+import { type EnvelopeInput } from '../kernel/envelope-input.js';
+import { digitalReceiptSchema, type DigitalReceipt } from './schemas.js';
 
 export type DecryptDeps = Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'telemetry'>;
 

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Caller } from '../api-key-auth.js';
+import type { Caller } from '../api-keys/authenticator.js';
 import { parsePublicKey } from '../crypto/keys.js';
 import { sealEnvelope, type Recipient } from '../crypto/envelope.js';
 import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
-import type { AppDeps } from '../deps.js';
-import { ConflictError, EncryptionError, ForbiddenError } from '../errors.js';
+import type { AppDeps } from '../app/deps.js';
+import { ConflictError, EncryptionError, ForbiddenError } from '../kernel/errors.js';
 import type { DigitalReceipt } from './schemas.js';
 
 export type EncryptDeps = Pick<

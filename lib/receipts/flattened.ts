@@ -1,17 +1,12 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { amountProblems } from './amounts.js';
+import { countryCode, currency, dateTime, hashedPan, money, uuid } from '../kernel/fields.js';
 import {
   cardBrands,
   checkLineTotal,
-  countryCode,
-  currency,
-  dateTime,
-  hashedPan,
   MAX_ITEMS,
-  money,
   paymentMethods,
-  uuid,
   type DigitalReceipt,
   type ReceiptLineItem,
 } from './schemas.js';

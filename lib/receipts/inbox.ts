@@ -1,9 +1,9 @@
-import type { Caller } from '../api-key-auth.js';
+import type { Caller } from '../api-keys/authenticator.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
-import type { CoreDeps } from '../deps.js';
-import { InvalidCursorError, NotFoundError } from '../errors.js';
-import { publicMapping, type TransactionMapping } from './transactions.js';
+import type { CoreDeps } from '../app/deps.js';
+import { InvalidCursorError, NotFoundError } from '../kernel/errors.js';
+import { publicMapping, type TransactionMapping } from '../transactions/transactions.js';
 
 /** One line of a user's inbox: ids only, never content, a card tag or claim facts. */
 export interface ReceiptSummary {

@@ -1,6 +1,6 @@
 import type { DeliveryRecord, WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
 import type { WebhookRecord, WebhookRepository } from '../db/webhooks.js';
-import { ConflictError, InvalidRequestError, NotFoundError } from '../errors.js';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../kernel/errors.js';
 import { attemptClaimed, leaseFrom, type DeliveryDeps } from './send.js';
 
 /** What the API shows of a delivery: never the payload's bytes, the secret or the claim lease. */

@@ -1,4 +1,4 @@
-import type { CoreDeps } from '../deps.js';
+import type { CoreDeps } from '../app/deps.js';
 import type { DeliveryDeps } from './send.js';
 import { nodeTransport, type WebhookTransport } from './transport.js';
 

@@ -1,4 +1,4 @@
-import { epochSeconds } from '../clock.js';
+import { epochSeconds } from '../kernel/clock.js';
 import { DUE_BUCKET, type DeliveryRecord } from '../db/webhook-deliveries.js';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';

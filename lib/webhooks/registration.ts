@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Caller } from '../api-key-auth.js';
-import type { Role } from '../contract/route.js';
+import type { Caller } from '../api-keys/authenticator.js';
+import type { Role } from '../kernel/route.js';
 import { WebhookLimitReached, type WebhookEvent, type WebhookRecord } from '../db/webhooks.js';
-import type { CoreDeps } from '../deps.js';
-import { ForbiddenError, InvalidRequestError, NotFoundError, WebhookLimitError } from '../errors.js';
+import type { CoreDeps } from '../app/deps.js';
+import { ForbiddenError, InvalidRequestError, NotFoundError, WebhookLimitError } from '../kernel/errors.js';
 import { base32 } from './base32.js';
 import { checkWebhookUrl } from './url-guard.js';
 

@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
-import { epochSeconds, type Clock } from '../clock.js';
+import { epochSeconds, type Clock } from '../kernel/clock.js';
 import type { UserRepository } from '../db/users.js';
 import type { DeliveryAttempt, DeliveryRecord, WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
 import { signingSecrets, type WebhookRecord, type WebhookRepository } from '../db/webhooks.js';
-import type { Logger } from '../log.js';
-import type { Telemetry } from '../observability.js';
+import type { Logger } from '../kernel/log.js';
+import type { Telemetry } from '../kernel/telemetry.js';
 import type { PostResult, WebhookTransport } from './transport.js';
 import { checkWebhookUrl, type UrlPolicy } from './url-guard.js';
 

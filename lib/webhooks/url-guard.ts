@@ -1,12 +1,8 @@
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import type { HostResolver } from '../kernel/dns.js';
 
-/** Every A and AAAA address a hostname resolves to. */
-export type HostResolver = (hostname: string) => Promise<string[]>;
-
-export const systemResolver: HostResolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
+export { type HostResolver, systemResolver } from '../kernel/dns.js';
 
 export interface UrlPolicy {
   /** The local stack's receivers listen on 127.0.0.1 over plain http; nowhere else may a URL do that. */

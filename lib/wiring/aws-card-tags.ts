@@ -1,5 +1,5 @@
 import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../kernel/config.js';
 import {
   CardTagKeyError,
   parseCardTagVersions,

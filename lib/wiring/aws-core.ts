@@ -1,11 +1,11 @@
-import { systemClock } from '../clock.js';
-import { loadConfig } from '../config.js';
+import { systemClock } from '../kernel/clock.js';
+import { loadConfig } from '../kernel/config.js';
 import { createDynamoClients } from '../db/client.js';
-import { createCoreDeps, type CoreDeps } from '../deps.js';
-import { createLogger } from '../log.js';
-import { awsObservability } from '../observability-aws.js';
-import { LogTelemetry } from '../observability.js';
-import { tiers } from '../tiers.js';
+import { createCoreDeps, type CoreDeps } from '../app/deps.js';
+import { createLogger } from '../kernel/log.js';
+import { awsObservability } from './aws-observability.js';
+import { LogTelemetry } from '../kernel/telemetry.js';
+import { tiers } from '../kernel/tiers.js';
 import { awsCardTagKeys } from './aws-card-tags.js';
 
 let core: CoreDeps | undefined;

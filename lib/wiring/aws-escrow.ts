@@ -1,7 +1,7 @@
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { KMSClient } from '@aws-sdk/client-kms';
-import type { ServiceConfig } from '../config.js';
-import { ConfigError } from '../config.js';
+import type { ServiceConfig } from '../kernel/config.js';
+import { ConfigError } from '../kernel/config.js';
 import type { EscrowKey } from '../crypto/escrow.js';
 import { KmsEscrowKey } from './kms-escrow.js';
 

@@ -1,8 +1,8 @@
 import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
-import type { ServiceConfig } from '../config.js';
+import type { ServiceConfig } from '../kernel/config.js';
 import { createGatewayRegistry, gatewayConfigFromEnv, type SecretName } from '../gateways/registry.js';
 import type { GatewayRegistry } from '../gateways/port.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../kernel/log.js';
 
 /** Secrets Manager names of the provider credentials, set by the CDK stack. */
 const secretNameVariables: Record<SecretName, string> = {

@@ -1,6 +1,6 @@
-import type { RouteDefinition } from '../contract/route.js';
+import type { RouteDefinition } from '../kernel/route.js';
 import type { EscrowKey } from '../crypto/escrow.js';
-import type { CoreDeps } from '../deps.js';
+import type { CoreDeps } from '../app/deps.js';
 import type { GatewayRegistry } from '../gateways/port.js';
 import { lambdaHandler, type LambdaEntry } from '../http/lambda.js';
 import type { HttpHandler } from '../http/pipeline.js';

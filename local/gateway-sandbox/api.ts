@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Clock } from '../../lib/clock.js';
+import type { Clock } from '../../lib/kernel/clock.js';
 import type { SandboxOperation, SandboxStats } from './faults.js';
 import type { SandboxJournal, Store } from './journal.js';
 

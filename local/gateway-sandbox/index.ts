@@ -17,7 +17,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as z from 'zod';
-import { systemClock, type Clock } from '../../lib/clock.js';
+import { systemClock, type Clock } from '../../lib/kernel/clock.js';
 import type { ApiResponse, ProviderApi, SandboxContext } from './api.js';
 import { emptyStats, faultSpecSchema, FaultRegistry, resetStats, type SandboxStats } from './faults.js';
 import { fileJournal, memoryJournal } from './journal.js';

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { routes, type RouteDefinition } from '../../lib/routes.js';
+import { routes, type RouteDefinition } from '../../functions/routes.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
@@ -25,7 +25,7 @@ import {
 } from './support.js';
 
 /**
- * Property-based fuzzing of every route in lib/routes.ts over real HTTP, with a valid key of the route's
+ * Property-based fuzzing of every route in functions/routes.ts over real HTTP, with a valid key of the route's
  * own role so the bodies reach validation and the handlers: random JSON, mutations of valid bodies, raw
  * text, and random path segments. Whatever arrives, the answer is a 2xx/4xx JSON envelope, never a 5xx.
  */

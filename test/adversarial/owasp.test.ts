@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { rateGroupOf, routes, type RouteDefinition } from '../../lib/routes.js';
-import { tiers } from '../../lib/tiers.js';
+import { rateGroupOf, routes, type RouteDefinition } from '../../functions/routes.js';
+import { tiers } from '../../lib/kernel/tiers.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';

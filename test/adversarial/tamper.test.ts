@@ -5,7 +5,7 @@ import { openEnvelope } from '../../lib/crypto/envelope.js';
 import { DecryptionError } from '../../lib/crypto/errors.js';
 import { parsePrivateKey } from '../../lib/crypto/keys.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { envelopeInputSchema } from '../../lib/receipts/schemas.js';
+import { envelopeInputSchema } from '../../lib/kernel/envelope-input.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';

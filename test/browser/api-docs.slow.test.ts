@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Page } from 'puppeteer-core';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
-import { routes } from '../../lib/routes.js';
+import { routes } from '../../functions/routes.js';
 import {
   launchBrowser,
   screenshot,
@@ -37,7 +37,7 @@ describe('API reference page in a browser', () => {
     const rendered = await page.$$eval('[data-section-id^="operation/"]', (sections) =>
       sections.map((section) => section.getAttribute('data-section-id')?.split('/').pop()),
     );
-    const openApi = buildOpenApiDocument();
+    const openApi = buildOpenApiDocument(routes);
     const operationIds = Object.values(openApi.paths ?? {}).flatMap((item) =>
       Object.values(item as Record<string, { operationId: string }>).map(
         (operation) => operation.operationId,

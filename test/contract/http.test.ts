@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
+import { routes } from '../../functions/routes.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -21,7 +22,7 @@ describe('GET /api/v1/openapi.json over HTTP', () => {
     const reply = await stack.request<Record<string, unknown>>('GET', '/api/v1/openapi.json');
     expect(reply.status).toBe(200);
     expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(reply.json).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())));
+    expect(reply.json).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(routes))));
     expect(reply.json).not.toHaveProperty('success');
     for (const header of [
       'x-request-id',

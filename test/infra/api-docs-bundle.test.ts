@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
 import { ensureTables } from '../../lib/db/create-tables.js';
-import { prefixedTableNames, tableEnvVar } from '../../lib/tables.js';
+import { prefixedTableNames, tableEnvVar } from '../../lib/kernel/tables.js';
 import { bundleRouteFunction } from './support.js';
 
 /**

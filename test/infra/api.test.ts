@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
-import { routes } from '../../lib/routes.js';
-import { tierNames, tiers } from '../../lib/tiers.js';
-import { usagePlanParameterName } from '../../lib/admin/api-gateway-keys.js';
+import { routes } from '../../functions/routes.js';
+import { tierNames, tiers } from '../../lib/kernel/tiers.js';
+import { usagePlanParameterName } from '../../lib/kernel/tiers.js';
 import { functionByName, methodAt, referencedId, resourcesOf, synth, type Resource } from './support.js';
 
 let template: Template;
@@ -244,6 +244,6 @@ describe('usage plans', () => {
       Throttle: { RateLimit: tiers.free.ratePerSecond, BurstLimit: 7 },
     });
     const warnings = stack.node.metadata.filter((entry) => entry.type === 'aws:cdk:warning');
-    expect(JSON.stringify(warnings)).toContain('lib/tiers.ts');
+    expect(JSON.stringify(warnings)).toContain('lib/kernel/tiers.ts');
   });
 });

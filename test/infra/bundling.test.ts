@@ -56,7 +56,7 @@ describe('function bundle', () => {
       sources: string[];
       sourcesContent?: unknown;
     };
-    expect(map.sources.some((source) => source.endsWith('functions/health/handler.ts'))).toBe(true);
+    expect(map.sources.some((source) => source.endsWith('functions/platform/health/handler.ts'))).toBe(true);
     expect(map.sources.some((source) => /(^|\/)local\//.test(source.replace(/^(\.\.\/)+/, '')))).toBe(false);
     expect(map.sourcesContent).toBeUndefined();
   });

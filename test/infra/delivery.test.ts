@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
-import { tableDefinitions } from '../../lib/tables.js';
-import { dispatchStream } from '../../lib/webhooks/functions.js';
+import { tableDefinitions } from '../../lib/kernel/tables.js';
+import { dispatchStream } from '../../functions/webhooks/webhook-dispatch/function.js';
 import {
   asArray,
   functionByName,

@@ -10,9 +10,10 @@ import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
 import { ServiceFunction } from '../../infra/service-function.js';
-import { EDGE_AUTHORIZER_CACHE_SECONDS, edgeAuthorizerFunction } from '../../lib/edge-authorizer.js';
-import { routes } from '../../lib/routes.js';
-import { tableDefinitions } from '../../lib/tables.js';
+import { EDGE_AUTHORIZER_CACHE_SECONDS } from '../../lib/api-keys/edge-authorizer.js';
+import { edgeAuthorizerFunction } from '../../functions/platform/edge-authorizer/function.js';
+import { routes } from '../../functions/routes.js';
+import { tableDefinitions } from '../../lib/kernel/tables.js';
 import {
   asArray,
   cdkJsonContext,

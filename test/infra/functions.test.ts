@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
-import { routes, type TableAccess } from '../../lib/routes.js';
-import { tableDefinitions, tableEnvVar, tableKeys, type TableKey } from '../../lib/tables.js';
+import { routes, type TableAccess } from '../../functions/routes.js';
+import { tableDefinitions, tableEnvVar, tableKeys, type TableKey } from '../../lib/kernel/tables.js';
 import {
   asArray,
   functionByName,

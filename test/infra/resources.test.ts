@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
-import { tableDefinitions, tableKeys, type TableDefinition } from '../../lib/tables.js';
-import { routes } from '../../lib/routes.js';
-import { webhookDispatchFunction, webhookSweepFunction } from '../../lib/webhooks/functions.js';
+import { tableDefinitions, tableKeys, type TableDefinition } from '../../lib/kernel/tables.js';
+import { routes } from '../../functions/routes.js';
+import { webhookDispatchFunction } from '../../functions/webhooks/webhook-dispatch/function.js';
+import { webhookSweepFunction } from '../../functions/webhooks/webhook-sweep/function.js';
 import { asArray, functionByName, referencedId, resourcesOf, synth, type Resource } from './support.js';
 
 let template: Template;
@@ -67,7 +68,7 @@ const tableNamed = (name: string): Resource => {
 };
 
 describe('DynamoDB tables', () => {
-  it('creates every table in lib/tables.ts, and only those', () => {
+  it('creates every table in lib/kernel/tables.ts, and only those', () => {
     expect(Object.keys(resourcesOf(template, 'AWS::DynamoDB::Table'))).toHaveLength(tableKeys.length);
   });
 

@@ -3,7 +3,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { forbiddenInputs } from '../../infra/bundle-guard.js';
 import { envelopeTemplate } from '../../infra/gateway-responses.js';
 import { resolveSettings, SettingsError, type SettingsInput } from '../../infra/settings.js';
-import { tiers } from '../../lib/tiers.js';
+import { tiers } from '../../lib/kernel/tiers.js';
 import { resourcesOf, synth } from './support.js';
 
 const settingsFrom = (context: Record<string, unknown>, overrides?: SettingsInput) =>
@@ -97,7 +97,7 @@ describe('settings', () => {
 describe('bundle guard', () => {
   it('finds modules from local/ among the bundle inputs', () => {
     const inputs = {
-      'functions/create-payment/handler.ts': {},
+      'functions/payments/create-payment/handler.ts': {},
       'lib/gateways/registry.ts': {},
       'local/gateway-sandbox/server.ts': {},
       'node_modules/some-lib/local/index.js': {},
@@ -106,9 +106,11 @@ describe('bundle guard', () => {
   });
 
   it('accepts a bundle of service code and dependencies only', () => {
-    expect(forbiddenInputs({ inputs: { 'functions/health/handler.ts': {}, 'lib/health.ts': {} } })).toEqual(
-      [],
-    );
+    expect(
+      forbiddenInputs({
+        inputs: { 'functions/platform/health/handler.ts': {}, 'lib/platform/health.ts': {} },
+      }),
+    ).toEqual([]);
   });
 });
 

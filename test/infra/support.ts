@@ -8,7 +8,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { defaultProjectRoot, ReceiptServiceStack } from '../../infra/receipt-service-stack.js';
 import type { SettingsInput } from '../../infra/settings.js';
 import { ServiceFunction } from '../../infra/service-function.js';
-import { findRoute, type RouteName } from '../../lib/routes.js';
+import { findRoute, type RouteName } from '../../functions/routes.js';
 
 /** The feature flags `cdk synth` runs with, so the tests see the same template. */
 export const cdkJsonContext = (): Record<string, unknown> =>

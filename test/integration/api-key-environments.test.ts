@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createApiKey } from '../../lib/admin/api-keys.js';
+import { createApiKey } from '../../scripts/admin/api-keys.js';
 import type { ErrorBody } from '../../lib/http/error-envelope.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { rotateCardTagKey, retagCardRecords } from '../../lib/admin/card-tags.js';
-import { unbindUser } from '../../lib/admin/users.js';
-import { requireAllTables } from '../../lib/config.js';
-import { LogTelemetry } from '../../lib/observability.js';
+import { rotateCardTagKey, retagCardRecords } from '../../scripts/admin/card-tags.js';
+import { unbindUser } from '../../scripts/admin/users.js';
+import { requireAllTables } from '../../lib/kernel/config.js';
+import { LogTelemetry } from '../../lib/kernel/telemetry.js';
 import { migrateLegacyCardData } from '../../local/legacy-card-data.js';
 import { CANDIDATES_PER_TRANSACTION } from '../../lib/receipts/claim.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';

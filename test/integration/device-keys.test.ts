@@ -5,7 +5,7 @@ import { flattenedDecrypt, importPKCS8 } from 'jose';
 import { toFlattenedJwe, type SealedEnvelope } from '../../lib/crypto/envelope.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
 import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
-import { requireAllTables } from '../../lib/config.js';
+import { requireAllTables } from '../../lib/kernel/config.js';
 import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity } from '../support/flow.js';
 import { sealLegacyEnvelope } from '../support/legacy-envelope.js';

@@ -11,21 +11,21 @@ import {
   type ApiKey,
 } from '@aws-sdk/client-api-gateway';
 import { mockClient } from 'aws-sdk-client-mock';
-import { ApiGatewayEdgeKeyStore, type UsagePlanIds } from '../../lib/admin/api-gateway-keys.js';
-import { createApiKey } from '../../lib/admin/api-keys.js';
-import { EdgeMigrationError, migrateEdgeKeys } from '../../lib/admin/edge-migration.js';
+import { ApiGatewayEdgeKeyStore, type UsagePlanIds } from '../../scripts/admin/api-gateway-keys.js';
+import { createApiKey } from '../../scripts/admin/api-keys.js';
+import { EdgeMigrationError, migrateEdgeKeys } from '../../scripts/admin/edge-migration.js';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { ApiKeyAuthenticator, newApiKeyRecord } from '../../lib/api-key-auth.js';
-import { ManualClock } from '../../lib/clock.js';
-import type { ApiKeyEnvironment } from '../../lib/config.js';
+import { ApiKeyAuthenticator, newApiKeyRecord } from '../../lib/api-keys/authenticator.js';
+import { ManualClock } from '../../lib/kernel/clock.js';
+import type { ApiKeyEnvironment } from '../../lib/kernel/config.js';
 import { ApiKeyRepository } from '../../lib/db/api-keys.js';
 import { createDynamoClients } from '../../lib/db/client.js';
 import { ensureTables } from '../../lib/db/create-tables.js';
-import { edgeUsageKey, INVALID_KEY_MESSAGE } from '../../lib/edge-authorizer.js';
-import { awsEdgeAuthorizerDeps } from '../../lib/edge-authorizer-aws.js';
-import { createLogger } from '../../lib/log.js';
-import { prefixedTableNames } from '../../lib/tables.js';
-import { createHandler } from '../../functions/edge-authorizer/handler.js';
+import { edgeUsageKey, INVALID_KEY_MESSAGE } from '../../lib/api-keys/edge-authorizer.js';
+import { awsEdgeAuthorizerDeps } from '../../lib/wiring/aws-edge-authorizer.js';
+import { createLogger } from '../../lib/kernel/log.js';
+import { prefixedTableNames } from '../../lib/kernel/tables.js';
+import { createHandler } from '../../functions/platform/edge-authorizer/handler.js';
 
 /**
  * The edge authorizer against DynamoDB Local, built by the same wiring the Lambda uses

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { BatchWriteCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ERASE_RECEIPTS_PER_CALL, eraseUser } from '../../lib/receipts/lifecycle.js';
-import { tableDefinitions, type TableKey } from '../../lib/tables.js';
+import { ERASE_RECEIPTS_PER_CALL, eraseUser } from '../../lib/users/lifecycle.js';
+import { tableDefinitions, type TableKey } from '../../lib/kernel/tables.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { startTestStack, type TestStack } from '../support/stack.js';

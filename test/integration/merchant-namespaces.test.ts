@@ -5,7 +5,7 @@ import { createDynamoClients } from '../../lib/db/client.js';
 import { ensureTables } from '../../lib/db/create-tables.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
 import type { GatewayKind } from '../../lib/gateways/port.js';
-import { prefixedTableNames } from '../../lib/tables.js';
+import { prefixedTableNames } from '../../lib/kernel/tables.js';
 import { flattenedReceipt, sampleReceipt, type FlattenedFixture } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { startTestStack, type HttpReply, type TestStack } from '../support/stack.js';

@@ -1,8 +1,8 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
-import { REDACTED } from '../../lib/log.js';
-import { LogTelemetry, type DecryptRefusal } from '../../lib/observability.js';
+import { REDACTED } from '../../lib/kernel/log.js';
+import { LogTelemetry, type DecryptRefusal } from '../../lib/kernel/telemetry.js';
 import { flattenedReceipt, newHashedPan } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ErrorBody } from '../../lib/http/error-envelope.js';
-import { tiers } from '../../lib/tiers.js';
+import { tiers } from '../../lib/kernel/tiers.js';
 import { captureLogs, expectNoSecretsInEachTestsLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 

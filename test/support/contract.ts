@@ -1,6 +1,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
+import { routes } from '../../functions/routes.js';
 
 /**
  * Checks responses against the OpenAPI document: the status must be declared for the operation, the
@@ -101,7 +102,7 @@ export class ContractValidator {
   private readonly compiled = new Map<string, ValidateFunction>();
   readonly violations: ContractViolation[] = [];
 
-  constructor(document: unknown = buildOpenApiDocument()) {
+  constructor(document: unknown = buildOpenApiDocument(routes)) {
     // A JSON round trip: ajv must see exactly what clients download, not zod's objects.
     this.document = JSON.parse(JSON.stringify(document)) as DocumentShape;
     this.ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true });

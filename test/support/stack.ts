@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { createApiKey } from '../../lib/admin/api-keys.js';
-import { ManualClock } from '../../lib/clock.js';
-import type { Role } from '../../lib/routes.js';
-import type { TierName } from '../../lib/tiers.js';
+import { createApiKey } from '../../scripts/admin/api-keys.js';
+import { ManualClock } from '../../lib/kernel/clock.js';
+import type { Role } from '../../lib/kernel/route.js';
+import type { TierName } from '../../lib/kernel/tiers.js';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack.js';
 import { contractValidator, type ContractViolation } from './contract.js';
 

@@ -15,16 +15,16 @@ import {
 } from '@aws-sdk/client-api-gateway';
 import { GetParametersCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
-import { newApiKeyRecord } from '../../lib/api-key-auth.js';
-import { edgeUsageKey } from '../../lib/edge-authorizer.js';
+import { newApiKeyRecord } from '../../lib/api-keys/authenticator.js';
+import { edgeUsageKey } from '../../lib/api-keys/edge-authorizer.js';
+import { usagePlanParameterName } from '../../lib/kernel/tiers.js';
 import {
   ApiGatewayEdgeKeyStore,
   EdgeKeyError,
   edgeKeyName,
   loadUsagePlanIds,
-  usagePlanParameterName,
   type UsagePlanIds,
-} from '../../lib/admin/api-gateway-keys.js';
+} from '../../scripts/admin/api-gateway-keys.js';
 
 const plans: UsagePlanIds = { free: 'plan-free', standard: 'plan-standard', enterprise: 'plan-enterprise' };
 const metadata = { $metadata: {} };

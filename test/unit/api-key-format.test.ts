@@ -5,23 +5,23 @@ import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { App } from 'aws-cdk-lib';
 import { resolveSettings } from '../../infra/settings.js';
-import { createApiKey, EnvironmentMismatchError } from '../../lib/admin/api-keys.js';
+import { createApiKey, EnvironmentMismatchError } from '../../scripts/admin/api-keys.js';
 import {
   ApiKeyAuthenticator,
   ForeignApiKeyError,
   newApiKeyRecord,
   parseApiKey,
-} from '../../lib/api-key-auth.js';
-import { ManualClock } from '../../lib/clock.js';
+} from '../../lib/api-keys/authenticator.js';
+import { ManualClock } from '../../lib/kernel/clock.js';
 import {
   apiKeyEnvironments,
   deployedApiKeyEnvironment,
   loadConfig,
   type ApiKeyEnvironment,
-} from '../../lib/config.js';
+} from '../../lib/kernel/config.js';
 import { ApiKeyRepository } from '../../lib/db/api-keys.js';
 import { createDynamoClients } from '../../lib/db/client.js';
-import { UnauthorizedError } from '../../lib/errors.js';
+import { UnauthorizedError } from '../../lib/kernel/errors.js';
 
 const keyId = () => randomBytes(16).toString('hex');
 const secret = () => randomBytes(32).toString('base64url');

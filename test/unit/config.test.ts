@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { systemClock } from '../../lib/clock.js';
-import { ConfigError, loadConfig } from '../../lib/config.js';
+import { systemClock } from '../../lib/kernel/clock.js';
+import { ConfigError, loadConfig } from '../../lib/kernel/config.js';
 import { createDynamoClients } from '../../lib/db/client.js';
-import { createCoreDeps } from '../../lib/deps.js';
-import { createLogger } from '../../lib/log.js';
-import { tiers } from '../../lib/tiers.js';
-import { LogTelemetry } from '../../lib/observability.js';
+import { createCoreDeps } from '../../lib/app/deps.js';
+import { createLogger } from '../../lib/kernel/log.js';
+import { tiers } from '../../lib/kernel/tiers.js';
+import { LogTelemetry } from '../../lib/kernel/telemetry.js';
 
 describe('configuration', () => {
   it('applies the documented defaults', () => {

@@ -5,9 +5,9 @@ import {
   InvalidRequestError,
   RateLimitExceededError,
   ServiceUnavailableError,
-} from '../../lib/errors.js';
+} from '../../lib/kernel/errors.js';
 import { errorResponse } from '../../lib/http/error-envelope.js';
-import { REDACTED, redactingReplacer } from '../../lib/log.js';
+import { REDACTED, redactingReplacer } from '../../lib/kernel/log.js';
 
 const now = new Date('2026-11-22T00:00:00Z');
 const bodyOf = (response: { body: string }) =>

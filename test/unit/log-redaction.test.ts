@@ -1,7 +1,7 @@
 import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { newApiKeyRecord } from '../../lib/api-key-auth.js';
-import { createLogger, REDACTED, redactEverywhere } from '../../lib/log.js';
+import { newApiKeyRecord } from '../../lib/api-keys/authenticator.js';
+import { createLogger, REDACTED, redactEverywhere } from '../../lib/kernel/log.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 
 /**

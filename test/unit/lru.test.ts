@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { LruCache } from '../../lib/lru.js';
+import { LruCache } from '../../lib/kernel/lru.js';
 
 describe('LruCache', () => {
   it('evicts the least recently used entry beyond its capacity', () => {

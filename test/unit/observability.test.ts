@@ -3,8 +3,8 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { observability } from '../../lib/http/observability-middleware.js';
-import { createLogger } from '../../lib/log.js';
-import { PowertoolsTelemetry } from '../../lib/observability-aws.js';
+import { createLogger } from '../../lib/kernel/log.js';
+import { PowertoolsTelemetry } from '../../lib/wiring/aws-observability.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 
 /** The CloudWatch embedded metric format, as far as these tests read it. */

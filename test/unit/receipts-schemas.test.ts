@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { encryptBody } from '../../lib/routes/encrypt-receipt.js';
-import { createPaymentBody } from '../../lib/routes/create-payment.js';
+import { encryptBody } from '../../functions/receipts/encrypt-receipt/route.js';
+import { createPaymentBody } from '../../lib/payments/schemas.js';
 import { mockItems, toDigitalReceipt } from '../../lib/receipts/flattened.js';
-import {
-  digitalReceiptSchema,
-  paymentGatewayKind,
-  transactionGatewaySchema,
-} from '../../lib/receipts/schemas.js';
+import { paymentGatewayKind, transactionGatewaySchema } from '../../lib/kernel/fields.js';
+import { digitalReceiptSchema } from '../../lib/receipts/schemas.js';
 import { flattenedReceipt, sampleReceipt } from '../support/fixtures.js';
 
 const fieldsOf = (result: { success: boolean; error?: { issues: { path: PropertyKey[] }[] } }) =>

@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ManualClock } from '../../../lib/clock.js';
-import { ConfigError } from '../../../lib/config.js';
-import { GatewayError, ServiceUnavailableError } from '../../../lib/errors.js';
+import { ManualClock } from '../../../lib/kernel/clock.js';
+import { ConfigError } from '../../../lib/kernel/config.js';
+import { GatewayError, ServiceUnavailableError } from '../../../lib/kernel/errors.js';
 import { parseGatewayKind } from '../../../lib/gateways/port.js';
 import {
   createGatewayRegistry,

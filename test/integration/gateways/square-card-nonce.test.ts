@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SquareClient } from 'square';
-import { InvalidRequestError } from '../../../lib/errors.js';
+import { InvalidRequestError } from '../../../lib/kernel/errors.js';
 import { SquareGateway } from '../../../lib/gateways/square.js';
 import { startGatewaySandbox, type GatewaySandbox } from '../../../local/gateway-sandbox/index.js';
 import { paymentRequest } from './support.js';

@@ -4,7 +4,7 @@ import {
   GatewayError,
   InvalidRequestError,
   PaymentDeclinedError,
-} from '../../../lib/errors.js';
+} from '../../../lib/kernel/errors.js';
 import type { PaymentGateway } from '../../../lib/gateways/port.js';
 import { validateStripeMetadata } from '../../../lib/gateways/stripe.js';
 import { startGatewaySandbox, type GatewaySandbox } from '../../../local/gateway-sandbox/index.js';

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { ManualClock } from '../../../lib/clock.js';
+import { ManualClock } from '../../../lib/kernel/clock.js';
 import {
   CardTagKeyError,
   CardTagKeyring,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { parsePrivateKey, parsePublicKey } from '../../../lib/crypto/keys.js';
 import { KeyGenerationError, KeyUnavailableError } from '../../../lib/crypto/errors.js';
-import { DecryptionError as HttpDecryptionError } from '../../../lib/errors.js';
+import { DecryptionError as HttpDecryptionError } from '../../../lib/kernel/errors.js';
 import { errorResponse } from '../../../lib/http/error-envelope.js';
 
 /*

@@ -22,7 +22,7 @@ import {
   publicKeyDer,
   publicKeyFingerprint,
 } from '../../../lib/crypto/keys.js';
-import { LruCache } from '../../../lib/lru.js';
+import { LruCache } from '../../../lib/kernel/lru.js';
 import { DecryptionError, InvalidPublicKeyError } from '../../../lib/crypto/errors.js';
 import { expectDecryptionError, testKeyPair, type TestKeyPair } from './support.js';
 

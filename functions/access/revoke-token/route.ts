@@ -1,0 +1,32 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { dateTime, uuid } from '../../../lib/kernel/fields.js';
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+
+export const revokeTokenParams = z.object({ tokenId: uuid });
+
+export const tokenRevocationResponse = z
+  .strictObject({ userId: uuid, keyId: uuid, revokedAt: dateTime })
+  .meta({ id: 'TokenRevocation', description: 'The user and key the revoked token was for.' });
+
+export const revokeTokenRoute = defineRoute({
+  name: 'revoke-token',
+  method: 'DELETE',
+  path: '/api/v1/keys/tokens/{tokenId}',
+  entry: 'functions/access/revoke-token/handler.ts',
+  apiKeyRequired: true,
+  roles: ['issuer'],
+  tables: { ...platformTables, accessTokens: 'readWrite' },
+  docs: {
+    tag: 'keys',
+    summary: 'Revoke a decrypt token',
+    description:
+      'The token stops working at once and frees its place among the 5 live tokens of its user. Only the ' +
+      'client it was granted to may revoke it. Audited.',
+  },
+  request: { params: revokeTokenParams },
+  response: { description: 'The revocation.', schema: tokenRevocationResponse, enveloped: true },
+  errors: {
+    404: { description: 'No such token (or already revoked), or a token of another client: refused alike.' },
+  },
+});

@@ -1,0 +1,39 @@
+import { createHash } from 'node:crypto';
+import { requireTable } from '../../../lib/kernel/config.js';
+import type { AppDeps } from '../../../lib/app/deps.js';
+import { httpEndpoint } from '../../../lib/http/pipeline.js';
+import { createPaymentWithReceipt, type PaymentResult } from '../../../lib/payments/create.js';
+import { idempotent } from '../../../lib/payments/idempotency.js';
+import { createPaymentRoute as route } from './route.js';
+import { awsHandler } from '../../../lib/wiring/aws.js';
+
+type CreatePaymentInput = Parameters<typeof createPaymentWithReceipt>[1];
+
+/**
+ * POST /api/v1/payments/{gateway}/create — encrypt the receipt, charge it on the gateway, map it.
+ * The same receiptId (or Idempotency-Key) returns the first result and never charges again.
+ */
+export const createHandler = (deps: AppDeps) => {
+  const once = idempotent<CreatePaymentInput, PaymentResult>(
+    deps.dynamo,
+    requireTable(deps.config, 'idempotency'),
+    (input) => createPaymentWithReceipt(deps, input),
+  );
+  return httpEndpoint(route, deps, async (request) => {
+    const kind = request.params.gateway;
+    const idempotencyKey = request.headers['Idempotency-Key'];
+    const key = `${request.caller.clientId}:${idempotencyKey ?? `receipt:${request.body.receiptId}`}`;
+    const input = {
+      kind,
+      body: request.body,
+      caller: request.caller,
+      requestId: request.meta.requestId,
+      reservationKey: createHash('sha256').update(key).digest('hex'),
+    };
+    return {
+      data: await once.run({ key, body: { kind, ...request.body }, payload: input }, request.lambdaContext),
+    };
+  });
+};
+
+export const handler = awsHandler(route, createHandler);

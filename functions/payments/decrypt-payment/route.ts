@@ -1,0 +1,59 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { digitalReceiptSchema as digitalReceiptResponse } from '../../../lib/receipts/schemas.js';
+import { paymentGatewayKind, uuid } from '../../../lib/kernel/fields.js';
+import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
+
+/** All four fields are required (spec endpoint 5). */
+export const decryptPaymentBody = z
+  .strictObject({
+    paymentId: z.string().min(1).max(255),
+    gateway: paymentGatewayKind,
+    accessTokenId: uuid,
+    privateKey: z.string().min(1).max(16_384),
+  })
+  .meta({ id: 'DecryptPaymentRequest' });
+
+export const decryptPaymentRoute = defineRoute({
+  name: 'decrypt-payment',
+  method: 'POST',
+  path: '/api/v1/payments/decrypt',
+  entry: 'functions/payments/decrypt-payment/handler.ts',
+  apiKeyRequired: true,
+  roles: ['issuer'],
+  tables: {
+    ...platformTables,
+    users: 'read',
+    keyPairs: 'read',
+    accessTokens: 'read',
+    receipts: 'read',
+    transactions: 'read',
+    merchants: 'read',
+  },
+  gateways: true,
+  rateGroup: 'payments',
+  timeoutSeconds: 29,
+  docs: {
+    tag: 'payments',
+    summary: 'Decrypt the receipt of a payment',
+    description:
+      'Step 5. Reads the payment from the gateway, follows its receipt pointers to the stored envelope, checks ' +
+      `them against the stored mapping, then decrypts exactly like receipts/decrypt. ${noStore}`,
+  },
+  request: {
+    body: { description: 'The payment, the token id and the private key.', schema: decryptPaymentBody },
+  },
+  response: { description: 'The plaintext receipt.', schema: digitalReceiptResponse, enveloped: true },
+  errors: {
+    400: { description: 'Invalid body, or a gateway not configured here.' },
+    403: {
+      description:
+        'Every decryption failure, identical as for receipts/decrypt: token, private key or envelope not valid.',
+      codes: ['DECRYPTION_ERROR'],
+    },
+    404: {
+      description: 'The gateway has no such payment, or the payment carries no receipt of this service.',
+    },
+    502: { description: 'The gateway could not be reached.', codes: ['GATEWAY_ERROR'] },
+  },
+});

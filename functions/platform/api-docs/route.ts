@@ -1,0 +1,41 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+
+/** What the page loads besides itself, by the name it asks for; the route serves nothing else. */
+export const apiDocsAssets = ['redoc.standalone.js', 'init.js'] as const;
+
+export const apiDocsRoute = defineRoute({
+  name: 'api-docs',
+  method: 'GET',
+  path: '/api/v1/docs',
+  entry: 'functions/platform/api-docs/handler.ts',
+  apiKeyRequired: false,
+  roles: [],
+  tables: { rateLimits: 'readWrite', apiKeys: 'read' },
+  staticAssets: ['redoc/bundles/redoc.standalone.js'],
+  docs: {
+    tag: 'health',
+    summary: 'API reference page',
+    description:
+      'This OpenAPI document rendered as a page (Redoc) for a browser. Every script it loads comes from ' +
+      'this route (`?asset=`), under a Content-Security-Policy that allows only this origin: scripts from ' +
+      "'self', styles from 'self' and a per-response nonce (the renderer inserts its styles at run time), " +
+      "images from 'self' and data: URLs (the renderer's inline SVG icons), no connections elsewhere. No " +
+      'API key; calls count against the per-source-IP budget.',
+  },
+  request: {
+    query: z.object({
+      asset: z
+        .enum(apiDocsAssets)
+        .optional()
+        .meta({ description: 'A script of the page; without it, the page itself.' }),
+    }),
+  },
+  response: {
+    description: 'The page (text/html), or the script named by `asset` (text/javascript).',
+    schema: z.string(),
+    enveloped: false,
+    mediaTypes: ['text/html', 'text/javascript'],
+  },
+  errors: {},
+});

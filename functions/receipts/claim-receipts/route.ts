@@ -1,0 +1,93 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { currency, dateTime, uuid } from '../../../lib/kernel/fields.js';
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+
+export const MAX_CLAIMED_TRANSACTIONS = 50;
+
+export const claimedTransactionSchema = z
+  .strictObject({
+    amount: z
+      .number()
+      .int('must be an integer amount in the smallest currency unit')
+      .min(1, 'must be positive'),
+    currency,
+    transactionDate: dateTime,
+    cardLast4: z
+      .string()
+      .regex(/^\d{4}$/, 'must be the last 4 digits')
+      .optional(),
+  })
+  .meta({
+    id: 'ClaimedTransaction',
+    description:
+      "A transaction on the user's card as the issuer's ledger has it: the amount in minor units, its currency, " +
+      'and when it was authorised.',
+  });
+
+export const claimReceiptsBody = z
+  .strictObject({
+    userId: uuid,
+    transactions: z.array(claimedTransactionSchema).min(1).max(MAX_CLAIMED_TRANSACTIONS),
+  })
+  .meta({ id: 'ClaimReceiptsRequest' });
+
+export const claimReceiptsResponse = z
+  .strictObject({
+    userId: uuid,
+    results: z.array(
+      z.strictObject({
+        transactionIndex: z.number().int().min(0),
+        receiptIds: z.array(z.string()),
+      }),
+    ),
+    released: z.number().int().min(0),
+  })
+  .meta({
+    id: 'ClaimReceiptsResult',
+    description:
+      'For each transaction, by its index in the request, the receipts it released (often none). `released` is ' +
+      'their total.',
+  });
+
+export const claimReceiptsRoute = defineRoute({
+  name: 'claim-receipts',
+  method: 'POST',
+  path: '/api/v1/receipts/claim',
+  entry: 'functions/receipts/claim-receipts/handler.ts',
+  apiKeyRequired: true,
+  roles: ['issuer'],
+  tables: { ...platformTables, users: 'read', receipts: 'readWrite' },
+  escrow: 'wrapAndUnwrap',
+  cardTags: true,
+  timeoutSeconds: 29,
+  docs: {
+    tag: 'receipts',
+    summary: "Release escrowed receipts with the card's transactions",
+    description:
+      'Registering a card releases nothing: the service cannot tell whether the client registering it issues it. A ' +
+      "receipt escrowed for a user's card is released when its issuer shows the card transaction: same currency, " +
+      'the receipt total (or its total before tip) equal to `amount`, and its transaction time within ±15 minutes ' +
+      '(CLAIM_WINDOW_MINUTES, up to ±24 h) of `transactionDate`; `cardLast4`, when both sides have it, must match ' +
+      "too. Released receipts are re-wrapped for the user's current key and decrypt like any other. Up to 50 " +
+      'transactions a call, at most 10 receipts examined per transaction (claim again for more); each transaction ' +
+      "counts against the user's daily allowance (200, CLAIM_DAILY_LIMIT) and the call against the general rate " +
+      'budget. Audited.',
+  },
+  request: {
+    body: { description: 'The user and the card transactions to match.', schema: claimReceiptsBody },
+  },
+  response: {
+    description: 'The receipts released, per transaction.',
+    schema: claimReceiptsResponse,
+    enveloped: true,
+  },
+  errors: {
+    404: { description: "No such user for this client: another client's user is answered the same way." },
+    429: {
+      description:
+        "Rate limit exceeded, or (CLAIM_LIMIT_EXCEEDED) the user's daily claim allowance is spent.",
+      codes: ['CLAIM_LIMIT_EXCEEDED'],
+    },
+  },
+});

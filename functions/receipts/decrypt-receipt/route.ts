@@ -1,0 +1,43 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { digitalReceiptSchema as digitalReceiptResponse } from '../../../lib/receipts/schemas.js';
+import { uuid } from '../../../lib/kernel/fields.js';
+import { envelopeInputSchema } from '../../../lib/kernel/envelope-input.js';
+import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
+
+export const decryptReceiptBody = z
+  .strictObject({
+    envelope: envelopeInputSchema,
+    accessTokenId: uuid,
+    privateKey: z.string().min(1).max(16_384),
+  })
+  .meta({ id: 'DecryptReceiptRequest' });
+
+export const decryptReceiptRoute = defineRoute({
+  name: 'decrypt-receipt',
+  method: 'POST',
+  path: '/api/v1/receipts/decrypt',
+  entry: 'functions/receipts/decrypt-receipt/handler.ts',
+  apiKeyRequired: true,
+  roles: ['issuer'],
+  tables: { ...platformTables, users: 'read', keyPairs: 'read', accessTokens: 'read' },
+  docs: {
+    tag: 'receipts',
+    summary: 'Decrypt an envelope',
+    description:
+      'Needs a live token from grant-access for the user the envelope is wrapped for, issued to this client, ' +
+      `and that user's private key, which is held in memory for this request only. ${noStore}`,
+  },
+  request: {
+    body: { description: 'The envelope, the token id and the private key.', schema: decryptReceiptBody },
+  },
+  response: { description: 'The plaintext receipt.', schema: digitalReceiptResponse, enveloped: true },
+  errors: {
+    403: {
+      description:
+        'Every decryption failure: unknown, expired or foreign token, wrong private key, tampered or escrowed ' +
+        'envelope. The body is identical in every case apart from request_id and timestamp.',
+      codes: ['DECRYPTION_ERROR'],
+    },
+  },
+});

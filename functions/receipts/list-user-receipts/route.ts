@@ -1,0 +1,78 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { dateTime, uuid } from '../../../lib/kernel/fields.js';
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+
+export const receiptSummarySchema = z
+  .strictObject({
+    receiptId: uuid,
+    merchantId: uuid,
+    transactionId: uuid,
+    createdAt: dateTime,
+    keyId: z.string().meta({ description: "The user's keyId the receipt is wrapped for." }),
+    paymentGateway: z
+      .enum(['gateway_a', 'gateway_b', 'other'])
+      .nullable()
+      .meta({ description: 'The gateway of the transaction mapping, or null when the receipt has none.' }),
+    paymentId: z.string().nullable().meta({
+      description: "The gateway's payment id when the payment was made through this service, else null.",
+    }),
+  })
+  .meta({
+    id: 'InboxReceipt',
+    description:
+      'One receipt of a user: identifiers only, never its content. Fetch it with GET /receipts/{receiptId}.',
+  });
+
+export const receiptInboxPageSchema = z
+  .strictObject({
+    receipts: z.array(receiptSummarySchema),
+    nextCursor: z.string().nullable(),
+  })
+  .meta({
+    id: 'InboxPage',
+    description: 'Newest first; pass `nextCursor` as `cursor` for the next page (null on the last one).',
+  });
+
+const limitMessage = 'must be a number from 1 to 100';
+
+export const listUserReceiptsRoute = defineRoute({
+  name: 'list-user-receipts',
+  method: 'GET',
+  path: '/api/v1/users/{userId}/receipts',
+  entry: 'functions/receipts/list-user-receipts/handler.ts',
+  apiKeyRequired: true,
+  roles: ['issuer'],
+  tables: { ...platformTables, users: 'read', receipts: 'read', transactions: 'read' },
+  docs: {
+    tag: 'receipts',
+    summary: "List a user's receipts",
+    description:
+      "The receipts wrapped for one of this issuer's users, newest first, as summaries of identifiers. Escrowed " +
+      'receipts appear once a claim wraps them for the user. The cursor is opaque and made for this user; pages ' +
+      'read on with it neither repeat nor skip a receipt that existed when paging began (newer receipts sort ' +
+      "before it: start again without a cursor to see them). Another issuer's user is the same 404 as an " +
+      'unknown one.',
+  },
+  request: {
+    params: z.object({ userId: uuid }),
+    query: z.object({
+      limit: z.coerce
+        .number({ message: limitMessage })
+        .int(limitMessage)
+        .min(1, limitMessage)
+        .max(100, limitMessage)
+        .default(25),
+      cursor: z.string().min(1).max(2048).optional(),
+    }),
+  },
+  response: { description: 'A page of receipt summaries.', schema: receiptInboxPageSchema, enveloped: true },
+  errors: {
+    400: {
+      description:
+        'userId or limit is not valid, or the cursor was not returned by this endpoint for this user.',
+      codes: ['INVALID_CURSOR'],
+    },
+    404: { description: 'No such user, or a user of another client: refused alike.' },
+  },
+});

@@ -1,0 +1,57 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { transactionMappingResponse } from '../../../lib/transactions/schemas.js';
+import { transactionGatewaySchema } from '../../../lib/kernel/fields.js';
+import { envelopeInputSchema } from '../../../lib/kernel/envelope-input.js';
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+
+export const storeTransactionBody = z
+  .strictObject({
+    envelope: envelopeInputSchema,
+    paymentGateway: transactionGatewaySchema,
+    // Free-form by design: the merchant's own keys, bounded in number and size only.
+    metadata: z
+      .record(z.string().max(128), z.unknown())
+      .refine((metadata) => Object.keys(metadata).length <= 50, 'at most 50 metadata keys')
+      .refine(
+        (metadata) => JSON.stringify(metadata).length <= 8_192,
+        'metadata must be at most 8 KiB as JSON',
+      )
+      .optional(),
+  })
+  .meta({ id: 'StoreTransactionRequest' });
+
+export const storeTransactionRoute = defineRoute({
+  name: 'store-transaction',
+  method: 'POST',
+  path: '/api/v1/transactions',
+  entry: 'functions/transactions/store-transaction/handler.ts',
+  apiKeyRequired: true,
+  roles: ['merchant'],
+  tables: { ...platformTables, transactions: 'readWrite', receipts: 'readWrite', merchants: 'read' },
+  docs: {
+    tag: 'transactions',
+    summary: 'Map a transaction to its encrypted receipt',
+    description:
+      'The envelope must be one this merchant encrypted, unchanged. The first mapping of a transactionId by this ' +
+      "merchant client wins: storing the same envelope again returns it. Other clients' transactionIds are " +
+      'separate and never conflict.',
+  },
+  request: {
+    body: { description: 'The envelope, the gateway and optional metadata.', schema: storeTransactionBody },
+  },
+  response: { description: 'The mapping.', schema: transactionMappingResponse, enveloped: true },
+  errors: {
+    403: {
+      description:
+        "The API key's roles do not include this operation, or the envelope's merchantId belongs to another " +
+        'merchant client.',
+    },
+    404: { description: 'No receipt with this receiptId was encrypted by this merchant.' },
+    409: {
+      description:
+        'The envelope differs from the one stored for its receiptId, or the transactionId is mapped to another receipt.',
+      codes: ['CONFLICT'],
+    },
+  },
+});

@@ -1,0 +1,49 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+import { webhookDeliverySchema, webhookIdParam } from '../../../lib/webhooks/schemas.js';
+
+export const webhookDeliveryPageSchema = z
+  .strictObject({
+    deliveries: z.array(webhookDeliverySchema),
+    nextCursor: z.string().nullable(),
+  })
+  .meta({
+    id: 'WebhookDeliveryPage',
+    description: 'Newest first; pass `nextCursor` as `cursor` for the next page (null on the last one).',
+  });
+
+export const listWebhookDeliveriesRoute = defineRoute({
+  name: 'list-webhook-deliveries',
+  method: 'GET',
+  path: '/api/v1/webhooks/{webhookId}/deliveries',
+  entry: 'functions/webhooks/list-webhook-deliveries/handler.ts',
+  apiKeyRequired: true,
+  roles: ['merchant', 'issuer'],
+  tables: { ...platformTables, webhooks: 'read', webhookDeliveries: 'read' },
+  docs: {
+    tag: 'webhooks',
+    summary: "List a webhook's deliveries",
+    description:
+      "The webhook's deliveries, newest first, with every attempt and its outcome. Only the client that registered " +
+      'the webhook sees them; anyone else gets the same 404 as for an unknown webhook. The payload and the ' +
+      'signing secret are not shown.',
+  },
+  request: {
+    params: z.object({ webhookId: webhookIdParam }),
+    query: z.object({
+      limit: z.coerce
+        .number({ message: 'must be a number from 1 to 100' })
+        .int('must be a number from 1 to 100')
+        .min(1, 'must be a number from 1 to 100')
+        .max(100, 'must be a number from 1 to 100')
+        .default(25),
+      cursor: z.string().max(1024).optional(),
+    }),
+  },
+  response: { description: 'A page of deliveries.', schema: webhookDeliveryPageSchema, enveloped: true },
+  errors: {
+    400: { description: 'webhookId, limit or cursor is not valid.' },
+    404: { description: 'No such webhook, or not registered by this client.' },
+  },
+});

@@ -1,0 +1,43 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { dateTime } from '../../../lib/kernel/fields.js';
+import { webhookIdSchema } from '../../../lib/webhooks/schemas.js';
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+
+export const rotatedWebhookSecretSchema = z
+  .strictObject({
+    webhookId: webhookIdSchema,
+    secret: z
+      .string()
+      .regex(/^whsec_/)
+      .meta({ description: 'The new signing secret, shown only now.' }),
+    previousSecretExpiresAt: dateTime.meta({
+      description:
+        'Until then every event is signed with both secrets (two signatures in webhook-signature).',
+    }),
+  })
+  .meta({ id: 'RotatedWebhookSecret', description: 'The new secret and the end of the overlap.' });
+
+export const rotateWebhookSecretRoute = defineRoute({
+  name: 'rotate-webhook-secret',
+  method: 'POST',
+  path: '/api/v1/webhooks/{webhookId}/rotate-secret',
+  entry: 'functions/webhooks/rotate-webhook-secret/handler.ts',
+  apiKeyRequired: true,
+  roles: ['merchant', 'issuer'],
+  tables: { ...platformTables, webhooks: 'write' },
+  docs: {
+    tag: 'webhooks',
+    summary: "Rotate a webhook's secret",
+    description:
+      'Makes a new signing secret. The secret it replaces keeps signing beside it for 24 hours, so a receiver ' +
+      'verifies with either while it switches; a second rotation within those hours ends the oldest secret at ' +
+      'once. Another client’s webhook is the same 404 as an unknown one. Send no body.',
+  },
+  request: { params: z.object({ webhookId: webhookIdSchema }) },
+  response: { description: 'The new secret.', schema: rotatedWebhookSecretSchema, enveloped: true },
+  errors: {
+    400: { description: 'webhookId is not a webhook id.' },
+    404: { description: 'No such webhook, or not registered by this client.' },
+  },
+});

@@ -1,0 +1,139 @@
+import type { Tracer } from '@aws-lambda-powertools/tracer';
+import { ApiKeyAuthenticator } from '../api-keys/authenticator.js';
+import type { Clock } from '../kernel/clock.js';
+import { ConfigError, requireTable, type ServiceConfig } from '../kernel/config.js';
+import { CardTags, type CardTagKeySource } from '../crypto/card-tag.js';
+import type { EscrowKey } from '../crypto/escrow.js';
+import { AccessTokenRepository } from '../db/access-tokens.js';
+import { ApiKeyRepository } from '../db/api-keys.js';
+import { AuditLog } from '../db/audit.js';
+import { ClaimQuota } from '../db/claim-quota.js';
+import type { DynamoClients } from '../db/client.js';
+import { KeyPairRepository } from '../db/key-pairs.js';
+import { MerchantRepository } from '../db/merchants.js';
+import { RateLimiter } from '../db/rate-limits.js';
+import { ReceiptRepository } from '../db/receipts.js';
+import { TransactionRepository } from '../db/transactions.js';
+import { UserRepository } from '../db/users.js';
+import { WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
+import { WebhookRepository } from '../db/webhooks.js';
+import type { GatewayRegistry } from '../gateways/port.js';
+import type { Logger } from '../kernel/log.js';
+import type { Telemetry } from '../kernel/telemetry.js';
+import type { TableKey } from '../kernel/tables.js';
+import type { TierTable } from '../kernel/tiers.js';
+import { systemResolver, type HostResolver } from '../kernel/dns.js';
+
+export interface Repositories {
+  apiKeys: ApiKeyRepository;
+  keyPairs: KeyPairRepository;
+  users: UserRepository;
+  accessTokens: AccessTokenRepository;
+  receipts: ReceiptRepository;
+  transactions: TransactionRepository;
+  /** Transactions claimed per user per day, counted in the rate-limit table. */
+  claimQuota: ClaimQuota;
+  merchants: MerchantRepository;
+  webhooks: WebhookRepository;
+  webhookDeliveries: WebhookDeliveryRepository;
+}
+
+/** What every endpoint's middleware needs, whatever the endpoint does. */
+export interface PlatformDeps {
+  config: ServiceConfig;
+  clock: Clock;
+  logger: Logger;
+  authenticator: ApiKeyAuthenticator;
+  rateLimiter: RateLimiter;
+  tiers: TierTable;
+  telemetry: Telemetry;
+  tracer?: Tracer;
+}
+
+/** Everything built from configuration and DynamoDB alone. */
+export interface CoreDeps extends PlatformDeps {
+  dynamo: DynamoClients;
+  repos: Repositories;
+  audit: AuditLog;
+  /** The card-tag keyring (lib/crypto/card-tag.ts), read from its source on first use. */
+  cardTags: CardTags;
+  /** DNS for webhook URLs; a test maps names to private addresses with it (no DNS runs there). */
+  resolveHost: HostResolver;
+}
+
+/** The whole service: the local server hands this to every handler; a Lambda builds only its part. */
+export interface AppDeps extends CoreDeps {
+  escrow: EscrowKey;
+  gateways: GatewayRegistry;
+}
+
+export function createCoreDeps(input: {
+  config: ServiceConfig;
+  dynamo: DynamoClients;
+  clock: Clock;
+  logger: Logger;
+  tiers: TierTable;
+  telemetry: Telemetry;
+  tracer?: Tracer;
+  /** Where the card-tag key versions are kept (Secrets Manager, or the local key file). */
+  cardTagKeys?: CardTagKeySource;
+  /** How long a read keyring is used before the source is read again (a rotation lands then). */
+  cardTagKeysMaxAgeMs?: number;
+  resolveHost?: HostResolver;
+}): CoreDeps {
+  const { config, dynamo, clock } = input;
+  const { doc } = dynamo;
+  const table = (key: TableKey) => requireTable(config, key);
+  // Each function is given only its own tables, so a repository is built on first use: a function
+  // that reaches for a table it was not granted fails with a message naming the missing variable.
+  const repos = lazily<Repositories>({
+    apiKeys: () => new ApiKeyRepository(doc, table('apiKeys')),
+    keyPairs: () => new KeyPairRepository(doc, table('keyPairs')),
+    users: () => new UserRepository(doc, table('users'), config.tables.keyPairs),
+    accessTokens: () => new AccessTokenRepository(doc, table('accessTokens'), config.maxActiveTokens),
+    receipts: () => new ReceiptRepository(doc, table('receipts')),
+    transactions: () => new TransactionRepository(doc, table('transactions')),
+    claimQuota: () => new ClaimQuota(doc, table('rateLimits')),
+    merchants: () => new MerchantRepository(doc, table('merchants')),
+    webhooks: () => new WebhookRepository(doc, table('webhooks')),
+    webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
+  });
+  const { cardTagKeys, cardTagKeysMaxAgeMs, resolveHost, ...rest } = input;
+  return {
+    ...rest,
+    repos,
+    resolveHost: resolveHost ?? systemResolver,
+    cardTags: new CardTags(cardTagKeys ?? noCardTagKeys, clock, cardTagKeysMaxAgeMs ?? 300_000),
+    // Every route that authenticates is granted the key and rate-limit tables.
+    authenticator: new ApiKeyAuthenticator(
+      repos.apiKeys,
+      clock,
+      config.apiKeyCacheTtlSeconds,
+      config.apiKeyEnvironment,
+    ),
+    rateLimiter: new RateLimiter(doc, table('rateLimits')),
+    audit: new AuditLog(doc, () => table('audit'), clock, config.auditRetentionDays),
+  };
+}
+
+/** For deps built without a key source: tagging a card then fails, naming what is missing. */
+const noCardTagKeys: CardTagKeySource = {
+  load: () => Promise.reject(new ConfigError('No card-tag key source was given to this process')),
+};
+
+/** An object whose properties are built on first read and then kept (spreading it would build them all). */
+function lazily<T extends object>(factories: { [K in keyof T]: () => T[K] }): T {
+  const target = {} as T;
+  for (const key of Object.keys(factories) as (keyof T)[]) {
+    Object.defineProperty(target, key, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const value = factories[key]();
+        Object.defineProperty(target, key, { value, enumerable: true, writable: false });
+        return value;
+      },
+    });
+  }
+  return target;
+}

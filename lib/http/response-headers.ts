@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { PlatformDeps } from '../app/deps.js';
+import type { RouteDeclaration } from '../kernel/route.js';
+import type { Middleware, ServiceContext } from './context.js';
+
+/** Request id, rate-limit and caching headers on every response, success or error; one access log line. */
+export function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Middleware {
+  const decorate = (
+    request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult, Error, ServiceContext>,
+  ) => {
+    const response = request.response;
+    const meta = request.context.meta;
+    if (!response || !meta) return;
+    response.headers = {
+      ...response.headers,
+      'X-Request-Id': meta.requestId,
+      // Receipts, tokens and keys must never sit in a shared cache.
+      'Cache-Control': 'no-store',
+      // After the security headers middleware, which sets the API's policy on every response.
+      ...(meta.contentSecurityPolicy ? { 'Content-Security-Policy': meta.contentSecurityPolicy } : {}),
+      ...(meta.rateLimit
+        ? {
+            'X-RateLimit-Limit': String(meta.rateLimit.limit),
+            'X-RateLimit-Remaining': String(meta.rateLimit.remaining),
+            'X-RateLimit-Reset': String(meta.rateLimit.resetAt),
+          }
+        : {}),
+    };
+    deps.logger.info('request', {
+      requestId: meta.requestId,
+      route: route.name,
+      status: response.statusCode,
+      clientId: meta.caller?.clientId,
+      durationMs: deps.clock.now().getTime() - meta.receivedAt.getTime(),
+    });
+  };
+  return {
+    before: (request) => {
+      const context = request.event.requestContext;
+      request.context.meta = {
+        requestId: context?.requestId || randomUUID(),
+        sourceIp: context?.identity?.sourceIp || 'unknown',
+        receivedAt: deps.clock.now(),
+        caller: null,
+      };
+    },
+    after: decorate,
+    onError: decorate,
+  };
+}

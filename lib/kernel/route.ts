@@ -1,0 +1,105 @@
+import type * as z from 'zod';
+import type { EndpointCode, ErrorStatus } from './errors.js';
+import type { TableKey } from './tables.js';
+import type { RateGroup } from './tiers.js';
+
+/**
+ * What one endpoint is, declared once: the handler, the Middy pipeline, the OpenAPI generator, the
+ * CDK stack and the local server all read the same declaration (functions/routes.ts lists them all).
+ */
+export type Role = 'merchant' | 'issuer';
+export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type TableAccess = 'read' | 'write' | 'readWrite';
+export type Tag = 'health' | 'onboarding' | 'keys' | 'receipts' | 'transactions' | 'payments' | 'webhooks';
+
+/** Codes beyond the platform ones of a status, checked against lib/kernel/errors.ts's catalogue. */
+export type ErrorDoc<S extends ErrorStatus> = {
+  description: string;
+  codes?: EndpointCode<S>[];
+  /** A schema component for `error.details`, by name. */
+  details?: string;
+};
+export type RouteErrors = { [S in ErrorStatus]?: ErrorDoc<S> };
+
+/** What the infrastructure needs of a route: the CDK stack and the local server read only this. */
+export interface RouteDefinition {
+  /** Function name; also the folder under functions/. */
+  name: string;
+  method: HttpMethod;
+  /** API Gateway style path; `{param}` segments are path parameters. */
+  path: string;
+  /** Handler module, relative to the project root. */
+  entry: string;
+  /** False only for the public health and contract endpoints. */
+  apiKeyRequired: boolean;
+  roles: readonly Role[];
+  /** Tables the function touches and how: the CDK stack grants exactly this. */
+  tables: Readonly<Partial<Record<TableKey, TableAccess>>>;
+  /** Escrow key use: wrapping needs only the public key, unwrapping needs kms:Decrypt. */
+  escrow?: 'wrap' | 'wrapAndUnwrap';
+  /** Reaches the payment gateways (reads their credentials). */
+  gateways?: boolean;
+  /** Tags cards (lib/crypto/card-tag.ts): reads the card-tag key's secret. */
+  cardTags?: boolean;
+  /** Whose per-minute budget a keyed call spends (lib/kernel/tiers.ts); read it with `rateGroupOf`. */
+  rateGroup?: RateGroup;
+  memoryMb?: number;
+  timeoutSeconds?: number;
+  /**
+   * Files from npm packages the function serves as they are (the API reference page's renderer):
+   * module paths such as 'redoc/bundles/redoc.standalone.js', copied into the bundle's `assets/`.
+   */
+  staticAssets?: readonly string[];
+}
+
+/**
+ * A function that serves no path (a stream consumer, a scheduled job): the stack builds it with the
+ * house construct from this part of a route's definition, with the same table grants.
+ */
+export type FunctionDefinition = Omit<RouteDefinition, 'method' | 'path' | 'apiKeyRequired' | 'roles'>;
+
+/** The request parts the pipeline validates before the endpoint runs; each becomes typed input. */
+export interface RequestContract {
+  /** Path parameters, by their `{name}` in the path. */
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  /** Request headers, spelt as documented; matched case-insensitively. */
+  headers?: z.ZodObject;
+  body?: { description: string; schema: z.ZodType; documented?: z.ZodType };
+}
+
+export interface RouteDeclaration extends RouteDefinition {
+  docs: { tag: Tag; summary: string; description: string };
+  request: RequestContract;
+  /**
+   * `enveloped`: wrapped in `{ success: true, data }`; otherwise sent as it is. `mediaTypes`: a
+   * route that answers other than JSON (a page and its scripts) names what it sends; the schema
+   * then describes each of them.
+   */
+  response: {
+    description: string;
+    schema: z.ZodType;
+    enveloped: boolean;
+    mediaTypes?: readonly string[];
+    /** 201 for a route that creates a resource; 200 otherwise. */
+    status?: 200 | 201;
+  };
+  errors: RouteErrors;
+}
+
+/** Keeps a declaration's literal types (schemas, flags) so handlers infer their input from it. */
+export const defineRoute = <const R extends RouteDeclaration>(route: R): R => route;
+
+export const rateGroupOf = (route: Pick<RouteDefinition, 'rateGroup'>): RateGroup =>
+  route.rateGroup ?? 'general';
+
+type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
+export type BodyOf<R extends RouteDeclaration> = R['request']['body'] extends { schema: infer S }
+  ? Infer<S>
+  : undefined;
+export type ParamsOf<R extends RouteDeclaration> = Infer<R['request']['params']>;
+export type QueryOf<R extends RouteDeclaration> = Infer<R['request']['query']>;
+export type HeadersOf<R extends RouteDeclaration> = Infer<R['request']['headers']>;
+
+/** True when two types are equal: a response schema's output is checked against the use case's type with it. */
+export type SameType<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

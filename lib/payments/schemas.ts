@@ -1,0 +1,31 @@
+import * as z from 'zod';
+import { checkAmounts, flattenedReceiptFields } from '../receipts/flattened.js';
+import { money } from '../kernel/fields.js';
+
+/** The flattened receipt fields plus the payment's own: amount (gateway_a) and cardNonce (gateway_b). */
+export const createPaymentBody = z
+  .strictObject({
+    ...flattenedReceiptFields,
+    amount: money.min(1).optional(),
+    cardNonce: z.string().min(1).max(192).optional(),
+  })
+  .superRefine(checkAmounts)
+  .meta({
+    id: 'CreatePaymentRequest',
+    description:
+      'The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and ' +
+      'cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form.',
+  });
+
+export type CreatePaymentBody = z.infer<typeof createPaymentBody>;
+
+/** An optional client-chosen key; without it the receiptId is the idempotency key. */
+export const idempotencyKeyHeader = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, 'must be 1 to 255 printable ASCII characters')
+  .meta({
+    description:
+      'Optional: 1 to 255 printable ASCII characters. Without it the receiptId is the idempotency key.',
+  });
