@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type * as z from 'zod';
 import type { Caller } from '../api-keys/authenticator.js';
 import { cardTagPrefix } from '../crypto/card-tag.js';
 import {
@@ -11,6 +12,7 @@ import {
 import type { KeyPairRecord } from '../db/key-pairs.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
+import type { registerBody } from './schemas.js';
 import {
   AlreadyRegisteredError,
   InvalidRequestError,
@@ -101,11 +103,7 @@ export async function importKeyFor(
   return { keyId, publicKey: imported.spki, algorithm: imported.algorithm };
 }
 
-export interface RegisterInput {
-  hashedPan: string;
-  publicKey: string;
-  keyId: string;
-}
+export type RegisterInput = z.infer<typeof registerBody>;
 
 /**
  * Registers a user for a key this client generated or imported and has not bound yet. Nothing escrowed is handed

@@ -1,3 +1,4 @@
+import type * as z from 'zod';
 import type { Caller } from '../api-keys/authenticator.js';
 import type { StoredReceipt } from '../db/receipts.js';
 import type { TransactionMappingRecord } from '../db/transactions.js';
@@ -7,6 +8,7 @@ import type { GatewayKind } from '../gateways/port.js';
 import { decryptForCaller } from '../receipts/decrypt.js';
 import type { DigitalReceipt } from '../receipts/schemas.js';
 import { configuredGateway } from './create.js';
+import type { decryptPaymentBody } from './schemas.js';
 
 /**
  * The stored receipt a gateway payment points to, with its mapping: the payment's receipt pointers
@@ -51,11 +53,7 @@ export async function receiptOfPayment(
  */
 export async function decryptPaymentReceipt(
   deps: Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'gateways' | 'telemetry'>,
-  input: {
-    paymentId: string;
-    gateway: GatewayKind;
-    accessTokenId: string;
-    privateKey: string;
+  input: z.infer<typeof decryptPaymentBody> & {
     caller: Caller;
     requestId: string;
     sourceIp: string;

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { checkAmounts, flattenedReceiptFields } from '../receipts/flattened.js';
 import { money } from '../kernel/fields.js';
+import { paymentGatewayKind, uuid } from '../kernel/fields.js';
 
 /** The flattened receipt fields plus the payment's own: amount (gateway_a) and cardNonce (gateway_b). */
 export const createPaymentBody = z
@@ -29,3 +30,13 @@ export const idempotencyKeyHeader = z
     description:
       'Optional: 1 to 255 printable ASCII characters. Without it the receiptId is the idempotency key.',
   });
+
+/** All four fields are required (spec endpoint 5). */
+export const decryptPaymentBody = z
+  .strictObject({
+    paymentId: z.string().min(1).max(255),
+    gateway: paymentGatewayKind,
+    accessTokenId: uuid,
+    privateKey: z.string().min(1).max(16_384),
+  })
+  .meta({ id: 'DecryptPaymentRequest' });

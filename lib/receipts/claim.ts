@@ -1,3 +1,4 @@
+import type * as z from 'zod';
 import type { Caller } from '../api-keys/authenticator.js';
 import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
 import { transferEnvelope, type Recipient } from '../crypto/envelope.js';
@@ -6,25 +7,16 @@ import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import { ClaimLimitError, NotFoundError } from '../kernel/errors.js';
+import type { claimedTransactionSchema, claimReceiptsBody } from './requests.js';
 
 export type ClaimDeps = Pick<
   AppDeps,
   'clock' | 'config' | 'repos' | 'audit' | 'escrow' | 'logger' | 'telemetry' | 'cardTags'
 >;
 
-export interface ClaimedTransaction {
-  amount: number;
-  currency: string;
-  transactionDate: string;
-  cardLast4?: string | undefined;
-}
+export type ClaimedTransaction = z.infer<typeof claimedTransactionSchema>;
 
-export interface ClaimInput {
-  userId: string;
-  transactions: ClaimedTransaction[];
-  caller: Caller;
-  requestId: string;
-}
+export type ClaimInput = z.infer<typeof claimReceiptsBody> & { caller: Caller; requestId: string };
 
 export interface ClaimOutcome {
   userId: string;

@@ -1,3 +1,4 @@
+import type * as z from 'zod';
 import type { Caller } from '../api-keys/authenticator.js';
 import { openEnvelope } from '../crypto/envelope.js';
 import { matchesPublicKey, parsePrivateKey } from '../crypto/keys.js';
@@ -6,20 +7,18 @@ import type { AppDeps } from '../app/deps.js';
 import { DecryptionError } from '../crypto/errors.js';
 import { redactEverywhere } from '../kernel/log.js';
 import type { DecryptRefusal } from '../kernel/telemetry.js';
-import { type EnvelopeInput } from '../kernel/envelope-input.js';
+
+import type { decryptReceiptBody } from './requests.js';
 import { digitalReceiptSchema, type DigitalReceipt } from './schemas.js';
 
 export type DecryptDeps = Pick<AppDeps, 'clock' | 'repos' | 'audit' | 'telemetry'>;
 
-export interface DecryptInput {
-  envelope: EnvelopeInput;
-  accessTokenId: string;
-  privateKey: string;
+export type DecryptInput = z.infer<typeof decryptReceiptBody> & {
   caller: Caller;
   requestId: string;
   sourceIp: string;
   action: Extract<AuditAction, 'receipt.decrypt' | 'payment.decrypt'>;
-}
+};
 
 /** A refusal decided here: its metric dimension travels with the audit's wording. */
 class Refusal extends DecryptionError {

@@ -2,6 +2,8 @@ import * as z from 'zod';
 import type { SameType } from '../kernel/route.js';
 import { dateTime, uuid } from '../kernel/fields.js';
 import type { TransactionMapping } from './transactions.js';
+import { envelopeInputSchema } from '../kernel/envelope-input.js';
+import { transactionGatewaySchema } from '../kernel/fields.js';
 
 export const transactionMappingResponse = z
   .strictObject({
@@ -24,3 +26,19 @@ export const mappingTypeMatches: SameType<
   z.output<typeof transactionMappingResponse>,
   TransactionMapping
 > = true;
+
+export const storeTransactionBody = z
+  .strictObject({
+    envelope: envelopeInputSchema,
+    paymentGateway: transactionGatewaySchema,
+    // Free-form by design: the merchant's own keys, bounded in number and size only.
+    metadata: z
+      .record(z.string().max(128), z.unknown())
+      .refine((metadata) => Object.keys(metadata).length <= 50, 'at most 50 metadata keys')
+      .refine(
+        (metadata) => JSON.stringify(metadata).length <= 8_192,
+        'metadata must be at most 8 KiB as JSON',
+      )
+      .optional(),
+  })
+  .meta({ id: 'StoreTransactionRequest' });

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { webhookEvents } from '../db/webhooks.js';
 import { dateTime } from '../kernel/fields.js';
+import { maxWebhookUrlLength } from './url-guard.js';
 
 /*
  * The webhook resources as endpoints answer them, shared by the registration and delivery endpoints.
@@ -50,3 +51,21 @@ export const webhookDeliverySchema = z
       'attempted immediately, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; a 2xx within 10 s succeeds; ' +
       'after the eighth failed attempt the delivery is failed. `nextAttemptAt` is set while pending.',
   });
+
+export const createWebhookBody = z
+  .strictObject({
+    url: z
+      .string()
+      .min(1)
+      .max(maxWebhookUrlLength)
+      .meta({
+        description:
+          'https URL whose host is and resolves only to public addresses. Plain http to 127.0.0.1 or ::1 is ' +
+          'accepted on the local stack only.',
+      }),
+    events: z
+      .array(webhookEventSchema)
+      .min(1)
+      .max(webhookEvents.length * 2),
+  })
+  .meta({ id: 'CreateWebhookRequest' });

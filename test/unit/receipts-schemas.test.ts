@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { encryptBody } from '../../functions/receipts/encrypt-receipt/route.js';
+import { encryptBody } from '../../lib/receipts/requests.js';
 import { createPaymentBody } from '../../lib/payments/schemas.js';
 import { mockItems, toDigitalReceipt } from '../../lib/receipts/flattened.js';
 import { paymentGatewayKind, transactionGatewaySchema } from '../../lib/kernel/fields.js';

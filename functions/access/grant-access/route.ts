@@ -5,10 +5,7 @@ import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
 import type { AccessToken } from '../../../lib/access/tokens.js';
 import { dateTime } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
-
-export const grantAccessBody = z
-  .strictObject({ userId: uuid, keyId: uuid })
-  .meta({ id: 'GrantAccessRequest' });
+import { grantAccessBody } from '../../../lib/access/schemas.js';
 
 export const accessTokenResponse = z
   .strictObject({

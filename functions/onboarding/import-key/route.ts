@@ -4,24 +4,7 @@ import { platformTables } from '../../../lib/kernel/route-tables.js';
 import type { ImportedKey } from '../../../lib/onboarding/onboarding.js';
 import { base64Text, uuid } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
-
-// A public JWK: the crypto module decides what is acceptable, so the body only bounds its size here.
-const publicJwk = z
-  .record(z.string().max(16), z.union([z.string().max(1024), z.array(z.string().max(4096)).max(8)]))
-  .meta({
-    id: 'PublicJwk',
-    description:
-      'A public JWK: {kty:"EC", crv:"P-256", x, y} or {kty:"RSA", n, e}. Private members (d, p, q, …) are refused.',
-  });
-
-export const importKeyBody = z
-  .strictObject({
-    publicKey: z.union([
-      z.string().min(1).max(4096).meta({ description: 'Base64 DER SubjectPublicKeyInfo (or PEM).' }),
-      publicJwk,
-    ]),
-  })
-  .meta({ id: 'ImportKeyRequest' });
+import { importKeyBody } from '../../../lib/onboarding/schemas.js';
 
 export const importedKeyResponse = z
   .strictObject({

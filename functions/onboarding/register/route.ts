@@ -1,17 +1,10 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { hashedPan, uuid } from '../../../lib/kernel/fields.js';
+import { uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { dateTime } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
-
-export const registerBody = z
-  .strictObject({
-    hashedPan,
-    publicKey: z.string().min(1).max(4096),
-    keyId: uuid,
-  })
-  .meta({ id: 'RegisterRequest' });
+import { registerBody } from '../../../lib/onboarding/schemas.js';
 
 export type RegisterBody = z.infer<typeof registerBody>;
 

@@ -1,18 +1,8 @@
-import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { digitalReceiptSchema as digitalReceiptResponse } from '../../../lib/receipts/schemas.js';
-import { paymentGatewayKind, uuid } from '../../../lib/kernel/fields.js';
-import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
 
-/** All four fields are required (spec endpoint 5). */
-export const decryptPaymentBody = z
-  .strictObject({
-    paymentId: z.string().min(1).max(255),
-    gateway: paymentGatewayKind,
-    accessTokenId: uuid,
-    privateKey: z.string().min(1).max(16_384),
-  })
-  .meta({ id: 'DecryptPaymentRequest' });
+import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
+import { decryptPaymentBody } from '../../../lib/payments/schemas.js';
 
 export const decryptPaymentRoute = defineRoute({
   name: 'decrypt-payment',

@@ -1,36 +1,8 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { currency, dateTime, uuid } from '../../../lib/kernel/fields.js';
+import { uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
-
-export const MAX_CLAIMED_TRANSACTIONS = 50;
-
-export const claimedTransactionSchema = z
-  .strictObject({
-    amount: z
-      .number()
-      .int('must be an integer amount in the smallest currency unit')
-      .min(1, 'must be positive'),
-    currency,
-    transactionDate: dateTime,
-    cardLast4: z
-      .string()
-      .regex(/^\d{4}$/, 'must be the last 4 digits')
-      .optional(),
-  })
-  .meta({
-    id: 'ClaimedTransaction',
-    description:
-      "A transaction on the user's card as the issuer's ledger has it: the amount in minor units, its currency, " +
-      'and when it was authorised.',
-  });
-
-export const claimReceiptsBody = z
-  .strictObject({
-    userId: uuid,
-    transactions: z.array(claimedTransactionSchema).min(1).max(MAX_CLAIMED_TRANSACTIONS),
-  })
-  .meta({ id: 'ClaimReceiptsRequest' });
+import { claimReceiptsBody } from '../../../lib/receipts/requests.js';
 
 export const claimReceiptsResponse = z
   .strictObject({

@@ -1,17 +1,8 @@
-import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { digitalReceiptSchema as digitalReceiptResponse } from '../../../lib/receipts/schemas.js';
-import { uuid } from '../../../lib/kernel/fields.js';
-import { envelopeInputSchema } from '../../../lib/kernel/envelope-input.js';
-import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
 
-export const decryptReceiptBody = z
-  .strictObject({
-    envelope: envelopeInputSchema,
-    accessTokenId: uuid,
-    privateKey: z.string().min(1).max(16_384),
-  })
-  .meta({ id: 'DecryptReceiptRequest' });
+import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
+import { decryptReceiptBody } from '../../../lib/receipts/requests.js';
 
 export const decryptReceiptRoute = defineRoute({
   name: 'decrypt-receipt',

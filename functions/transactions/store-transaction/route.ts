@@ -1,25 +1,8 @@
-import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { transactionMappingResponse } from '../../../lib/transactions/schemas.js';
-import { transactionGatewaySchema } from '../../../lib/kernel/fields.js';
-import { envelopeInputSchema } from '../../../lib/kernel/envelope-input.js';
-import { platformTables } from '../../../lib/kernel/route-tables.js';
 
-export const storeTransactionBody = z
-  .strictObject({
-    envelope: envelopeInputSchema,
-    paymentGateway: transactionGatewaySchema,
-    // Free-form by design: the merchant's own keys, bounded in number and size only.
-    metadata: z
-      .record(z.string().max(128), z.unknown())
-      .refine((metadata) => Object.keys(metadata).length <= 50, 'at most 50 metadata keys')
-      .refine(
-        (metadata) => JSON.stringify(metadata).length <= 8_192,
-        'metadata must be at most 8 KiB as JSON',
-      )
-      .optional(),
-  })
-  .meta({ id: 'StoreTransactionRequest' });
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+import { storeTransactionBody } from '../../../lib/transactions/schemas.js';
 
 export const storeTransactionRoute = defineRoute({
   name: 'store-transaction',

@@ -2,10 +2,9 @@ import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime, uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
+import { rotateUserKeyBody } from '../../../lib/users/schemas.js';
 
 export const rotateUserKeyParams = z.object({ userId: uuid });
-
-export const rotateUserKeyBody = z.strictObject({ keyId: uuid }).meta({ id: 'RotateUserKeyRequest' });
 
 export const keyRotationResponse = z
   .strictObject({

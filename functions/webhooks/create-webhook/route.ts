@@ -1,29 +1,12 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { webhookEvents } from '../../../lib/db/webhooks.js';
+
 import { dateTime } from '../../../lib/kernel/fields.js';
 import { maxWebhooksPerClient } from '../../../lib/webhooks/registration.js';
-import { maxWebhookUrlLength } from '../../../lib/webhooks/url-guard.js';
+
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { webhookEventSchema, webhookIdSchema } from '../../../lib/webhooks/schemas.js';
-
-export const createWebhookBody = z
-  .strictObject({
-    url: z
-      .string()
-      .min(1)
-      .max(maxWebhookUrlLength)
-      .meta({
-        description:
-          'https URL whose host is and resolves only to public addresses. Plain http to 127.0.0.1 or ::1 is ' +
-          'accepted on the local stack only.',
-      }),
-    events: z
-      .array(webhookEventSchema)
-      .min(1)
-      .max(webhookEvents.length * 2),
-  })
-  .meta({ id: 'CreateWebhookRequest' });
+import { createWebhookBody } from '../../../lib/webhooks/schemas.js';
 
 const webhookSecret = z
   .string()

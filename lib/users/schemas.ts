@@ -1,0 +1,4 @@
+import * as z from 'zod';
+import { uuid } from '../kernel/fields.js';
+
+export const rotateUserKeyBody = z.strictObject({ keyId: uuid }).meta({ id: 'RotateUserKeyRequest' });
