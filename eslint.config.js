@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import js from '@eslint/js';
+import { featureImports, floors } from './scripts/layers.js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 import { createNodeResolver, importX } from 'eslint-plugin-import-x';
@@ -27,35 +28,14 @@ const zodNamespaceOnly = {
 const outside = ['functions', 'local', 'infra', 'bench', 'scripts', 'test'];
 
 /*
- * lib/'s floors, from the ground up (docs/ARCHITECTURE.md draws them). A folder may import its own
- * floor's files and every floor below; the use cases share a floor but import one another only in the
- * order of `featureOrder`. Each entry's zone forbids everything above it.
+ * lib/'s floors (scripts/layers.js): each folder's zone forbids every floor above it, and on the
+ * use-case floor every feature it does not name in `featureImports`.
  */
-const floors = [
-  ['kernel'],
-  ['crypto', 'gateways'],
-  ['db'],
-  ['api-keys'],
-  ['app'],
-  ['access', 'onboarding', 'transactions', 'webhooks', 'platform', 'receipts', 'users', 'payments'],
-  ['http', 'openapi'],
-  ['wiring'],
-];
-/** Within the use-case floor: a feature may import only the features before it that it names. */
-const featureImports = {
-  access: [],
-  onboarding: [],
-  transactions: [],
-  webhooks: [],
-  platform: [],
-  receipts: ['transactions'],
-  users: ['access'],
-  payments: ['receipts', 'transactions'],
-};
+const floorFolders = floors.map((floor) => Object.keys(floor));
 const lib = (folder) => `lib/${folder}`;
-const layerZones = floors
+const layerZones = floorFolders
   .flatMap((floor, level) => {
-    const above = floors.slice(level + 1).flat();
+    const above = floorFolders.slice(level + 1).flat();
     return floor.map((folder) => {
       const siblings = floor.filter((other) => other !== folder);
       const allowedSiblings = featureImports[folder] ?? [];

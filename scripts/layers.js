@@ -1,0 +1,40 @@
+/**
+ * lib/'s floors, from the ground up: one list read by the lint zones (eslint.config.js), the README's
+ * layout table (scripts/layout.ts) and docs/ARCHITECTURE.md's picture. A folder imports its own floor's
+ * files and every floor below; on the use-case floor a feature imports only the features it names.
+ */
+export const floors = [
+  {
+    kernel:
+      'route contract (`defineRoute`, roles), errors, configuration, clock, logger, tables, tiers, telemetry port, field schemas',
+  },
+  {
+    crypto: 'the envelope (AES-256-GCM, RSA-OAEP-256, ECDH-ES+A256KW), keys, card tags, the escrow key port',
+    gateways: 'the payment-gateway port and its Stripe and Square adapters',
+  },
+  { db: 'DynamoDB repositories, one per table (document client injected)' },
+  { 'api-keys': 'API key format and verification, the edge authorizer' },
+  { app: 'the dependency container: what a handler is given (`CoreDeps`, `AppDeps`)' },
+  {
+    access: 'access tokens: grant and revoke',
+    onboarding: 'key pairs, imported device keys, registration',
+    transactions: 'transaction mappings',
+    webhooks: 'webhook registration, events, signed delivery with back-off',
+    platform: 'health',
+    receipts: 'encrypt, decrypt, claim, the inbox and envelope fetch, receipt schemas',
+    users: 'key rotation and erasure',
+    payments: 'payment creation with its receipt, decrypt by payment, idempotency',
+  },
+  {
+    http: 'the Middy pipeline, one file per middleware: headers, API key + role + rate limit, body limit, validation, error envelope',
+    openapi: 'the OpenAPI document, built from the route declarations',
+  },
+  { wiring: 'the AWS adapters and the cold-start wiring of a Lambda (`awsHandler`)' },
+];
+
+/** On the use-case floor: which features each may import (none by default). */
+export const featureImports = {
+  receipts: ['transactions'],
+  users: ['access'],
+  payments: ['receipts', 'transactions'],
+};

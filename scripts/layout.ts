@@ -1,0 +1,114 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { floors } from './layers.js';
+
+/**
+ * The README's "Layout" table, made from the tree: every endpoint folder under functions/, every
+ * floor of lib/ (scripts/layers.js) and the folders below. `npm run layout` rewrites the table between
+ * its markers; test/contract/layout.test.ts fails when the README's table is not what the tree gives,
+ * or when a folder has no description here (or a description names a folder that is gone).
+ */
+const root = fileURLToPath(new URL('..', import.meta.url));
+const BEGIN = '<!-- layout:begin (npm run layout writes this table from the tree) -->';
+const END = '<!-- layout:end -->';
+
+/** Folders outside functions/ and lib/, by path: what each holds. */
+const described: Record<string, string> = {
+  'local/': '`npm start`: DynamoDB Local, the API Gateway adapter, the stream poller, local keys',
+  'local/gateway-sandbox/': 'the Stripe and Square test double the real SDKs talk to locally',
+  'local/console/':
+    'the developer console (`GET /console`, local only): its page and its browser script, bundled with the SDK',
+  'infra/': 'the CDK app ([docs/DEPLOY.md](docs/DEPLOY.md))',
+  'scripts/': "`npm run openapi`, `npm run layout`, lib/'s floors (`layers.js`)",
+  'scripts/admin/':
+    '`npm run admin`: API keys, card-tag keys, users (operator tooling; nothing in the service imports it)',
+  'bench/': '`npm run bench` (see Performance)',
+  'packages/sdk/': 'the client SDK ([packages/sdk/README.md](packages/sdk/README.md))',
+  'docs/':
+    'the API, the envelope format, the architecture, deployment, the threat model, the OpenAPI document',
+  'test/': 'the tests, in three tiers (jest.config.js): unit, integration, slow',
+  'test/unit/': 'pure logic: no DynamoDB, no network',
+  'test/integration/': 'the service over HTTP on the local stack and DynamoDB Local',
+  'test/contract/': 'the OpenAPI document against the service, lint rules and boundaries',
+  'test/adversarial/': 'fuzzing, tampering, OWASP checks, secrets in logs and tables',
+  'test/infra/': 'CDK assertions on the synthesized stacks, bundles',
+  'test/browser/': 'headless Chromium: the API reference, the console, the SDK',
+  'test/sdk/': 'the SDK against the service',
+  'test/support/': 'test helpers: the local stack, processes, fixtures',
+  'test/vendor/': 'third-party test vectors',
+};
+
+const subfolders = (path: string): string[] =>
+  readdirSync(join(root, path), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+
+const code = (text: string) => `\`${text}\``;
+
+export function layoutTable(): string {
+  const rows: [string, string][] = [
+    [
+      code('functions/routes.ts'),
+      'the route table: every route declaration, read by the CDK app and the local server',
+    ],
+  ];
+  for (const feature of subfolders('functions')) {
+    const endpoints = subfolders(`functions/${feature}`);
+    rows.push([
+      code(`functions/${feature}/`),
+      `one folder per Lambda (\`route.ts\`, or \`function.ts\` without a path, beside \`handler.ts\`): ${endpoints.map(code).join(', ')}`,
+    ]);
+  }
+  const libFolders = subfolders('lib');
+  const declared = floors.flatMap((floor) => Object.keys(floor));
+  const undeclared = libFolders.filter((folder) => !declared.includes(folder));
+  if (undeclared.length) {
+    throw new Error(`lib/${undeclared[0]} is on no floor: add it to scripts/layers.js`);
+  }
+  floors.forEach((floor, level) => {
+    for (const [folder, what] of Object.entries(floor)) {
+      if (!libFolders.includes(folder))
+        throw new Error(`scripts/layers.js names lib/${folder}, which is gone`);
+      rows.push([code(`lib/${folder}/`), `floor ${level + 1}: ${what}`]);
+    }
+  });
+  const present = new Set(
+    ['local', 'infra', 'scripts', 'bench', 'docs', 'packages', 'test'].flatMap((top) => [
+      `${top}/`,
+      ...subfolders(top).map((sub) => `${top}/${sub}/`),
+    ]),
+  );
+  const ignored = new Set([
+    'bench/lib/',
+    'bench/results/',
+    'bench/types/',
+    'infra/payment-sdks/',
+    'packages/',
+  ]);
+  for (const path of [...present].sort()) {
+    if (ignored.has(path)) continue;
+    const what = described[path];
+    if (!what) throw new Error(`${path} has no description in scripts/layout.ts`);
+    rows.push([code(path), what]);
+  }
+  for (const path of Object.keys(described)) {
+    if (!present.has(path)) throw new Error(`scripts/layout.ts describes ${path}, which is gone`);
+  }
+  return ['| path | what |', '|---|---|', ...rows.map(([path, what]) => `| ${path} | ${what} |`)].join('\n');
+}
+
+/** The README with its table made anew. */
+export function readmeWithLayout(readme: string): string {
+  const begin = readme.indexOf(BEGIN);
+  const end = readme.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`README.md has no ${BEGIN} … ${END} markers`);
+  return `${readme.slice(0, begin + BEGIN.length)}\n${layoutTable()}\n${readme.slice(end)}`;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const path = join(root, 'README.md');
+  writeFileSync(path, readmeWithLayout(readFileSync(path, 'utf8')));
+  console.log('Wrote the layout table of README.md');
+}
