@@ -3,6 +3,7 @@
  * layout table (scripts/layout.ts) and docs/ARCHITECTURE.md's picture. A folder imports its own floor's
  * files and every floor below; on the use-case floor a feature imports only the features it names.
  */
+/** @type {Record<string, string>[]} */
 export const floors = [
   {
     kernel:
@@ -33,6 +34,7 @@ export const floors = [
 ];
 
 /** On the use-case floor: which features each may import (none by default). */
+/** @type {Record<string, string[]>} */
 export const featureImports = {
   receipts: ['transactions'],
   users: ['access'],
