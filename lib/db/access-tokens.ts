@@ -1,10 +1,6 @@
 import { createHash } from 'node:crypto';
-import {
-  BatchGetCommand,
-  DeleteCommand,
-  GetCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { batchGetAll } from './batch.js';
 import { isConditionFailure } from './client.js';
 import { transactWrite } from './transact.js';
 
@@ -86,10 +82,8 @@ export class AccessTokenRepository {
 
   private async secondsUntilASlotFrees(userId: string, nowSeconds: number): Promise<number> {
     const keys = Array.from({ length: this.maxActive }, (_, slot) => ({ pk: slotPk(userId, slot) }));
-    const result = await this.doc.send(
-      new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),
-    );
-    const expiries = (result.Responses?.[this.tableName] ?? []).map((item) => Number(item.expiresAt));
+    // Every slot, unprocessed ones asked again: a slot missed would make Retry-After too late.
+    const expiries = (await this.batchGet(keys)).map((item) => Number(item.expiresAt));
     return expiries.length === 0 ? 1 : Math.max(1, Math.min(...expiries) - nowSeconds);
   }
 
@@ -183,17 +177,7 @@ export class AccessTokenRepository {
   }
 
   /** Every found item: keys DynamoDB leaves unprocessed are asked for again, or a live token could be missed. */
-  private async batchGet(keys: { pk: string }[]): Promise<Record<string, unknown>[]> {
-    const found: Record<string, unknown>[] = [];
-    let pending: Record<string, unknown>[] = keys;
-    for (let attempt = 0; pending.length > 0; attempt += 1) {
-      if (attempt === 5) throw new Error('access-token reads left unprocessed after 5 attempts');
-      const result = await this.doc.send(
-        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
-      );
-      found.push(...(result.Responses?.[this.tableName] ?? []));
-      pending = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-    }
-    return found;
+  private batchGet(keys: { pk: string }[]): Promise<Record<string, unknown>[]> {
+    return batchGetAll(this.doc, this.tableName, keys, { consistentRead: true });
   }
 }
