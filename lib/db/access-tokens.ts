@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
-import { DeleteCommand, GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { batchGetAll } from './batch.js';
+import {
+  BatchGetCommand,
+  DeleteCommand,
+  GetCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { BATCH_GET_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure } from './client.js';
 import { transactWrite } from './transact.js';
 
@@ -177,7 +182,22 @@ export class AccessTokenRepository {
   }
 
   /** Every found item: keys DynamoDB leaves unprocessed are asked for again, or a live token could be missed. */
-  private batchGet(keys: { pk: string }[]): Promise<Record<string, unknown>[]> {
-    return batchGetAll(this.doc, this.tableName, keys, { consistentRead: true });
+  private async batchGet(keys: { pk: string }[]): Promise<Record<string, unknown>[]> {
+    const found: Record<string, unknown>[] = [];
+    await sendInBatches(
+      keys,
+      BATCH_GET_MAX,
+      async (pending) => {
+        const result = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        found.push(...(result.Responses?.[this.tableName] ?? []));
+        return (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+      },
+      'access-token reads',
+    );
+    return found;
   }
 }

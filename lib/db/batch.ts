@@ -4,13 +4,6 @@
  * each attempt and is drawn at random below that ceiling ("full jitter", as AWS advises, so instances
  * that were throttled together do not retry together), a bounded number of times.
  */
-import {
-  BatchGetCommand,
-  BatchWriteCommand,
-  type BatchWriteCommandInput,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
-
 export interface BatchRetry {
   /** Calls per chunk, the first included, before giving up. */
   maxAttempts: number;
@@ -33,8 +26,8 @@ export const defaultBatchRetry: BatchRetry = {
 };
 
 /** BatchWriteItem takes at most 25 requests; BatchGetItem at most 100 keys. */
-const WRITE_CHUNK = 25;
-const GET_CHUNK = 100;
+export const BATCH_WRITE_MAX = 25;
+export const BATCH_GET_MAX = 100;
 
 export class UnprocessedItemsError extends Error {
   constructor(what: string, left: number, attempts: number) {
@@ -47,76 +40,26 @@ export class UnprocessedItemsError extends Error {
 export const backoffMs = (policy: BatchRetry, retry: number): number =>
   Math.floor(policy.random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1)));
 
-/** Sends `pending` until nothing comes back unprocessed, pausing before every call but the first. */
-async function untilProcessed<T>(
-  first: T[],
-  send: (pending: T[]) => Promise<T[]>,
-  policy: BatchRetry,
-  what: string,
-): Promise<void> {
-  let pending = first;
-  for (let attempt = 0; pending.length > 0; attempt += 1) {
-    if (attempt === policy.maxAttempts) throw new UnprocessedItemsError(what, pending.length, attempt);
-    if (attempt > 0) await policy.sleep(backoffMs(policy, attempt));
-    pending = await send(pending);
-  }
-}
-
-const chunks = <T>(items: readonly T[], size: number): T[][] =>
-  Array.from({ length: Math.ceil(items.length / size) }, (_, index) =>
-    items.slice(index * size, index * size + size),
-  );
-
-export type WriteRequest = NonNullable<BatchWriteCommandInput['RequestItems']>[string][number];
-
-/** Puts and deletes, 25 to a BatchWriteItem call, each chunk retried until DynamoDB has done all of it. */
-export async function batchWriteAll(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  requests: readonly WriteRequest[],
-  policy: BatchRetry = defaultBatchRetry,
-): Promise<void> {
-  for (const chunk of chunks(requests, WRITE_CHUNK)) {
-    await untilProcessed(
-      chunk,
-      async (pending) => {
-        const result = await doc.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } }));
-        return result.UnprocessedItems?.[tableName] ?? [];
-      },
-      policy,
-      `batch writes to ${tableName}`,
-    );
-  }
-}
-
 /**
- * The items of these keys that exist, 100 keys to a BatchGetItem call, unprocessed keys asked again:
- * a key missing from the answer is an item that does not exist, never one DynamoDB skipped. In no
- * particular order. BatchGetItem refuses a call that names one key twice: callers pass distinct keys.
+ * Sends `items` in chunks of `chunkSize` through `send`, which makes one batch call and returns what
+ * DynamoDB left unprocessed; that is sent again, after a back-off pause, until nothing is left or the
+ * attempts run out (UnprocessedItemsError). The repository builds the command itself, so each
+ * repository file still names every call it makes on its table (infra/permissions.ts is checked
+ * against them).
  */
-export async function batchGetAll(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  keys: readonly Record<string, unknown>[],
-  options: { consistentRead: boolean },
+export async function sendInBatches<T>(
+  items: readonly T[],
+  chunkSize: number,
+  send: (chunk: T[]) => Promise<T[]>,
+  what: string,
   policy: BatchRetry = defaultBatchRetry,
-): Promise<Record<string, unknown>[]> {
-  const found: Record<string, unknown>[] = [];
-  for (const chunk of chunks(keys, GET_CHUNK)) {
-    await untilProcessed(
-      chunk,
-      async (pending) => {
-        const result = await doc.send(
-          new BatchGetCommand({
-            RequestItems: { [tableName]: { Keys: pending, ConsistentRead: options.consistentRead } },
-          }),
-        );
-        found.push(...(result.Responses?.[tableName] ?? []));
-        return result.UnprocessedKeys?.[tableName]?.Keys ?? [];
-      },
-      policy,
-      `batch reads of ${tableName}`,
-    );
+): Promise<void> {
+  for (let start = 0; start < items.length; start += chunkSize) {
+    let pending = items.slice(start, start + chunkSize);
+    for (let attempt = 0; pending.length > 0; attempt += 1) {
+      if (attempt === policy.maxAttempts) throw new UnprocessedItemsError(what, pending.length, attempt);
+      if (attempt > 0) await policy.sleep(backoffMs(policy, attempt));
+      pending = await send(pending);
+    }
   }
-  return found;
 }

@@ -1,6 +1,12 @@
-import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  GetCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import type { SealedEnvelope } from '../crypto/envelope.js';
-import { batchWriteAll } from './batch.js';
+import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import { tableDefinitions } from '../kernel/tables.js';
 
@@ -196,10 +202,16 @@ export class ReceiptRepository {
    * from the by-recipient-user index: a receipt's recipient, once set, never changes.
    */
   async deleteAll(keys: readonly Record<string, unknown>[]): Promise<void> {
-    await batchWriteAll(
-      this.doc,
-      this.tableName,
+    await sendInBatches(
       keys.map((Key) => ({ DeleteRequest: { Key } })),
+      BATCH_WRITE_MAX,
+      async (pending) => {
+        const result = await this.doc.send(
+          new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
+        );
+        return (result.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
+      },
+      'receipt deletions',
     );
   }
 }

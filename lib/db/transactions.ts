@@ -1,5 +1,10 @@
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { batchGetAll } from './batch.js';
+import {
+  BatchGetCommand,
+  GetCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { BATCH_GET_MAX, sendInBatches } from './batch.js';
 import { putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 
 export type PaymentGatewayName = 'gateway_a' | 'gateway_b' | 'other';
@@ -100,10 +105,22 @@ export class TransactionRepository {
    */
   async getMany(keys: readonly TransactionKey[]): Promise<TransactionMappingRecord[]> {
     const wanted = keys.filter((key) => key.transactionId !== '' && key.merchantClientId !== '');
-    const items = await batchGetAll(this.doc, this.tableName, dedupe(wanted.map(keyOf)), {
-      consistentRead: true,
-    });
-    return (items as StoredMapping[]).map(fromStored);
+    const found: StoredMapping[] = [];
+    await sendInBatches(
+      dedupe(wanted.map(keyOf)),
+      BATCH_GET_MAX,
+      async (pending) => {
+        const result = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        found.push(...((result.Responses?.[this.tableName] as StoredMapping[] | undefined) ?? []));
+        return (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+      },
+      'transaction mapping reads',
+    );
+    return found.map(fromStored);
   }
 
   /**

@@ -11,17 +11,20 @@ import {
 import { mockClient } from 'aws-sdk-client-mock';
 import {
   backoffMs,
-  batchGetAll,
-  batchWriteAll,
+  BATCH_GET_MAX,
+  BATCH_WRITE_MAX,
   defaultBatchRetry,
+  sendInBatches,
   UnprocessedItemsError,
   type BatchRetry,
-  type WriteRequest,
 } from '../../lib/db/batch.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/db/client.js';
 
+type WriteRequest = NonNullable<BatchWriteCommandInput['RequestItems']>[string][number];
+
 /**
- * The batch helper against DynamoDB Local. DynamoDB Local always processes a whole batch, so the
+ * The batch helper against DynamoDB Local, sending BatchWriteItem and BatchGetItem calls as the
+ * repositories do (lib/db/receipts.ts, transactions.ts, access-tokens.ts). DynamoDB Local always processes a whole batch, so the
  * unprocessed path is made by a throttling client (aws-sdk-client-mock on a second DynamoDB client):
  * it hands part of each call to the real one and answers the rest as unprocessed, as DynamoDB does.
  */
@@ -52,6 +55,42 @@ describe('batch writes and reads, retried with back-off', () => {
   const puts = (count: number, prefix: string): WriteRequest[] =>
     keys(count, prefix).map((key) => ({ PutRequest: { Item: { ...key, value: key.pk.length } } }));
   const pksOf = (items: Record<string, unknown>[]) => items.map((item) => item.pk as string).sort();
+
+  /** Writes through `doc` in calls of 25, as ReceiptRepository.deleteAll does. */
+  const writeAll = (doc: DynamoDBDocumentClient, requests: WriteRequest[], policy: BatchRetry) =>
+    sendInBatches(
+      requests,
+      BATCH_WRITE_MAX,
+      async (pending) => {
+        const result = await doc.send(new BatchWriteCommand({ RequestItems: { [table]: pending } }));
+        return (result.UnprocessedItems?.[table] ?? []) as typeof pending;
+      },
+      `batch writes to ${table}`,
+      policy,
+    );
+
+  /** Reads through `doc` in calls of 100, as TransactionRepository.getMany does. */
+  async function getAll(
+    doc: DynamoDBDocumentClient,
+    wanted: Record<string, unknown>[],
+    policy: BatchRetry = defaultBatchRetry,
+  ): Promise<Record<string, unknown>[]> {
+    const found: Record<string, unknown>[] = [];
+    await sendInBatches(
+      wanted,
+      BATCH_GET_MAX,
+      async (pending) => {
+        const result = await doc.send(
+          new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } }),
+        );
+        found.push(...(result.Responses?.[table] ?? []));
+        return result.UnprocessedKeys?.[table]?.Keys ?? [];
+      },
+      `batch reads of ${table}`,
+      policy,
+    );
+    return found;
+  }
 
   /** A client that gets `perCall` requests done through the real one and leaves the rest unprocessed. */
   function throttling(perCall: number): { doc: DynamoDBDocumentClient; sizes: number[] } {
@@ -103,22 +142,19 @@ describe('batch writes and reads, retried with back-off', () => {
     // A client that passes every call through whole: it only counts the calls' sizes.
     const { doc, sizes } = throttling(Number.MAX_SAFE_INTEGER);
     const { policy, pauses } = recording();
-    await batchWriteAll(doc, table, puts(60, 'whole'), policy);
+    await writeAll(doc, puts(60, 'whole'), policy);
     const wanted = [...keys(60, 'whole'), ...keys(150, 'absent')];
-    expect(pksOf(await batchGetAll(doc, table, wanted, { consistentRead: true }, policy))).toEqual(
+    expect(pksOf(await getAll(doc, wanted, policy))).toEqual(
       keys(60, 'whole')
         .map((key) => key.pk)
         .sort(),
     );
-    await batchWriteAll(
+    await writeAll(
       doc,
-      table,
       keys(60, 'whole').map((Key) => ({ DeleteRequest: { Key } })),
       policy,
     );
-    expect(await batchGetAll(real.doc, table, keys(60, 'whole'), { consistentRead: true }, policy)).toEqual(
-      [],
-    );
+    expect(await getAll(real.doc, keys(60, 'whole'), policy)).toEqual([]);
     expect(sizes).toEqual([25, 25, 10, 100, 100, 10, 25, 25, 10]);
     expect(pauses).toEqual([]);
   });
@@ -126,21 +162,21 @@ describe('batch writes and reads, retried with back-off', () => {
   it('sends what is left unprocessed again, after doubling pauses, until DynamoDB has it all', async () => {
     const { doc, sizes } = throttling(10);
     const { policy, pauses } = recording();
-    await batchWriteAll(doc, table, puts(30, 'throttled'), policy);
+    await writeAll(doc, puts(30, 'throttled'), policy);
     // 25 then 15 left, then 5; the last chunk of 5 goes at once.
     expect(sizes).toEqual([25, 15, 5, 5]);
     expect(pauses).toEqual([backoffMs(policy, 1), backoffMs(policy, 2)]);
     expect(pauses).toEqual([25, 50]);
     // Every item reached the real table.
-    const stored = await batchGetAll(real.doc, table, keys(30, 'throttled'), { consistentRead: true });
+    const stored = await getAll(real.doc, keys(30, 'throttled'));
     expect(stored).toHaveLength(30);
   });
 
   it('asks again for keys left unprocessed, keeping what each answer held', async () => {
-    await batchWriteAll(real.doc, table, puts(40, 'read'), recording().policy);
+    await writeAll(real.doc, puts(40, 'read'), recording().policy);
     const { doc, sizes } = throttling(15);
     const { policy, pauses } = recording();
-    const found = await batchGetAll(doc, table, keys(40, 'read'), { consistentRead: true }, policy);
+    const found = await getAll(doc, keys(40, 'read'), policy);
     expect(pksOf(found)).toEqual(
       keys(40, 'read')
         .map((key) => key.pk)
@@ -153,7 +189,7 @@ describe('batch writes and reads, retried with back-off', () => {
   it('gives up after its attempts, naming the table and what is left, having paused between each', async () => {
     const { doc, sizes } = throttling(1);
     const { policy, pauses } = recording({ maxAttempts: 4 });
-    const attempt = batchWriteAll(doc, table, puts(10, 'stuck'), policy);
+    const attempt = writeAll(doc, puts(10, 'stuck'), policy);
     await expect(attempt).rejects.toThrow(UnprocessedItemsError);
     await expect(attempt).rejects.toThrow(`batch writes to ${table}: 6 left unprocessed after 4 attempts`);
     expect(sizes).toEqual([10, 9, 8, 7]);
@@ -176,8 +212,8 @@ describe('batch writes and reads, retried with back-off', () => {
 
   it('makes no call for nothing', async () => {
     const { doc, sizes } = throttling(1);
-    await batchWriteAll(doc, table, [], recording().policy);
-    expect(await batchGetAll(doc, table, [], { consistentRead: true })).toEqual([]);
+    await writeAll(doc, [], recording().policy);
+    expect(await getAll(doc, [])).toEqual([]);
     expect(sizes).toEqual([]);
   });
 });
