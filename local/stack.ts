@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { systemClock, type Clock } from '../lib/kernel/clock.js';
 import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
@@ -45,6 +46,11 @@ export interface LocalStackOptions {
   cardTagKeys?: CardTagKeyStore;
   /** The paging cursors' key; the data folder's key file (or a fresh one in memory, with inMemory) otherwise. */
   cursorKey?: CursorKeySource;
+  /**
+   * A Powertools Tracer for the handlers, as in Lambda; there is no X-Ray here, so only a test that
+   * watches what the handlers annotate passes one.
+   */
+  tracer?: Tracer;
   /** Stands in for DNS when checking webhook URLs (a test maps a name to a private address). */
   resolveHost?: HostResolver;
   /** How often the webhook dispatcher reads the receipts stream and sweeps due deliveries (ms). */
@@ -125,6 +131,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // The admin CLI rotates the key from another process: a few seconds and the server uses it.
         cardTagKeysMaxAgeMs: 5_000,
         cursorKey,
+        ...(options.tracer ? { tracer: options.tracer } : {}),
         ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
       }),
       escrow,
