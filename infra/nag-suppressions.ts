@@ -11,6 +11,8 @@ export interface NagSubjects {
   ephemeralTables: readonly Table[];
   /** Rotated by the admin CLI (`card-key rotate`), which also re-tags what is stored. */
   cardTagSecret: Secret;
+  /** Replaced by hand if ever: replacing it only makes outstanding cursors start again. */
+  cursorSecret: Secret;
 }
 
 /**
@@ -41,6 +43,10 @@ export const suppressionReasons = {
     'A new card-tag key version is useless until every stored card tag is re-tagged to it, which a Secrets ' +
     'Manager rotation function cannot do: `npm run admin -- card-key rotate --aws` adds the version and ' +
     're-tags (docs/THREAT-MODEL.md). The secret is under a customer-managed key with yearly rotation.',
+  cursorSecretRotation:
+    'The paging cursor key seals list positions; replacing it only makes the cursors already handed out ' +
+    'fail with 400 INVALID_CURSOR, after which clients page again from the start. Scheduled rotation would ' +
+    'break paging under way for no gain; an operator replaces it with `aws secretsmanager put-secret-value`.',
 } as const;
 
 export function applyNagSuppressions(subjects: NagSubjects): void {
@@ -67,6 +73,10 @@ export function applyNagSuppressions(subjects: NagSubjects): void {
   Validations.of(subjects.cardTagSecret).acknowledge({
     id: 'AwsSolutions-SMG4',
     reason: suppressionReasons.cardTagSecretRotation,
+  });
+  Validations.of(subjects.cursorSecret).acknowledge({
+    id: 'AwsSolutions-SMG4',
+    reason: suppressionReasons.cursorSecretRotation,
   });
   for (const table of subjects.ephemeralTables) {
     Validations.of(table).acknowledge({ id: 'AwsSolutions-DDB3', reason: suppressionReasons.ephemeralTable });

@@ -10,6 +10,7 @@ import { routes as serviceRoutes, type RouteDefinition } from '../functions/rout
 import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/kernel/tables.js';
 import { tierNames, usagePlanParameterName } from '../lib/kernel/tiers.js';
 import { CardTagSecret } from './card-tag-secret.js';
+import { CursorSecret } from './cursor-secret.js';
 import { DataTables, dynamoViaService } from './data-tables.js';
 import { Monitoring } from './monitoring.js';
 import { applyNagSuppressions } from './nag-suppressions.js';
@@ -53,6 +54,8 @@ export class ReceiptServiceStack extends Stack {
   readonly escrowKey: Key;
   /** The card-tag key's secret and its customer-managed key. */
   readonly cardTagSecret: CardTagSecret;
+  /** The paging cursors' key, read only by the routes that declare `cursors`. */
+  readonly cursorSecret: CursorSecret;
   readonly escrowKeyAlias: Alias;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
   /** API Gateway's authorizer for every keyed method; not a route. */
@@ -83,6 +86,7 @@ export class ReceiptServiceStack extends Stack {
       prefix: settings.resourcePrefix,
       stage: settings.stage,
     });
+    this.cursorSecret = new CursorSecret(this, 'CursorKey', { prefix: settings.resourcePrefix });
 
     // Wraps receipt keys for recipients who are not registered yet. Retained on stack deletion:
     // escrowed receipts already stored can only ever be opened with this key. Its policy leaves the
@@ -220,6 +224,7 @@ export class ReceiptServiceStack extends Stack {
       api: this.api.api,
       tracingPolicy,
       cardTagSecret: this.cardTagSecret.secret,
+      cursorSecret: this.cursorSecret.secret,
       ephemeralTables: Object.entries(this.data.tables)
         .filter(([key]) => !(tableDefinitions[key as TableKey] as TableDefinition).durable)
         .map(([, table]) => table),
@@ -244,6 +249,7 @@ export class ReceiptServiceStack extends Stack {
     }
     if (route.escrow) environment.ESCROW_KMS_KEY_ID = this.escrowKeyAlias.aliasName;
     if (route.cardTags) environment.CARD_TAG_SECRET_NAME = this.cardTagSecret.secret.secretName;
+    if (route.cursors) environment.CURSOR_SECRET_NAME = this.cursorSecret.secret.secretName;
     if (route.gateways) {
       environment.STRIPE_SECRET_NAME = settings.stripeSecretName;
       environment.SQUARE_SECRET_NAME = settings.squareSecretName;
@@ -284,6 +290,7 @@ export class ReceiptServiceStack extends Stack {
       );
     }
     if (route.cardTags) this.cardTagSecret.grantRead(fn.role);
+    if (route.cursors) this.cursorSecret.grantRead(fn.role);
     const kmsActions = escrowActions(route.escrow);
     if (kmsActions.length > 0) {
       fn.role.addToPrincipalPolicy(

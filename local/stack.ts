@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { systemClock, type Clock } from '../lib/kernel/clock.js';
 import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
@@ -11,6 +12,8 @@ import { tiers as defaultTiers, type TierTable } from '../lib/kernel/tiers.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { inMemoryCardTagKeys, type CardTagKeyStore } from '../lib/crypto/card-tag.js';
 import { LocalCardTagKeyFile } from './card-tag-key.js';
+import { inMemoryCursorKey, type CursorKeySource } from '../lib/crypto/cursor.js';
+import { localCursorKeyFile } from './cursor-key.js';
 import { migrateLegacyCardData } from './legacy-card-data.js';
 import { LocalEscrowKey } from './escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
@@ -41,6 +44,13 @@ export interface LocalStackOptions {
   routes?: readonly RouteDeclaration[];
   /** The card-tag key versions; the data folder's key file (or memory, with inMemory) otherwise. */
   cardTagKeys?: CardTagKeyStore;
+  /** The paging cursors' key; the data folder's key file (or a fresh one in memory, with inMemory) otherwise. */
+  cursorKey?: CursorKeySource;
+  /**
+   * A Powertools Tracer for the handlers, as in Lambda; there is no X-Ray here, so only a test that
+   * watches what the handlers annotate passes one.
+   */
+  tracer?: Tracer;
   /** Stands in for DNS when checking webhook URLs (a test maps a name to a private address). */
   resolveHost?: HostResolver;
   /** How often the webhook dispatcher reads the receipts stream and sweeps due deliveries (ms). */
@@ -106,6 +116,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const cardTagKeys =
       options.cardTagKeys ??
       (options.inMemory ? inMemoryCardTagKeys() : await LocalCardTagKeyFile.loadOrCreate(dataDir));
+    const cursorKey =
+      options.cursorKey ?? (options.inMemory ? inMemoryCursorKey() : await localCursorKeyFile(dataDir));
     const gateways = createGatewayRegistry(gatewayConfigFromEnv(env));
     const deps: AppDeps = {
       ...createCoreDeps({
@@ -118,6 +130,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         cardTagKeys,
         // The admin CLI rotates the key from another process: a few seconds and the server uses it.
         cardTagKeysMaxAgeMs: 5_000,
+        cursorKey,
+        ...(options.tracer ? { tracer: options.tracer } : {}),
         ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
       }),
       escrow,

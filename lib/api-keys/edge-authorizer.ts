@@ -71,7 +71,8 @@ export async function authorizeEdge(
   deps: EdgeAuthorizerDeps,
 ): Promise<APIGatewayAuthorizerResult> {
   const deny = (reason: string, message: string): APIGatewayAuthorizerResult => {
-    deps.logger.info('edge key refused', { reason });
+    // API Gateway's request id: the X-Request-Id of the 401 the client sees, and of the request's other lines.
+    deps.logger.info('edge key refused', { reason, requestId: event.requestContext?.requestId });
     return {
       principalId: 'anonymous',
       policyDocument: policy('Deny', event.methodArn),

@@ -3,6 +3,7 @@ import { ApiKeyAuthenticator } from '../api-keys/authenticator.js';
 import type { Clock } from '../kernel/clock.js';
 import { ConfigError, requireTable, type ServiceConfig } from '../kernel/config.js';
 import { CardTags, type CardTagKeySource } from '../crypto/card-tag.js';
+import { CursorCodec, type CursorKeySource } from '../crypto/cursor.js';
 import type { EscrowKey } from '../crypto/escrow.js';
 import { AccessTokenRepository } from '../db/access-tokens.js';
 import { ApiKeyRepository } from '../db/api-keys.js';
@@ -57,6 +58,8 @@ export interface CoreDeps extends PlatformDeps {
   audit: AuditLog;
   /** The card-tag keyring (lib/crypto/card-tag.ts), read from its source on first use. */
   cardTags: CardTags;
+  /** Seals and opens paging cursors (lib/crypto/cursor.ts) under the cursor key, read on first use. */
+  cursors: CursorCodec;
   /** DNS for webhook URLs; a test maps names to private addresses with it (no DNS runs there). */
   resolveHost: HostResolver;
 }
@@ -79,6 +82,8 @@ export function createCoreDeps(input: {
   cardTagKeys?: CardTagKeySource;
   /** How long a read keyring is used before the source is read again (a rotation lands then). */
   cardTagKeysMaxAgeMs?: number;
+  /** Where the paging cursors' key is kept (Secrets Manager, the local key file, or a test's). */
+  cursorKey?: CursorKeySource;
   resolveHost?: HostResolver;
 }): CoreDeps {
   const { config, dynamo, clock } = input;
@@ -98,12 +103,13 @@ export function createCoreDeps(input: {
     webhooks: () => new WebhookRepository(doc, table('webhooks')),
     webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
   });
-  const { cardTagKeys, cardTagKeysMaxAgeMs, resolveHost, ...rest } = input;
+  const { cardTagKeys, cardTagKeysMaxAgeMs, cursorKey, resolveHost, ...rest } = input;
   return {
     ...rest,
     repos,
     resolveHost: resolveHost ?? systemResolver,
     cardTags: new CardTags(cardTagKeys ?? noCardTagKeys, clock, cardTagKeysMaxAgeMs ?? 300_000),
+    cursors: new CursorCodec(cursorKey ?? noCursorKey),
     // Every route that authenticates is granted the key and rate-limit tables.
     authenticator: new ApiKeyAuthenticator(
       repos.apiKeys,
@@ -119,6 +125,11 @@ export function createCoreDeps(input: {
 /** For deps built without a key source: tagging a card then fails, naming what is missing. */
 const noCardTagKeys: CardTagKeySource = {
   load: () => Promise.reject(new ConfigError('No card-tag key source was given to this process')),
+};
+
+/** For deps built without a cursor key: paging on from a cursor then fails, naming what is missing. */
+const noCursorKey: CursorKeySource = {
+  load: () => Promise.reject(new ConfigError('No cursor key source was given to this process')),
 };
 
 /** An object whose properties are built on first read and then kept (spreading it would build them all). */

@@ -53,3 +53,15 @@ export class KeyUnavailableError extends CryptoError {
     super(message, options);
   }
 }
+
+/**
+ * A paging cursor that does not open (lib/crypto/cursor.ts): altered, forged, or made for another
+ * list, resource or client. One message for all, so a caller learns nothing of which check failed.
+ */
+export class CursorRefusedError extends CryptoError {
+  static readonly problem =
+    'it was not returned by this endpoint for this resource and caller, or it was altered';
+  constructor() {
+    super(`The cursor is not valid: ${CursorRefusedError.problem}`);
+  }
+}

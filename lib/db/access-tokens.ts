@@ -5,6 +5,7 @@ import {
   GetCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import { BATCH_GET_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure } from './client.js';
 import { transactWrite } from './transact.js';
 
@@ -86,10 +87,8 @@ export class AccessTokenRepository {
 
   private async secondsUntilASlotFrees(userId: string, nowSeconds: number): Promise<number> {
     const keys = Array.from({ length: this.maxActive }, (_, slot) => ({ pk: slotPk(userId, slot) }));
-    const result = await this.doc.send(
-      new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),
-    );
-    const expiries = (result.Responses?.[this.tableName] ?? []).map((item) => Number(item.expiresAt));
+    // Every slot, unprocessed ones asked again: a slot missed would make Retry-After too late.
+    const expiries = (await this.batchGet(keys)).map((item) => Number(item.expiresAt));
     return expiries.length === 0 ? 1 : Math.max(1, Math.min(...expiries) - nowSeconds);
   }
 
@@ -185,15 +184,20 @@ export class AccessTokenRepository {
   /** Every found item: keys DynamoDB leaves unprocessed are asked for again, or a live token could be missed. */
   private async batchGet(keys: { pk: string }[]): Promise<Record<string, unknown>[]> {
     const found: Record<string, unknown>[] = [];
-    let pending: Record<string, unknown>[] = keys;
-    for (let attempt = 0; pending.length > 0; attempt += 1) {
-      if (attempt === 5) throw new Error('access-token reads left unprocessed after 5 attempts');
-      const result = await this.doc.send(
-        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
-      );
-      found.push(...(result.Responses?.[this.tableName] ?? []));
-      pending = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-    }
+    await sendInBatches(
+      keys,
+      BATCH_GET_MAX,
+      async (pending) => {
+        const result = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        found.push(...(result.Responses?.[this.tableName] ?? []));
+        return (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+      },
+      'access-token reads',
+    );
     return found;
   }
 }

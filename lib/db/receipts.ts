@@ -6,6 +6,7 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { SealedEnvelope } from '../crypto/envelope.js';
+import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import { tableDefinitions } from '../kernel/tables.js';
 
@@ -201,16 +202,16 @@ export class ReceiptRepository {
    * from the by-recipient-user index: a receipt's recipient, once set, never changes.
    */
   async deleteAll(keys: readonly Record<string, unknown>[]): Promise<void> {
-    for (let start = 0; start < keys.length; start += 25) {
-      let pending = keys.slice(start, start + 25).map((Key) => ({ DeleteRequest: { Key } }));
-      for (let attempt = 0; pending.length > 0; attempt += 1) {
-        if (attempt === 5) throw new Error('receipt deletions left unprocessed after 5 attempts');
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
+    await sendInBatches(
+      keys.map((Key) => ({ DeleteRequest: { Key } })),
+      BATCH_WRITE_MAX,
+      async (pending) => {
         const result = await this.doc.send(
           new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
         );
-        pending = (result.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
-      }
-    }
+        return (result.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
+      },
+      'receipt deletions',
+    );
   }
 }

@@ -4,6 +4,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import { BATCH_GET_MAX, sendInBatches } from './batch.js';
 import { putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 
 export type PaymentGatewayName = 'gateway_a' | 'gateway_b' | 'other';
@@ -103,25 +104,23 @@ export class TransactionRepository {
    * Strongly consistent like `get`; keys DynamoDB leaves unprocessed are asked again.
    */
   async getMany(keys: readonly TransactionKey[]): Promise<TransactionMappingRecord[]> {
-    const found: TransactionMappingRecord[] = [];
     const wanted = keys.filter((key) => key.transactionId !== '' && key.merchantClientId !== '');
-    for (let start = 0; start < wanted.length; start += 100) {
-      let pending: Record<string, unknown>[] = dedupe(wanted.slice(start, start + 100).map(keyOf));
-      for (let attempt = 0; pending.length > 0; attempt += 1) {
-        if (attempt === 5) throw new Error('transaction mappings left unprocessed after 5 attempts');
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt));
+    const found: StoredMapping[] = [];
+    await sendInBatches(
+      dedupe(wanted.map(keyOf)),
+      BATCH_GET_MAX,
+      async (pending) => {
         const result = await this.doc.send(
           new BatchGetCommand({
             RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
           }),
         );
-        found.push(
-          ...((result.Responses?.[this.tableName] as StoredMapping[] | undefined) ?? []).map(fromStored),
-        );
-        pending = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-      }
-    }
-    return found;
+        found.push(...((result.Responses?.[this.tableName] as StoredMapping[] | undefined) ?? []));
+        return (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+      },
+      'transaction mapping reads',
+    );
+    return found.map(fromStored);
   }
 
   /**

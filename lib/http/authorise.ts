@@ -10,6 +10,7 @@ import {
 } from '../kernel/errors.js';
 import { rateGroupOf, type RouteDeclaration } from '../kernel/route.js';
 import { metaOf, type Middleware } from './context.js';
+import { correlate } from './correlation.js';
 
 const RATE_WINDOW_SECONDS = 60;
 
@@ -38,6 +39,8 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
         foreignKey = error;
         return null;
       });
+      // Known from here on, also when the rate limit or the role refuses the call.
+      if (caller) correlate(deps, { clientId: caller.clientId });
       const group = rateGroupOf(route);
       const [bucket, limit] = caller
         ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]

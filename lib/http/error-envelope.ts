@@ -2,6 +2,7 @@ import * as cryptoErrors from '../crypto/errors.js';
 import {
   AppError,
   DecryptionError,
+  InvalidCursorError,
   InvalidRequestError,
   isDependencyOutage,
   KeyGenerationError,
@@ -73,6 +74,8 @@ function fromMiddy(error: MiddyHttpError): {
 /** The crypto module throws its own errors and knows nothing of HTTP; this is their HTTP face. */
 function fromCrypto(error: cryptoErrors.CryptoError): AppError | undefined {
   if (error instanceof cryptoErrors.DecryptionError) return new DecryptionError(error.reason);
+  if (error instanceof cryptoErrors.CursorRefusedError)
+    return new InvalidCursorError(cryptoErrors.CursorRefusedError.problem);
   if (error instanceof cryptoErrors.InvalidPublicKeyError) {
     return new InvalidRequestError(error.message, [
       {

@@ -8,6 +8,7 @@ import type { PlatformDeps } from '../app/deps.js';
 import type { BodyOf, HeadersOf, ParamsOf, QueryOf, RouteDeclaration } from '../kernel/route.js';
 import { authorise } from './authorise.js';
 import { bodySizeLimit } from './body-size-limit.js';
+import { correlateReceipt } from './correlation.js';
 import {
   metaOf,
   type AuthenticatedRequest,
@@ -86,5 +87,5 @@ export function httpEndpoint<R extends RouteDeclaration>(
     .use(authorise(deps, route))
     .use(bodySizeLimit(deps.config.maxBodyBytes));
   if (route.request.body) handler.use(httpJsonBodyParser());
-  return handler.use(validateRequest(route)).use(errorEnvelope(deps));
+  return handler.use(validateRequest(route)).use(correlateReceipt(deps)).use(errorEnvelope(deps));
 }

@@ -4,6 +4,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { PlatformDeps } from '../app/deps.js';
 import type { RouteDeclaration } from '../kernel/route.js';
 import type { Middleware, ServiceContext } from './context.js';
+import { correlate } from './correlation.js';
 
 /** Request id, rate-limit and caching headers on every response, success or error; one access log line. */
 export function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Middleware {
@@ -28,11 +29,9 @@ export function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Mi
           }
         : {}),
     };
+    // requestId, route and clientId are on every line of the request already (correlate, below).
     deps.logger.info('request', {
-      requestId: meta.requestId,
-      route: route.name,
       status: response.statusCode,
-      clientId: meta.caller?.clientId,
       durationMs: deps.clock.now().getTime() - meta.receivedAt.getTime(),
     });
   };
@@ -45,6 +44,7 @@ export function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Mi
         receivedAt: deps.clock.now(),
         caller: null,
       };
+      correlate(deps, { requestId: request.context.meta.requestId, route: route.name });
     },
     after: decorate,
     onError: decorate,

@@ -70,3 +70,20 @@ export const transactionGatewaySchema = z
     description:
       'gateway_a, gateway_b or other; the aliases stripe and square are stored as gateway_a and gateway_b.',
   });
+
+/**
+ * The `cursor` query parameter of a paged list. Any string: lib/crypto/cursor.ts checks it, so every
+ * bad cursor (too long included) is one 400 INVALID_CURSOR rather than sometimes INVALID_REQUEST.
+ */
+export const pagingCursor = (resource: string) =>
+  z
+    .string()
+    .meta({
+      description:
+        "The previous page's `nextCursor`, passed back unchanged. It is opaque: sealed with AES-256-GCM under a " +
+        `key only the service holds, for this ${resource} and the client that received it, so it shows nothing ` +
+        'and cannot be edited. A cursor that is altered, empty, longer than 2048 characters, or made for another ' +
+        `${resource} or client is refused with 400 INVALID_CURSOR (one message for all). Cursors do not expire, ` +
+        'but stop opening if the service replaces its cursor key: start again without a cursor.',
+    })
+    .optional();

@@ -41,6 +41,8 @@ export interface RouteDefinition {
   gateways?: boolean;
   /** Tags cards (lib/crypto/card-tag.ts): reads the card-tag key's secret. */
   cardTags?: boolean;
+  /** Pages with sealed cursors (lib/crypto/cursor.ts): reads the cursor key's secret. */
+  cursors?: boolean;
   /** Whose per-minute budget a keyed call spends (lib/kernel/tiers.ts); read it with `rateGroupOf`. */
   rateGroup?: RateGroup;
   memoryMb?: number;

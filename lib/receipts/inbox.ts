@@ -2,7 +2,8 @@ import type { Caller } from '../api-keys/authenticator.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
 import type { CoreDeps } from '../app/deps.js';
-import { InvalidCursorError, NotFoundError } from '../kernel/errors.js';
+import type { CursorScope, PageKeyShape } from '../crypto/cursor.js';
+import { NotFoundError } from '../kernel/errors.js';
 import { publicMapping, type TransactionMapping } from '../transactions/transactions.js';
 
 /** One line of a user's inbox: ids only, never content, a card tag or claim facts. */
@@ -28,53 +29,21 @@ export interface FetchedReceipt {
 }
 
 export type ReadDeps = Pick<CoreDeps, 'repos'>;
+export type InboxDeps = Pick<CoreDeps, 'repos' | 'cursors'>;
 
 /**
- * The cursor is the index position a page ended at (LastEvaluatedKey of by-recipient-user), with the
- * user it was made for: a cursor is refused for any other user, so it cannot move a query elsewhere.
+ * The cursor seals the index position a page ended at (LastEvaluatedKey of by-recipient-user) for this
+ * user and this issuer (lib/crypto/cursor.ts): it shows nothing and opens for no other user or client.
  */
-interface CursorState {
-  u: string;
-  c: string;
-  m: string;
-  r: string;
-}
-
-const encodeCursor = (userId: string, lastKey: Record<string, string>): string =>
-  Buffer.from(
-    JSON.stringify({
-      u: userId,
-      c: lastKey.createdAt,
-      m: lastKey.merchantClientId,
-      r: lastKey.receiptId,
-    } satisfies Partial<CursorState>),
-  ).toString('base64url');
-
-const badCursor = (problem: string) => new InvalidCursorError(problem);
-
-function decodeCursor(cursor: string, userId: string): Record<string, string> {
-  let state: unknown;
-  try {
-    state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw badCursor('it is not a cursor this endpoint returned');
-  }
-  const fields = ['u', 'c', 'm', 'r'] as const;
-  if (
-    typeof state !== 'object' ||
-    state === null ||
-    Object.keys(state).length !== fields.length ||
-    !fields.every((field) => {
-      const value = (state as Record<string, unknown>)[field];
-      return typeof value === 'string' && value.length > 0 && value.length <= 256;
-    })
-  ) {
-    throw badCursor('it is not a cursor this endpoint returned');
-  }
-  const { u, c, m, r } = state as CursorState;
-  if (u !== userId) throw badCursor('it was returned for another user');
-  return { recipientUserId: u, createdAt: c, merchantClientId: m, receiptId: r };
-}
+const INBOX_PAGE_KEY: PageKeyShape = {
+  names: ['recipientUserId', 'createdAt', 'merchantClientId', 'receiptId'],
+  resourceAttribute: 'recipientUserId',
+};
+const inboxScope = (userId: string, caller: Caller): CursorScope => ({
+  list: 'inbox',
+  resourceId: userId,
+  clientId: caller.clientId,
+});
 
 /** Whether `userId` is a user of this issuer client; another client's user is treated as unknown. */
 async function isIssuersUser(deps: ReadDeps, userId: string, issuerClientId: string): Promise<boolean> {
@@ -103,13 +72,15 @@ const mappingOf = (
  * registered the user. Escrowed receipts join the list when a claim wraps them for the user.
  */
 export async function listUserReceipts(
-  deps: ReadDeps,
+  deps: InboxDeps,
   input: { userId: string; limit: number; cursor: string | undefined; caller: Caller },
 ): Promise<InboxPage> {
-  // The cursor is checked first: a malformed one is the caller's mistake whoever the user is.
-  const startKey = input.cursor === undefined ? undefined : decodeCursor(input.cursor, input.userId);
+  // The user first: a cursor is made for a user and a client, so it can only be judged for a known one.
   if (!(await isIssuersUser(deps, input.userId, input.caller.clientId)))
     throw new NotFoundError('No user with this userId', { field: 'userId' });
+  const scope = inboxScope(input.userId, input.caller);
+  const startKey =
+    input.cursor === undefined ? undefined : await deps.cursors.open(input.cursor, scope, INBOX_PAGE_KEY);
   const { receipts, lastKey } = await deps.repos.receipts.pageForRecipient(
     input.userId,
     input.limit,
@@ -129,7 +100,7 @@ export async function listUserReceipts(
         paymentId: mapping?.paymentId ?? null,
       };
     }),
-    nextCursor: lastKey ? encodeCursor(input.userId, lastKey) : null,
+    nextCursor: lastKey ? await deps.cursors.seal(scope, lastKey) : null,
   };
 }
 

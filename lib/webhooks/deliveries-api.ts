@@ -1,6 +1,7 @@
 import type { DeliveryRecord, WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
 import type { WebhookRecord, WebhookRepository } from '../db/webhooks.js';
-import { ConflictError, InvalidRequestError, NotFoundError } from '../kernel/errors.js';
+import type { CursorCodec, CursorScope, PageKeyShape } from '../crypto/cursor.js';
+import { ConflictError, NotFoundError } from '../kernel/errors.js';
 import { attemptClaimed, leaseFrom, type DeliveryDeps } from './send.js';
 
 /** What the API shows of a delivery: never the payload's bytes, the secret or the claim lease. */
@@ -31,52 +32,32 @@ export async function ownWebhook(
   return webhook;
 }
 
-interface CursorKey {
-  webhookId: string;
-  deliveryId: string;
-  createdAt: string;
-}
-
-const encodeCursor = (key: Record<string, string>): string =>
-  Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
-
-/** The cursor is the index position it was made from, for this webhook only. */
-function decodeCursor(cursor: string, webhookId: string): CursorKey {
-  const refuse = () =>
-    new InvalidRequestError('Invalid cursor', [{ field: 'cursor', message: 'is not a cursor of this list' }]);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw refuse();
-  }
-  const key = parsed as Partial<CursorKey> | null;
-  if (
-    typeof key !== 'object' ||
-    key === null ||
-    key.webhookId !== webhookId ||
-    typeof key.deliveryId !== 'string' ||
-    typeof key.createdAt !== 'string' ||
-    Object.keys(key).length !== 3
-  )
-    throw refuse();
-  return { webhookId, deliveryId: key.deliveryId, createdAt: key.createdAt };
-}
+/** The cursor seals the by-webhook index position a page ended at, for this webhook and client. */
+const DELIVERY_PAGE_KEY: PageKeyShape = {
+  names: ['webhookId', 'deliveryId', 'createdAt'],
+  resourceAttribute: 'webhookId',
+};
 
 export async function listDeliveries(
-  repos: { webhooks: Pick<WebhookRepository, 'get'>; deliveries: WebhookDeliveryRepository },
+  deps: {
+    webhooks: Pick<WebhookRepository, 'get'>;
+    deliveries: WebhookDeliveryRepository;
+    cursors: CursorCodec;
+  },
   input: { webhookId: string; clientId: string; limit: number; cursor?: string | undefined },
 ) {
-  await ownWebhook(repos.webhooks, input.webhookId, input.clientId);
-  const startKey = input.cursor ? decodeCursor(input.cursor, input.webhookId) : undefined;
-  const page = await repos.deliveries.listForWebhook(
-    input.webhookId,
-    input.limit,
-    startKey as Record<string, string> | undefined,
-  );
+  await ownWebhook(deps.webhooks, input.webhookId, input.clientId);
+  const scope: CursorScope = {
+    list: 'webhook-deliveries',
+    resourceId: input.webhookId,
+    clientId: input.clientId,
+  };
+  const startKey =
+    input.cursor === undefined ? undefined : await deps.cursors.open(input.cursor, scope, DELIVERY_PAGE_KEY);
+  const page = await deps.deliveries.listForWebhook(input.webhookId, input.limit, startKey);
   return {
     deliveries: page.deliveries.map(deliveryView),
-    nextCursor: page.lastKey ? encodeCursor(page.lastKey) : null,
+    nextCursor: page.lastKey ? await deps.cursors.seal(scope, page.lastKey) : null,
   };
 }
 

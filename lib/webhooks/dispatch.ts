@@ -92,6 +92,7 @@ export async function processReceiptRecords(
       for (const event of eventsOf(record)) created.push(...(await createDeliveries(deps, lookups, event)));
     } catch (error) {
       deps.logger.error('webhook deliveries could not be written for a receipt change', {
+        sequenceNumber: record.dynamodb?.SequenceNumber,
         error: error instanceof Error ? error.name : 'unknown',
       });
       failedSequenceNumber = record.dynamodb?.SequenceNumber;
@@ -103,6 +104,7 @@ export async function processReceiptRecords(
       attemptDelivery(deps, delivery).catch((error: unknown) => {
         // The delivery is stored and due: the sweeper makes the attempt this one could not.
         deps.logger.warn('first webhook attempt not made', {
+          webhookId: delivery.webhookId,
           deliveryId: delivery.deliveryId,
           error: error instanceof Error ? error.name : 'unknown',
         });

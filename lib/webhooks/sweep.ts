@@ -17,6 +17,7 @@ export async function sweepDueDeliveries(
     due.map((delivery) =>
       attemptDelivery(deps, delivery, { dueBy: now }).catch((error: unknown) => {
         deps.logger.warn('webhook attempt not made; it stays due', {
+          webhookId: delivery.webhookId,
           deliveryId: delivery.deliveryId,
           error: error instanceof Error ? error.name : 'unknown',
         });

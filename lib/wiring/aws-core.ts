@@ -7,6 +7,7 @@ import { awsObservability } from './aws-observability.js';
 import { LogTelemetry } from '../kernel/telemetry.js';
 import { tiers } from '../kernel/tiers.js';
 import { awsCardTagKeys } from './aws-card-tags.js';
+import { awsCursorKey } from './aws-cursor-key.js';
 
 let core: CoreDeps | undefined;
 
@@ -35,6 +36,7 @@ export function awsCoreDeps(): CoreDeps {
       telemetry,
       tracer,
       cardTagKeys: awsCardTagKeys(),
+      cursorKey: awsCursorKey(),
     });
   }
   return core;

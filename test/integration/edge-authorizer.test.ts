@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import {
   APIGatewayClient,
@@ -26,6 +26,7 @@ import { awsEdgeAuthorizerDeps } from '../../lib/wiring/aws-edge-authorizer.js';
 import { createLogger } from '../../lib/kernel/log.js';
 import { prefixedTableNames } from '../../lib/kernel/tables.js';
 import { createHandler } from '../../functions/platform/edge-authorizer/handler.js';
+import { logsWhile } from '../support/logs.js';
 
 /**
  * The edge authorizer against DynamoDB Local, built by the same wiring the Lambda uses
@@ -178,6 +179,29 @@ describe('edge authorizer', () => {
     await expect(broken(event({ 'X-API-Key': apiKey }))).rejects.toMatchObject({
       name: 'ResourceNotFoundException',
     });
+  });
+
+  it("logs a refusal with API Gateway's request id, and nothing of the key", async () => {
+    const authorizer = createHandler({
+      authenticator: new ApiKeyAuthenticator(repository, new ManualClock(), 0, 'live'),
+      logger: createLogger({ level: 'INFO' }),
+    });
+    const unknown = `rk_live_${randomBytes(16).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+    const requestId = randomUUID();
+    const { text } = await logsWhile(() =>
+      authorizer({
+        ...event({ 'X-API-Key': unknown }),
+        requestContext: { requestId },
+      } as APIGatewayRequestAuthorizerEvent),
+    );
+    const lines = text
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toEqual([
+      expect.objectContaining({ message: 'edge key refused', reason: 'invalid_key', requestId }),
+    ]);
+    expect(text).not.toContain(unknown);
   });
 });
 

@@ -4,7 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Webhook } from 'standardwebhooks';
 import { retryDelaysMs } from '../../lib/webhooks/send.js';
 import { flattenedReceipt, newHashedPan } from '../support/fixtures.js';
-import { onboardUser, type OnboardedUser } from '../support/flow.js';
+import { editedCursors, expectOpaque } from '../support/cursors.js';
+import { onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { logsWhile } from '../support/logs.js';
 import { pollUntil } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
@@ -427,14 +428,6 @@ describe('webhook delivery over the local stack', () => {
     }
     expect(receiver.received).toHaveLength(3);
 
-    // A cursor made for another webhook, or not a cursor at all, is refused.
-    const forged = Buffer.from(
-      JSON.stringify({ webhookId: 'wh_other', deliveryId: 'x', createdAt: 'y' }),
-    ).toString('base64url');
-    for (const cursor of [forged, 'not-a-cursor']) {
-      const refused = await deliveries(issuer, webhookId, `?cursor=${cursor}`);
-      expect(refused.status).toBe(400);
-    }
     expect((await deliveries(issuer, webhookId, '?limit=0')).status).toBe(400);
     expect((await deliveries(issuer, 'wh_notanid')).status).toBe(400);
 
@@ -447,6 +440,82 @@ describe('webhook delivery over the local stack', () => {
     expect(retried.status).toBe(200);
     expect(retried.json.data).toMatchObject({ status: 'succeeded', attemptCount: 2 });
     expect(receiver.received[3]!.headers['webhook-id']).toBe(newest!.deliveryId);
+  });
+
+  it('hands out opaque cursors, and refuses with one code and message a cursor edited or made for another webhook', async () => {
+    const merchant = (await stack.apiKey(['merchant'])).apiKey;
+    const issuer = await stack.apiKey(['issuer']);
+    const user = await onboardUser(stack, issuer.apiKey);
+    const [receiver, otherReceiver] = [await startReceiver(), await startReceiver()];
+    const { webhookId } = await registerWebhook(issuer.apiKey, receiver.url);
+    const { webhookId: otherWebhookId } = await registerWebhook(issuer.apiKey, otherReceiver.url);
+    for (let i = 0; i < 2; i += 1) {
+      await encrypt(merchant, user.hashedPan);
+      stack.clock.advance(1_000);
+    }
+    await received(receiver, 2);
+    await received(otherReceiver, 2);
+
+    const first = await deliveries(issuer.apiKey, webhookId, '?limit=1');
+    const cursor = first.json.data.nextCursor!;
+    const [newest] = first.json.data.deliveries;
+    expectOpaque(cursor, [
+      webhookId,
+      issuer.clientId,
+      newest!.deliveryId,
+      newest!.createdAt,
+      'webhookId',
+      'deliveryId',
+    ]);
+    // Paging on with it works, and ends.
+    const second = await deliveries(issuer.apiKey, webhookId, `?limit=1&cursor=${cursor}`);
+    expect(second.status).toBe(200);
+    expect(second.json.data.deliveries.map((delivery) => delivery.deliveryId)).not.toContain(
+      newest!.deliveryId,
+    );
+    const last = second.json.data.nextCursor;
+    if (last !== null) {
+      const end = await deliveries(issuer.apiKey, webhookId, `?limit=1&cursor=${last}`);
+      expect(end.json.data).toEqual({ deliveries: [], nextCursor: null });
+    }
+
+    const otherWebhooksCursor = (await deliveries(issuer.apiKey, otherWebhookId, '?limit=1')).json.data
+      .nextCursor!;
+    const inboxCursor = (
+      await stack.request<Data<{ nextCursor: string }>>(
+        'GET',
+        `/api/v1/users/${user.userId}/receipts?limit=1`,
+        { apiKey: issuer.apiKey },
+      )
+    ).json.data.nextCursor;
+    const attempts: [webhook: string, cursor: string][] = [
+      ...editedCursors(cursor).map((edited): [string, string] => [webhookId, edited]),
+      // Made for another webhook of the same client, both ways round.
+      [otherWebhookId, cursor],
+      [webhookId, otherWebhooksCursor],
+      // Another list's cursor, for the same client.
+      [webhookId, inboxCursor],
+      [webhookId, 'not-a-cursor'],
+      [webhookId, ''],
+      // The readable cursor this endpoint used to hand out.
+      [
+        webhookId,
+        Buffer.from(JSON.stringify({ webhookId, deliveryId: newest!.deliveryId, createdAt: 'y' })).toString(
+          'base64url',
+        ),
+      ],
+    ];
+    const bodies = new Set<string>();
+    for (const [webhook, attempt] of attempts) {
+      const refused = await stack.request<{ error: { code: string } }>(
+        'GET',
+        `/api/v1/webhooks/${webhook}/deliveries?cursor=${encodeURIComponent(attempt)}`,
+        { apiKey: issuer.apiKey },
+      );
+      expect([refused.status, refused.json.error.code]).toEqual([400, 'INVALID_CURSOR']);
+      bodies.add(JSON.stringify(withoutRequestIdentity(refused.text)));
+    }
+    expect(bodies.size).toBe(1);
   });
 
   it('marks a delivery failed after the whole schedule, and a retry makes it pending with a fresh one', async () => {

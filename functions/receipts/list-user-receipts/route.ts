@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { dateTime, uuid } from '../../../lib/kernel/fields.js';
+import { dateTime, pagingCursor, uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 
 export const receiptSummarySchema = z
@@ -44,6 +44,7 @@ export const listUserReceiptsRoute = defineRoute({
   apiKeyRequired: true,
   roles: ['issuer'],
   tables: { ...platformTables, users: 'read', receipts: 'read', transactions: 'read' },
+  cursors: true,
   docs: {
     tag: 'receipts',
     summary: "List a user's receipts",
@@ -63,14 +64,15 @@ export const listUserReceiptsRoute = defineRoute({
         .min(1, limitMessage)
         .max(100, limitMessage)
         .default(25),
-      cursor: z.string().min(1).max(2048).optional(),
+      cursor: pagingCursor('user'),
     }),
   },
   response: { description: 'A page of receipt summaries.', schema: receiptInboxPageSchema, enveloped: true },
   errors: {
     400: {
       description:
-        'userId or limit is not valid, or the cursor was not returned by this endpoint for this user.',
+        'userId or limit is not valid (INVALID_REQUEST), or the cursor was not returned by this endpoint for ' +
+        'this user and client (INVALID_CURSOR).',
       codes: ['INVALID_CURSOR'],
     },
     404: { description: 'No such user, or a user of another client: refused alike.' },

@@ -7,7 +7,7 @@ import { awsHandler } from '../../../lib/wiring/aws.js';
 /** GET /api/v1/webhooks/{webhookId}/deliveries — for the client that registered the webhook. */
 export const listWebhookDeliveries = (deps: CoreDeps, request: AuthenticatedRequest<typeof route>) =>
   listDeliveries(
-    { webhooks: deps.repos.webhooks, deliveries: deps.repos.webhookDeliveries },
+    { webhooks: deps.repos.webhooks, deliveries: deps.repos.webhookDeliveries, cursors: deps.cursors },
     {
       webhookId: request.params.webhookId,
       clientId: request.caller.clientId,

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
+import { pagingCursor } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { webhookDeliverySchema, webhookIdParam } from '../../../lib/webhooks/schemas.js';
 
@@ -21,6 +22,7 @@ export const listWebhookDeliveriesRoute = defineRoute({
   apiKeyRequired: true,
   roles: ['merchant', 'issuer'],
   tables: { ...platformTables, webhooks: 'read', webhookDeliveries: 'read' },
+  cursors: true,
   docs: {
     tag: 'webhooks',
     summary: "List a webhook's deliveries",
@@ -38,12 +40,17 @@ export const listWebhookDeliveriesRoute = defineRoute({
         .min(1, 'must be a number from 1 to 100')
         .max(100, 'must be a number from 1 to 100')
         .default(25),
-      cursor: z.string().max(1024).optional(),
+      cursor: pagingCursor('webhook'),
     }),
   },
   response: { description: 'A page of deliveries.', schema: webhookDeliveryPageSchema, enveloped: true },
   errors: {
-    400: { description: 'webhookId, limit or cursor is not valid.' },
+    400: {
+      description:
+        'webhookId or limit is not valid (INVALID_REQUEST), or the cursor was not returned by this endpoint for ' +
+        'this webhook and client (INVALID_CURSOR).',
+      codes: ['INVALID_CURSOR'],
+    },
     404: { description: 'No such webhook, or not registered by this client.' },
   },
 });

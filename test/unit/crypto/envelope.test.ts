@@ -97,6 +97,14 @@ describe('sealEnvelope', () => {
       .digest();
     expect(keyCommitment(cek)).toEqual(expected);
   });
+
+  it('commits to the same value as envelopes sealed before createHmac (a fixed known answer)', () => {
+    // Computed by the hand-spelt ipad/opad HMAC this replaced: stored envelopes carry such values.
+    const cek = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+    expect(keyCommitment(cek).toString('hex')).toBe(
+      '4fc41911eba8fab93a23522d0cfd6162edf260d3927e696c474c255ca6684b8e',
+    );
+  });
 });
 
 describe('openEnvelope refuses every tampered envelope with one uniform error', () => {

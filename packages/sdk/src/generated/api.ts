@@ -2859,6 +2859,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's `nextCursor`, passed back unchanged. It is opaque: sealed with AES-256-GCM under a key only the service holds, for this user and the client that received it, so it shows nothing and cannot be edited. A cursor that is altered, empty, longer than 2048 characters, or made for another user or client is refused with 400 INVALID_CURSOR (one message for all). Cursors do not expire, but stop opening if the service replaces its cursor key: start again without a cursor. */
         cursor?: string;
       };
       header?: never;
@@ -2887,7 +2888,7 @@ export interface operations {
           };
         };
       };
-      /** @description userId or limit is not valid, or the cursor was not returned by this endpoint for this user. */
+      /** @description userId or limit is not valid (INVALID_REQUEST), or the cursor was not returned by this endpoint for this user and client (INVALID_CURSOR). */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -3400,6 +3401,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's `nextCursor`, passed back unchanged. It is opaque: sealed with AES-256-GCM under a key only the service holds, for this webhook and the client that received it, so it shows nothing and cannot be edited. A cursor that is altered, empty, longer than 2048 characters, or made for another webhook or client is refused with 400 INVALID_CURSOR (one message for all). Cursors do not expire, but stop opening if the service replaces its cursor key: start again without a cursor. */
         cursor?: string;
       };
       header?: never;
@@ -3428,7 +3430,7 @@ export interface operations {
           };
         };
       };
-      /** @description webhookId, limit or cursor is not valid. */
+      /** @description webhookId or limit is not valid (INVALID_REQUEST), or the cursor was not returned by this endpoint for this webhook and client (INVALID_CURSOR). */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -3442,7 +3444,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'] & {
             error?: {
               /** @enum {string} */
-              code?: 'INVALID_REQUEST' | 'invalid_request';
+              code?: 'INVALID_CURSOR' | 'INVALID_REQUEST' | 'invalid_request';
               details?: components['schemas']['ValidationDetails'];
             };
           };
