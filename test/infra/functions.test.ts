@@ -24,6 +24,8 @@ let tableKeyId: string;
 /** The card-tag key's secret and the customer-managed key it is encrypted under. */
 let cardTagSecretId: string;
 let cardTagSecretKeyId: string;
+/** The paging cursors' key's secret. */
+let cursorSecretId: string;
 
 beforeAll(() => {
   ({ template } = synth());
@@ -44,7 +46,10 @@ beforeAll(() => {
   )?.[0] as string;
   cardTagSecretKeyId = keys.find(([id]) => id.startsWith('CardTagKey'))?.[0] as string;
   if (!cardTagSecretKeyId) throw new Error('no card-tag secret key in the template');
-  cardTagSecretId = Object.keys(resourcesOf(template, 'AWS::SecretsManager::Secret'))[0] as string;
+  const secrets = Object.keys(resourcesOf(template, 'AWS::SecretsManager::Secret'));
+  cardTagSecretId = secrets.find((id) => id.startsWith('CardTagKey')) as string;
+  cursorSecretId = secrets.find((id) => id.startsWith('CursorKey')) as string;
+  if (!cardTagSecretId || !cursorSecretId) throw new Error('no card-tag or cursor secret in the template');
   escrowAliasId = Object.keys(resourcesOf(template, 'AWS::KMS::Alias'))[0] as string;
 });
 
@@ -384,14 +389,14 @@ describe('least privilege', () => {
   it.each(routes.map((route) => [route.name, route] as const))(
     '%s: gateway secrets only when it reaches the gateways',
     (name, route) => {
-      // The card-tag key's secret is checked apart, below; IAM may merge its statement with this one.
+      // The card-tag and cursor keys' secrets are checked apart, below; IAM may merge their statements with this one.
       const secretStatements = statements(name)
         .filter((statement) =>
           asArray(statement.Action).some((action) => action.startsWith('secretsmanager:')),
         )
         .map((statement) => {
           const resources = asArray(statement.Resource).filter(
-            (resource) => referencedId(resource) !== cardTagSecretId,
+            (resource) => ![cardTagSecretId, cursorSecretId].includes(referencedId(resource) ?? ''),
           );
           return { ...statement, Resource: resources.length === 1 ? resources[0] : resources };
         })
@@ -430,6 +435,33 @@ describe('least privilege', () => {
       expect(variables).toHaveProperty('CARD_TAG_SECRET_NAME');
     },
   );
+
+  it.each(routes.map((route) => [route.name, route] as const))(
+    '%s: the cursor key secret only when it pages',
+    (name, route) => {
+      const onSecret = statements(name).filter((statement) =>
+        asArray(statement.Resource).some((resource) => referencedId(resource) === cursorSecretId),
+      );
+      const variables = env(name);
+      if (!route.cursors) {
+        expect([onSecret, variables.CURSOR_SECRET_NAME]).toEqual([[], undefined]);
+        return;
+      }
+      expect(onSecret.map((statement) => [statement.Action, statement.Resource])).toEqual([
+        ['secretsmanager:GetSecretValue', { Ref: cursorSecretId }],
+      ]);
+      expect(variables).toHaveProperty('CURSOR_SECRET_NAME');
+    },
+  );
+
+  it('declares the cursor key for exactly the routes that page', () => {
+    expect(
+      routes
+        .filter((route) => route.cursors)
+        .map((route) => route.name)
+        .sort(),
+    ).toEqual(['list-user-receipts', 'list-webhook-deliveries']);
+  });
 
   it('has no wildcard actions, and Resource "*" only for X-Ray', () => {
     const documents = [
