@@ -103,11 +103,8 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
   const sweep = () => sweepDueDeliveries(deps);
   const advance = (ms: number) => useCases.clock.advance(ms);
 
-  /**
-   * A merchant of its own with one webhook for receipt.escrowed at `url`, and one receipt escrowed:
-   * the stream's record goes through the dispatcher, which makes the first attempt.
-   */
-  async function escrowedDelivery(url: string) {
+  /** A merchant of its own with one webhook for receipt.escrowed at `url`. */
+  async function merchantWithWebhook(url: string) {
     const merchant = await useCases.caller(['merchant']);
     const webhook = await createWebhook(useCases.deps, {
       url,
@@ -115,6 +112,15 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
       caller: merchant,
       requestId: request().requestId,
     });
+    return { merchant, webhook };
+  }
+
+  /**
+   * That merchant with one receipt escrowed: the stream's record goes through the dispatcher, which
+   * makes the first attempt.
+   */
+  async function escrowedDelivery(url: string) {
+    const { merchant, webhook } = await merchantWithWebhook(url);
     await storeReceipt(useCases.deps, merchant, undefined);
     const processed = await processReceiptRecords(await stream.next(), deps);
     expect(processed.deliveriesCreated).toBe(1);
@@ -290,13 +296,7 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
 
   it('creates one delivery per webhook and event however often the stream hands over the same record', async () => {
     const receiver = await startReceiver(200);
-    const merchant = await useCases.caller(['merchant']);
-    const webhook = await createWebhook(useCases.deps, {
-      url: receiver.url,
-      events: ['receipt.escrowed'],
-      caller: merchant,
-      requestId: request().requestId,
-    });
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
     await storeReceipt(useCases.deps, merchant, undefined);
     const records = await stream.next();
 
@@ -332,14 +332,9 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
     const receiver = await startReceiver(200);
     const hostname = `hooks-${Date.now()}.merchant.test`;
     hosts.set(hostname, ['127.0.0.1']);
-    const url = `http://${hostname}:${new URL(receiver.url).port}/hooks`;
-    const merchant = await useCases.caller(['merchant']);
-    const webhook = await createWebhook(useCases.deps, {
-      url,
-      events: ['receipt.escrowed'],
-      caller: merchant,
-      requestId: request().requestId,
-    });
+    const { merchant, webhook } = await merchantWithWebhook(
+      `http://${hostname}:${new URL(receiver.url).port}/hooks`,
+    );
     hosts.set(hostname, ['10.0.0.1']);
     await storeReceipt(useCases.deps, merchant, undefined);
     await processReceiptRecords(await stream.next(), deps);
