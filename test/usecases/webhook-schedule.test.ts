@@ -129,8 +129,10 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
 
   /** The webhook's one delivery, as GET /webhooks/{webhookId}/deliveries shows it. */
   async function deliveryOf(merchant: Caller, webhookId: string) {
+    // The service's deps, as the list route hands them over (the cursor codec with them, where deps have one).
+    const { repos } = useCases.deps;
     const { deliveries } = await listDeliveries(
-      { webhooks: useCases.deps.repos.webhooks, deliveries: useCases.deps.repos.webhookDeliveries },
+      { ...useCases.deps, webhooks: repos.webhooks, deliveries: repos.webhookDeliveries },
       { webhookId, clientId: merchant.clientId, limit: 10 },
     );
     expect(deliveries).toHaveLength(1);
