@@ -71,6 +71,15 @@ export class FaultRegistry {
   }
 }
 
+/** One request that reached an API operation, in arrival order: what a test counts retries by. */
+export interface SandboxAttempt {
+  operation: SandboxOperation;
+  /** The Idempotency-Key header (Stripe) or the body's idempotency_key (Square); null when absent. */
+  idempotencyKey: string | null;
+  /** The fault armed for this request that it met, if any. */
+  fault: ActiveFault['kind'] | null;
+}
+
 export interface SandboxStats {
   /** Every request that reached an API operation, faulted ones included. */
   requests: Record<SandboxOperation, number>;

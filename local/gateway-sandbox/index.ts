@@ -19,12 +19,19 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { systemClock, type Clock } from '../../lib/kernel/clock.js';
 import type { ApiResponse, ProviderApi, SandboxContext } from './api.js';
-import { emptyStats, faultSpecSchema, FaultRegistry, resetStats, type SandboxStats } from './faults.js';
+import {
+  emptyStats,
+  faultSpecSchema,
+  FaultRegistry,
+  resetStats,
+  type SandboxAttempt,
+  type SandboxStats,
+} from './faults.js';
 import { fileJournal, memoryJournal } from './journal.js';
 import { squareApi } from './square-api.js';
 import { stripeApi } from './stripe-api.js';
 
-export type { FaultSpec, SandboxOperation, SandboxStats } from './faults.js';
+export type { FaultSpec, SandboxAttempt, SandboxOperation, SandboxStats } from './faults.js';
 export { APPROVED_NONCE, DECLINED_NONCE } from './square-api.js';
 
 export interface GatewaySandboxOptions {
@@ -42,11 +49,28 @@ export interface GatewaySandbox {
   faults: FaultRegistry;
   /** Live counters; `reset()` zeroes them in place. */
   stats: SandboxStats;
+  /**
+   * Every request that reached an operation, in order, with its idempotency key and the fault it met;
+   * `reset()` empties it in place. A retry shows here whether or not its client waited for the answer.
+   */
+  attempts: readonly SandboxAttempt[];
   reset(): void;
   stop(): Promise<void>;
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Stripe sends the key as a header, Square in the JSON body. */
+function idempotencyKeyOf(headers: IncomingMessage['headers'], body: string): string | null {
+  const header = headers['idempotency-key'];
+  if (typeof header === 'string') return header;
+  try {
+    const key = (JSON.parse(body) as { idempotency_key?: unknown } | null)?.idempotency_key;
+    return typeof key === 'string' ? key : null;
+  } catch {
+    return null;
+  }
+}
 
 function send(res: ServerResponse, { status, body, headers = {} }: ApiResponse): void {
   res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
@@ -76,10 +100,12 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
   const faults = new FaultRegistry();
   const providers: ProviderApi[] = [stripeApi(context), squareApi(context)];
   const held = new Set<NodeJS.Timeout>();
+  const attempts: SandboxAttempt[] = [];
 
   const reset = () => {
     faults.clear();
     resetStats(context.stats);
+    attempts.length = 0;
   };
 
   /** Keeps the request open with no answer, then drops the connection, like a response lost in transit. */
@@ -136,8 +162,13 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
     if (!route) return send(res, provider.notFound());
     context.stats.requests[route.operation] += 1;
     const unauthorised = provider.unauthorised(req.headers);
+    const fault = unauthorised ? undefined : faults.take(route.operation);
+    attempts.push({
+      operation: route.operation,
+      idempotencyKey: idempotencyKeyOf(req.headers, body),
+      fault: fault?.kind ?? null,
+    });
     if (unauthorised) return send(res, unauthorised);
-    const fault = faults.take(route.operation);
     if (fault?.kind === 'status') return send(res, provider.failure(fault.status));
     if (fault?.kind === 'hang' && fault.when === 'before-commit') return hold(res, fault.ms);
     const response = route.handle({ headers: req.headers, body, params, decline: fault?.kind === 'decline' });
@@ -164,6 +195,7 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
     url: `http://127.0.0.1:${port}`,
     faults,
     stats: context.stats,
+    attempts,
     reset,
     async stop() {
       held.forEach((timer) => clearTimeout(timer));

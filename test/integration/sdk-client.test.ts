@@ -1,3 +1,4 @@
+import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -16,6 +17,7 @@ import {
   type WebhookEvent,
 } from '../../packages/sdk/src/index.js';
 import { contractValidator } from '../support/contract.js';
+import { keyFingerprint, privateKeysIn } from '../support/key-material.js';
 import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { patience, pollUntil } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
@@ -56,12 +58,21 @@ let issuer: ReceiptServiceClient;
 let merchant: ReceiptServiceClient;
 /** What the service was sent for the private key, on every request, to show a device key never is. */
 const sentBodies: string[] = [];
+/**
+ * The private keys the service itself made (generate-keys): the specification's flow sends them back
+ * to be decrypted with. Any other private key in a request body left a device.
+ */
+const issuedKeys = new Set<string>();
 
 beforeAll(async () => {
   stack = await startTestStack();
   const recordingFetch = async (request: Request): Promise<Response> => {
     sentBodies.push(await request.clone().text());
-    return checkedFetch(request);
+    const response = await checkedFetch(request);
+    if (new URL(request.url).pathname.endsWith('/onboarding/generate-keys')) {
+      for (const key of privateKeysIn(await response.clone().text())) issuedKeys.add(keyFingerprint(key));
+    }
+    return response;
   };
   issuer = createClient({
     baseUrl: stack.url,
@@ -170,11 +181,73 @@ describe('the device flow with the SDK', () => {
     },
   );
 
-  it('never sends the private key: it cannot be exported, and no request body held key material beyond public keys', async () => {
+  it('never sends the private key: it cannot be exported, and no request body held a private key the service did not make', async () => {
     const device = await generateDeviceKey();
     await expect(crypto.subtle.exportKey('pkcs8', device.privateKey)).rejects.toThrow();
     await expect(crypto.subtle.exportKey('jwk', device.privateKey)).rejects.toThrow();
-    expect(sentBodies.filter((body) => /"d"\s*:/.test(body))).toEqual([]);
+    expect(sentBodies.length).toBeGreaterThan(0);
+    const leaked = sentBodies.filter((body) =>
+      privateKeysIn(body).some((key) => !issuedKeys.has(keyFingerprint(key))),
+    );
+    expect(leaked).toEqual([]);
+  });
+
+  it('the key-material check finds a private key in every form a body could carry it, and nothing else', () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const x25519 = generateKeyPairSync('x25519');
+    const der = (key: KeyObject, type: 'pkcs8' | 'pkcs1' | 'sec1') => key.export({ format: 'der', type });
+    const pem = (key: KeyObject, type: 'pkcs8' | 'pkcs1' | 'sec1') =>
+      key.export({ format: 'pem', type }).toString();
+    const carried: [string, KeyObject, string][] = [
+      [
+        'PKCS#8 DER in base64 (MII...)',
+        rsa.privateKey,
+        JSON.stringify({ privateKey: der(rsa.privateKey, 'pkcs8').toString('base64') }),
+      ],
+      [
+        'PKCS#8 DER in base64url',
+        ec.privateKey,
+        JSON.stringify({ key: der(ec.privateKey, 'pkcs8').toString('base64url') }),
+      ],
+      ['PKCS#8 PEM', rsa.privateKey, JSON.stringify({ pem: pem(rsa.privateKey, 'pkcs8') })],
+      ['PKCS#1 PEM', rsa.privateKey, JSON.stringify({ pem: pem(rsa.privateKey, 'pkcs1') })],
+      [
+        'PKCS#1 DER in base64',
+        rsa.privateKey,
+        JSON.stringify({ k: der(rsa.privateKey, 'pkcs1').toString('base64') }),
+      ],
+      [
+        'SEC1 DER in base64',
+        ec.privateKey,
+        JSON.stringify({ k: der(ec.privateKey, 'sec1').toString('base64') }),
+      ],
+      [
+        'X25519 PKCS#8 in base64',
+        x25519.privateKey,
+        JSON.stringify({ k: der(x25519.privateKey, 'pkcs8').toString('base64') }),
+      ],
+      ['a JWK', ec.privateKey, JSON.stringify({ deep: [{ jwk: ec.privateKey.export({ format: 'jwk' }) }] })],
+      [
+        'a JWK inside a JSON string',
+        ec.privateKey,
+        JSON.stringify({ text: JSON.stringify(ec.privateKey.export({ format: 'jwk' })) }),
+      ],
+      ['PEM in a raw body', ec.privateKey, `key=${pem(ec.privateKey, 'pkcs8')}`],
+    ];
+    for (const [form, key, body] of carried) {
+      expect({ form, found: privateKeysIn(body).map(keyFingerprint) }).toEqual({
+        form,
+        found: [keyFingerprint(key)],
+      });
+    }
+    const innocent = [
+      JSON.stringify({ publicKey: ec.publicKey.export({ format: 'der', type: 'spki' }).toString('base64') }),
+      JSON.stringify({ publicKey: rsa.publicKey.export({ format: 'pem', type: 'spki' }).toString() }),
+      JSON.stringify({ jwk: ec.publicKey.export({ format: 'jwk' }) }),
+      JSON.stringify({ random: randomBytes(1_200).toString('base64'), privateKey: 'AAAA' }),
+    ];
+    for (const body of innocent) expect(privateKeysIn(body)).toEqual([]);
   });
 });
 

@@ -1,24 +1,60 @@
 import { randomUUID } from 'node:crypto';
 import type { CreatePaymentRequest, PaymentGateway, ReceiptPointers } from '../../../lib/gateways/port.js';
-import { createGatewayRegistry, type GatewayConfig } from '../../../lib/gateways/registry.js';
+import {
+  createGatewayRegistry,
+  gatewayConfigSchema,
+  type GatewayConfig,
+} from '../../../lib/gateways/registry.js';
+import type {
+  GatewaySandbox,
+  SandboxAttempt,
+  SandboxOperation,
+} from '../../../local/gateway-sandbox/index.js';
 import { patience } from '../../support/processes.js';
 
 /**
- * Short enough that hang faults (10 s) trip the client timeout quickly, long enough for a loaded CI
- * box: half a second on an idle machine, stretched with the load, never past 3 s.
+ * The timeout the service runs with (GATEWAY_TIMEOUT_MS unset). No answer of the in-process sandbox
+ * comes near it however loaded the machine, so a test that counts attempts counts the retries the
+ * code makes for the faults the test armed, never one made because the machine was slow.
  */
-export const TEST_TIMEOUT_MS = Math.min(patience(500), 3_000);
+export const SERVICE_TIMEOUT_MS = gatewayConfigSchema.parse({}).GATEWAY_TIMEOUT_MS;
+
+/**
+ * For the tests of a response that never comes (a `hang` fault held for NEVER_MS): only this timeout
+ * ends the wait. Half a second on an idle machine, stretched with the load, never past 3 s. Answered
+ * requests of the same client may trip it on a loaded machine too, so those tests bound their counts
+ * by the sandbox's journal of attempts rather than expect an exact number.
+ */
+export const HANG_TIMEOUT_MS = Math.min(patience(500), 3_000);
+
+/** A held response that outlives any test: the client's timeout or the sandbox's stop ends it. */
+export const NEVER_MS = 600_000;
 
 export function sandboxConfig(baseUrl: string, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
   return {
     gateway_a: { mode: 'sandbox', baseUrl },
     gateway_b: { mode: 'sandbox', baseUrl, locationId: 'LTEST' },
-    timeoutMs: TEST_TIMEOUT_MS,
+    timeoutMs: SERVICE_TIMEOUT_MS,
     maxAttempts: 3,
     ...overrides,
   };
 }
 
+/** The sandbox's journal of one operation's attempts, in order. */
+export const attemptsOf = (sandbox: GatewaySandbox, operation: SandboxOperation): SandboxAttempt[] =>
+  sandbox.attempts.filter((attempt) => attempt.operation === operation);
+
+/** The one idempotency key all these attempts carried; fails when they carried none or several. */
+export function oneKey(attempts: SandboxAttempt[]): string {
+  const keys = [...new Set(attempts.map((attempt) => attempt.idempotencyKey))];
+  const [key] = keys;
+  if (attempts.length === 0 || keys.length !== 1 || typeof key !== 'string') {
+    throw new Error(
+      `expected one idempotency key over ${attempts.length} attempt(s), got ${JSON.stringify(keys)}`,
+    );
+  }
+  return key;
+}
 export async function sandboxGateways(
   baseUrl: string,
   overrides: Partial<GatewayConfig> = {},

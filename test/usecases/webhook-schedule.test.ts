@@ -1,0 +1,351 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Caller } from '../../lib/api-keys/authenticator.js';
+import { ConflictError, NotFoundError } from '../../lib/kernel/errors.js';
+import { listDeliveries, retryDelivery } from '../../lib/webhooks/deliveries-api.js';
+import { deliveryDeps } from '../../lib/webhooks/delivery-deps.js';
+import { processReceiptRecords } from '../../lib/webhooks/dispatch.js';
+import { createWebhook, deleteWebhook } from '../../lib/webhooks/registration.js';
+import type { DeliveryDeps } from '../../lib/webhooks/send.js';
+import { CLAIM_LEASE_MS } from '../../lib/webhooks/send.js';
+import { sweepDueDeliveries } from '../../lib/webhooks/sweep.js';
+import { pollUntil } from '../support/processes.js';
+import { receiptStream, request, startUseCases, storeReceipt, type UseCases } from './support.js';
+
+/**
+ * When a webhook delivery is attempted: at once when its receipt is stored, then by the sweeper on
+ * the documented back-off schedule until a 2xx or the last attempt, never twice for one due attempt,
+ * and again on a manual retry. The receiver is a real HTTP server on loopback; time is the injected
+ * clock. Tests go through the dispatcher's, sweeper's and deliveries API's entry points and read the
+ * deliveries as the API lists them, so a dispatcher reworked inside keeps them as they are.
+ */
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+/** docs/API.md: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, eight attempts in all. */
+const SCHEDULE = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
+
+interface Receiver {
+  url: string;
+  received: { headers: IncomingHttpHeaders; body: string }[];
+  /** Answers in order; 'hold' keeps the request open until `release`. When empty: `otherwise`. */
+  answers: (number | 'hold')[];
+  otherwise: number;
+  release(status: number): void;
+}
+
+const servers: Server[] = [];
+
+async function startReceiver(otherwise: number, answers: (number | 'hold')[] = []): Promise<Receiver> {
+  const held: ServerResponse[] = [];
+  const receiver: Receiver = {
+    url: '',
+    received: [],
+    answers,
+    otherwise,
+    release(status) {
+      const response = held.shift();
+      if (!response) throw new Error('no request is held');
+      response.writeHead(status).end();
+    },
+  };
+  const server = createServer((incoming, response) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      receiver.received.push({ headers: incoming.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const answer = receiver.answers.shift() ?? receiver.otherwise;
+      if (answer === 'hold') held.push(response);
+      else response.writeHead(answer).end();
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  return receiver;
+}
+
+/** Names the tests point at addresses of their choosing, in place of DNS. */
+const hosts = new Map<string, string[]>();
+
+describe('webhook scheduling: when deliveries are attempted, and how often', () => {
+  let useCases: UseCases;
+  let stream: ReturnType<typeof receiptStream>;
+  let deps: DeliveryDeps;
+
+  beforeAll(async () => {
+    useCases = await startUseCases({
+      resolveHost: async (hostname) => {
+        const addresses = hosts.get(hostname);
+        if (!addresses) throw new Error(`no test address for ${hostname}`);
+        return addresses;
+      },
+    });
+    stream = receiptStream(useCases);
+    deps = deliveryDeps(useCases.deps);
+  });
+
+  afterEach(async () => {
+    await Promise.all(
+      servers.splice(0).map((server) => {
+        server.closeAllConnections();
+        return new Promise((resolve) => server.close(resolve));
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    stream?.close();
+    await useCases?.close();
+  });
+
+  const sweep = () => sweepDueDeliveries(deps);
+  const advance = (ms: number) => useCases.clock.advance(ms);
+
+  /** A merchant of its own with one webhook for receipt.escrowed at `url`. */
+  async function merchantWithWebhook(url: string) {
+    const merchant = await useCases.caller(['merchant']);
+    const webhook = await createWebhook(useCases.deps, {
+      url,
+      events: ['receipt.escrowed'],
+      caller: merchant,
+      requestId: request().requestId,
+    });
+    return { merchant, webhook };
+  }
+
+  /**
+   * That merchant with one receipt escrowed: the stream's record goes through the dispatcher, which
+   * makes the first attempt.
+   */
+  async function escrowedDelivery(url: string) {
+    const { merchant, webhook } = await merchantWithWebhook(url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const processed = await processReceiptRecords(await stream.next(), deps);
+    expect(processed.deliveriesCreated).toBe(1);
+    return { merchant, webhook };
+  }
+
+  /** The webhook's one delivery, as GET /webhooks/{webhookId}/deliveries shows it. */
+  async function deliveryOf(merchant: Caller, webhookId: string) {
+    // The service's deps, as the list route hands them over (the cursor codec with them, where deps have one).
+    const { repos } = useCases.deps;
+    const { deliveries } = await listDeliveries(
+      { ...useCases.deps, webhooks: repos.webhooks, deliveries: repos.webhookDeliveries },
+      { webhookId, clientId: merchant.clientId, limit: 10 },
+    );
+    expect(deliveries).toHaveLength(1);
+    return deliveries[0]!;
+  }
+
+  const waitFor = (receiver: Receiver, count: number) =>
+    pollUntil(
+      `${count} request(s) at the receiver`,
+      async () => receiver.received.length >= count || undefined,
+      {
+        timeoutMs: 10_000,
+        intervalMs: 10,
+      },
+    );
+
+  /** Sweeps just before the next attempt is due (nothing is sent), then when it is (one is). */
+  async function sweepThrough(receiver: Receiver, delays: readonly number[]): Promise<void> {
+    for (const delay of delays) {
+      const before = receiver.received.length;
+      advance(delay - SECOND);
+      await sweep();
+      expect(receiver.received).toHaveLength(before);
+      advance(SECOND);
+      await sweep();
+      expect(receiver.received).toHaveLength(before + 1);
+    }
+  }
+
+  it('retries a failed delivery on the documented schedule: not before each attempt is due, and once when it is', async () => {
+    const receiver = await startReceiver(503);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+    expect(receiver.received).toHaveLength(1);
+
+    for (const [index, delay] of SCHEDULE.entries()) {
+      const pending = await deliveryOf(merchant, webhook.webhookId);
+      expect(pending).toMatchObject({ status: 'pending', attemptCount: index + 1 });
+      expect(Date.parse(pending.nextAttemptAt!) - Date.parse(pending.attempts.at(-1)!.at)).toBe(delay);
+      await sweepThrough(receiver, [delay]);
+    }
+
+    // The same event each time, under the same webhook-id.
+    expect(new Set(receiver.received.map((message) => message.headers['webhook-id'])).size).toBe(1);
+    expect(new Set(receiver.received.map((message) => message.body)).size).toBe(1);
+    const schedule = SCHEDULE.reduce((sum, delay) => sum + delay, 0);
+    expect(schedule).toBeGreaterThanOrEqual(24 * HOUR);
+  });
+
+  it('gives up after the eighth attempt: failed, nothing due, and no sweep sends it again', async () => {
+    const receiver = await startReceiver(503);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+    await sweepThrough(receiver, SCHEDULE);
+
+    const failed = await deliveryOf(merchant, webhook.webhookId);
+    expect(failed).toMatchObject({ status: 'failed', attemptCount: 8, nextAttemptAt: null });
+    expect(failed.attempts.map((attempt) => attempt.httpStatus)).toEqual(Array(8).fill(503));
+    for (let day = 0; day < 3; day += 1) {
+      advance(24 * HOUR);
+      await sweep();
+    }
+    expect(receiver.received).toHaveLength(8);
+  });
+
+  it('ends the schedule at the first 2xx: no sweep sends a delivered event again', async () => {
+    const receiver = await startReceiver(204, [500]);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+    await sweepThrough(receiver, [SCHEDULE[0]!]);
+
+    expect(await deliveryOf(merchant, webhook.webhookId)).toMatchObject({
+      status: 'succeeded',
+      attemptCount: 2,
+      nextAttemptAt: null,
+    });
+    for (const delay of [...SCHEDULE, CLAIM_LEASE_MS]) {
+      advance(delay);
+      await sweep();
+    }
+    expect(receiver.received).toHaveLength(2);
+  });
+
+  it('sends a due attempt once however many sweeps run at the same moment', async () => {
+    const receiver = await startReceiver(503);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+    advance(SCHEDULE[0]!);
+
+    await Promise.all([sweep(), sweep(), sweep(), sweep()]);
+
+    expect(receiver.received).toHaveLength(2);
+    expect(await deliveryOf(merchant, webhook.webhookId)).toMatchObject({
+      status: 'pending',
+      attemptCount: 2,
+    });
+  });
+
+  it("leaves an attempt under way to its sender until the lease runs out; then it is sent again, and the first sender's late answer is not recorded over the new one", async () => {
+    const receiver = await startReceiver(503, [503, 'hold', 200]);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+    advance(SCHEDULE[0]!);
+
+    const slow = sweep();
+    await waitFor(receiver, 2);
+    advance(CLAIM_LEASE_MS - SECOND);
+    await sweep();
+    expect(receiver.received).toHaveLength(2);
+
+    // The sender is taken for dead once its lease has passed: another sweep sends the attempt.
+    advance(SECOND);
+    await sweep();
+    expect(receiver.received).toHaveLength(3);
+    receiver.release(500);
+    await slow;
+
+    const delivery = await deliveryOf(merchant, webhook.webhookId);
+    expect(delivery).toMatchObject({ status: 'succeeded', nextAttemptAt: null });
+    expect(delivery.attempts.map((attempt) => attempt.httpStatus)).toEqual([503, 200]);
+  });
+
+  it('retries a failed delivery by hand at once, on a fresh schedule starting at 5 s', async () => {
+    const receiver = await startReceiver(503);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+    await sweepThrough(receiver, SCHEDULE);
+    const { deliveryId } = await deliveryOf(merchant, webhook.webhookId);
+
+    const retried = await retryDelivery(deps, {
+      webhookId: webhook.webhookId,
+      deliveryId,
+      clientId: merchant.clientId,
+    });
+
+    expect(receiver.received).toHaveLength(9);
+    expect(retried).toMatchObject({ status: 'pending', attemptCount: 9 });
+    expect(Date.parse(retried.nextAttemptAt!) - Date.parse(retried.attempts.at(-1)!.at)).toBe(SCHEDULE[0]);
+    receiver.otherwise = 200;
+    await sweepThrough(receiver, [SCHEDULE[0]!]);
+    expect(await deliveryOf(merchant, webhook.webhookId)).toMatchObject({
+      status: 'succeeded',
+      attemptCount: 10,
+    });
+  });
+
+  it('refuses a manual retry while an attempt is under way, sending nothing; and another client cannot retry at all', async () => {
+    const receiver = await startReceiver(503, [503, 'hold']);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+    const { deliveryId } = await deliveryOf(merchant, webhook.webhookId);
+    advance(SCHEDULE[0]!);
+    const slow = sweep();
+    await waitFor(receiver, 2);
+
+    const input = { webhookId: webhook.webhookId, deliveryId, clientId: merchant.clientId };
+    await expect(retryDelivery(deps, input)).rejects.toBeInstanceOf(ConflictError);
+    const stranger = await useCases.caller(['merchant']);
+    await expect(retryDelivery(deps, { ...input, clientId: stranger.clientId })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+    expect(receiver.received).toHaveLength(2);
+    receiver.release(200);
+    await slow;
+    expect(await deliveryOf(merchant, webhook.webhookId)).toMatchObject({
+      status: 'succeeded',
+      attemptCount: 2,
+    });
+  });
+
+  it('creates one delivery per webhook and event however often the stream hands over the same record', async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const records = await stream.next();
+
+    const first = await processReceiptRecords(records, deps);
+    const again = await processReceiptRecords(records, deps);
+
+    expect([first.deliveriesCreated, again.deliveriesCreated]).toEqual([1, 0]);
+    expect(receiver.received).toHaveLength(1);
+    expect(await deliveryOf(merchant, webhook.webhookId)).toMatchObject({
+      status: 'succeeded',
+      attemptCount: 1,
+    });
+  });
+
+  it('sends nothing more for a webhook deleted while its delivery was pending', async () => {
+    const receiver = await startReceiver(503);
+    const { merchant, webhook } = await escrowedDelivery(receiver.url);
+
+    await deleteWebhook(useCases.deps, {
+      webhookId: webhook.webhookId,
+      caller: merchant,
+      requestId: request().requestId,
+    });
+    for (const delay of SCHEDULE) {
+      advance(delay);
+      await sweep();
+    }
+
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('fails a delivery at once, calling nothing, when its URL now resolves to a private address', async () => {
+    const receiver = await startReceiver(200);
+    const hostname = `hooks-${Date.now()}.merchant.test`;
+    hosts.set(hostname, ['127.0.0.1']);
+    const { merchant, webhook } = await merchantWithWebhook(
+      `http://${hostname}:${new URL(receiver.url).port}/hooks`,
+    );
+    hosts.set(hostname, ['10.0.0.1']);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    await processReceiptRecords(await stream.next(), deps);
+
+    const failed = await deliveryOf(merchant, webhook.webhookId);
+    expect(failed).toMatchObject({ status: 'failed', attemptCount: 1, nextAttemptAt: null });
+    expect(failed.attempts[0]!.error).toMatch(/^url_refused: .*10\.0\.0\.1/);
+    advance(SCHEDULE[0]!);
+    await sweep();
+    expect(receiver.received).toEqual([]);
+  });
+});
