@@ -6,7 +6,9 @@ import { countByType, total, type TemplateJson } from '../../infra/cloud-assembl
 import { routes } from '../../functions/routes.js';
 import { tableDefinitions, tableKeys } from '../../lib/kernel/tables.js';
 import {
+  asArray,
   projectRoot,
+  referencedId,
   sharedApp,
   stackOutputReads,
   testStackNames,
@@ -146,6 +148,23 @@ describe('one stage, three stacks', () => {
       expect(role.Properties.Policies).toBeUndefined();
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     }
+    // The escrow key names these roles, in its own stack: nothing the service stack deploys can add one.
+    const [escrowKey] = Object.values(resourcesIn(nameOf('data'))).filter(
+      (resource) => resource.Properties.KeySpec === 'RSA_2048',
+    );
+    const statements = (escrowKey?.Properties.KeyPolicy as { Statement: { Principal: { AWS: unknown } }[] })
+      .Statement;
+    const named = statements
+      .flatMap((statement) => asArray(statement.Principal.AWS))
+      .map((principal) => referencedId(principal))
+      .filter((id): id is string => id !== undefined);
+    expect(new Set(named)).toEqual(
+      new Set(
+        Object.entries(resourcesIn(nameOf('data')))
+          .filter(([, resource]) => resource.Type === 'AWS::IAM::Role')
+          .map(([id]) => id),
+      ),
+    );
   });
 
   it('changes only the service stack when functions change', () => {
