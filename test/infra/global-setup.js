@@ -19,10 +19,14 @@ export default async function infraGlobalSetup() {
   const projectRoot = join(import.meta.dirname, '..', '..');
   const outdir = mkdtempSync(join(tmpdir(), 'receipt-service-infra-tests-'));
   globalThis.__INFRA_TEST_ASSEMBLY__ = outdir;
-  const [synthesis] = await Promise.all([
+  // Both settle before either failure is reported, so teardown finds the emulator it has to stop.
+  const [synthesized, started] = await Promise.allSettled([
     synthesizeApp(projectRoot, outdir, { stage: 'test', 'aws:cdk:bundling-stacks': [] }),
     startDynamoDbLocal(),
   ]);
+  if (started.status === 'rejected') throw started.reason;
+  if (synthesized.status === 'rejected') throw synthesized.reason;
+  const synthesis = synthesized.value;
   if (synthesis.code !== 0 && !refusedByValidation(outdir)) {
     throw new Error(`The infra tests' synthesis of infra/app.ts failed:\n${synthesis.stderr}`);
   }
