@@ -10,12 +10,13 @@
  */
 
 /*
- * Slow: child processes (npm, DynamoDB Local of its own, Redocly), bundles and CDK synthesis. Each
- * CDK test file loads aws-cdk-lib into its own module registry and synthesizes the whole stack,
- * 10-25 s a file on two cores, which alone would spend the unit tier's 30 s. A new test that spawns
- * processes is slow too: name it *.slow.test.ts, or put it in slowFiles.
+ * Slow: child processes (npm, DynamoDB Local of its own, Redocly), bundles and CDK synthesis. Loading
+ * aws-cdk-lib into a test file's module registry and synthesizing the app costs 10-25 s on two cores,
+ * which alone would spend the unit tier's 30 s. A new test that spawns processes is slow too: name it
+ * *.slow.test.ts, or put it in slowFiles.
  */
-const slowFolders = ['<rootDir>/test/infra'];
+const infraFolder = '<rootDir>/test/infra';
+const slowFolders = [infraFolder];
 const slowFiles = [
   '<rootDir>/test/integration/npm-start.test.ts',
   '<rootDir>/test/integration/readme-walkthrough.test.ts',
@@ -93,11 +94,21 @@ const tiers = [
     // For a slow test on the local stack (startTestStack); the ones that stop DynamoDB start their own.
     ...sharedDynamoDb,
     displayName: 'slow',
-    testMatch: [
-      ...slowFolders.map((folder) => `${folder}/**/*.test.ts`),
-      ...slowFiles,
-      `<rootDir>/test/**/*${slowSuffix}`,
-    ],
+    testMatch: [...slowFiles, `<rootDir>/test/**/*${slowSuffix}`],
+    testPathIgnorePatterns: ['/node_modules/', ...underFolders([infraFolder])],
+  },
+  /*
+   * The CDK tests, in the slow tier too, as a project of their own so that their setup runs only when
+   * one of them is in the run: it synthesizes the app once (test/infra/support.ts reads it) beside
+   * the run's DynamoDB Local, which it starts unless another tier's setup already has.
+   */
+  {
+    ...shared,
+    ...removeCdkOutput,
+    displayName: 'slow',
+    testMatch: [`${infraFolder}/**/*.test.ts`],
+    globalSetup: '<rootDir>/test/infra/global-setup.js',
+    globalTeardown: '<rootDir>/test/infra/global-teardown.js',
   },
 ];
 

@@ -1,23 +1,22 @@
 import { App, Validations } from 'aws-cdk-lib';
 import cdkNag from 'cdk-nag';
-import { ReceiptServiceStack } from './receipt-service-stack.js';
+import { addReceiptServiceStacks } from './service-stacks.js';
 import { resolveSettings } from './settings.js';
 
 // cdk-nag is CommonJS without named-export hints Node's ESM loader can read.
 const { AwsSolutionsChecks } = cdkNag;
 
 /**
- * The CDK app (`cdk.json` runs it with tsx). One stack per stage: `cdk deploy -c stage=prod`.
- * Without credentials the stack is environment-agnostic, so `npm run synth` works offline.
+ * The CDK app (`cdk.json` runs it with tsx). Three stacks per stage (infra/service-stacks.ts):
+ * `cdk deploy --all -c stage=prod`, or one of them by name. Without credentials the stacks are
+ * environment-agnostic, so `npm run synth` works offline.
  */
 const app = new App();
 // Validated here too, so a bad stage is reported as a setting before it becomes a bad stack name.
-const { stage } = resolveSettings(app);
+resolveSettings(app);
 
-new ReceiptServiceStack(app, `ReceiptService-${stage}`, {
-  description: `Encrypted digital receipt service (${stage})`,
+addReceiptServiceStacks(app, {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
-  settings: { stage },
 });
 
 // Findings without a written acknowledgement (infra/nag-suppressions.ts) fail the synth.

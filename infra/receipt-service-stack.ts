@@ -1,23 +1,23 @@
 import { fileURLToPath } from 'node:url';
-import { Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
-import { Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
+import { Annotations, ArnFormat, CfnOutput, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import { Effect, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { Alias, Key } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 import { edgeAuthorizerFunction } from '../functions/platform/edge-authorizer/function.js';
 import type { FunctionDefinition } from '../lib/kernel/route.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../functions/routes.js';
-import { tableDefinitions, tableEnvVar, type TableDefinition, type TableKey } from '../lib/kernel/tables.js';
+import { tableEnvVar, type TableKey } from '../lib/kernel/tables.js';
 import { tierNames, usagePlanParameterName } from '../lib/kernel/tiers.js';
-import { CardTagSecret } from './card-tag-secret.js';
-import { CursorSecret } from './cursor-secret.js';
-import { DataTables, dynamoViaService } from './data-tables.js';
-import { Monitoring } from './monitoring.js';
-import { applyNagSuppressions } from './nag-suppressions.js';
+import type { CardTagSecret } from './card-tag-secret.js';
+import type { CursorSecret } from './cursor-secret.js';
+import type { ReceiptServiceDataStack } from './data-stack.js';
+import { dynamoViaService, type DataTables } from './data-tables.js';
+import type { MonitoredFunction } from './monitoring.js';
+import { applyServiceNagSuppressions } from './nag-suppressions.js';
 import {
   canWrite,
   escrowActions,
-  keyAdministration,
   tableKeyReadActions,
   tableKeyWriteActions,
   tableStatements,
@@ -26,10 +26,12 @@ import { ServiceApi } from './service-api.js';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { webhookDispatchFunction } from '../functions/webhooks/webhook-dispatch/function.js';
 import { webhookSweepFunction } from '../functions/webhooks/webhook-sweep/function.js';
-import { DEFAULT_TIMEOUT_SECONDS, ServiceFunction } from './service-function.js';
+import { DEFAULT_TIMEOUT_SECONDS, pascal, ServiceFunction } from './service-function.js';
 import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
 
 export interface ReceiptServiceStackProps extends StackProps {
+  /** The stage's tables, keys, secrets and escrow roles (infra/data-stack.ts). */
+  data: ReceiptServiceDataStack;
   /** Overrides context and defaults (see infra/settings.ts). */
   settings?: SettingsInput;
   /** Defaults to functions/routes.ts. */
@@ -40,16 +42,15 @@ export interface ReceiptServiceStackProps extends StackProps {
 
 export const defaultProjectRoot = fileURLToPath(new URL('..', import.meta.url));
 
-const pascal = (name: string): string =>
-  name
-    .split(/[^a-zA-Z0-9]+/)
-    .filter(Boolean)
-    .map((part) => `${part.charAt(0).toUpperCase()}${part.slice(1)}`)
-    .join('');
-
-/** The whole deployed service for one stage: tables, escrow key, one function per route, the API. */
+/**
+ * The code of one stage: one function per route, the API (usage plans, authorizer) and webhook
+ * delivery (stream mapping, dead-letter queue, schedule). It refers to the data stack's tables, keys,
+ * secret and escrow roles (infra/data-stack.ts) and changes none of them: deploying it never updates
+ * the data stack. Alarms and the dashboard are the monitoring stack's (infra/monitoring-stack.ts).
+ */
 export class ReceiptServiceStack extends Stack {
   readonly settings: ServiceSettings;
+  /** The data stack's tables, keys and secret, as this stack's code uses them. */
   readonly data: DataTables;
   readonly escrowKey: Key;
   /** The card-tag key's secret and its customer-managed key. */
@@ -61,16 +62,18 @@ export class ReceiptServiceStack extends Stack {
   /** API Gateway's authorizer for every keyed method; not a route. */
   readonly edgeAuthorizer: ServiceFunction;
   readonly api: ServiceApi;
-  readonly monitoring: Monitoring;
   /** The receipts stream's dispatcher, the sweeper's schedule and the dead-letter queue. */
   readonly webhookDelivery: WebhookDelivery;
+  /** What the monitoring stack alarms on: every route's function, then the delivery functions. */
+  readonly monitoredFunctions: readonly MonitoredFunction[];
 
-  constructor(scope: Construct, id: string, props: ReceiptServiceStackProps = {}) {
+  constructor(scope: Construct, id: string, props: ReceiptServiceStackProps) {
     super(scope, id, props);
     const settings = resolveSettings(this, props.settings);
     this.settings = settings;
     const routes = props.routes ?? serviceRoutes;
     const projectRoot = props.projectRoot ?? defaultProjectRoot;
+    const { data } = props;
 
     Tags.of(this).add('service', 'receipt-service');
     Tags.of(this).add('stage', settings.stage);
@@ -81,31 +84,11 @@ export class ReceiptServiceStack extends Stack {
       );
     }
 
-    this.data = new DataTables(this, 'Data', { prefix: settings.resourcePrefix, stage: settings.stage });
-    this.cardTagSecret = new CardTagSecret(this, 'CardTagKey', {
-      prefix: settings.resourcePrefix,
-      stage: settings.stage,
-    });
-    this.cursorSecret = new CursorSecret(this, 'CursorKey', { prefix: settings.resourcePrefix });
-
-    // Wraps receipt keys for recipients who are not registered yet. Retained on stack deletion:
-    // escrowed receipts already stored can only ever be opened with this key. Its policy leaves the
-    // account administration only: who may decrypt is named in it, role by role (nameEscrowKeyUsers),
-    // so no IAM policy elsewhere in the account can open escrow.
-    this.escrowKey = new Key(this, 'EscrowKey', {
-      description: `receipt-service ${settings.stage}: escrow key for receipts of unregistered recipients`,
-      keySpec: KeySpec.RSA_2048,
-      keyUsage: KeyUsage.ENCRYPT_DECRYPT,
-      removalPolicy: RemovalPolicy.RETAIN,
-      policy: new PolicyDocument({ statements: [keyAdministration()] }),
-    });
-    // The alias goes with the stack so a redeploy of the stage can create it again. Functions name the
-    // key by alias: the id is shown in envelopes (escrowKeyId), and an ARN would show the account.
-    this.escrowKeyAlias = new Alias(this, 'EscrowKeyAlias', {
-      aliasName: `alias/${settings.resourcePrefix}-escrow`,
-      targetKey: this.escrowKey,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
+    this.data = data.data;
+    this.cardTagSecret = data.cardTagSecret;
+    this.escrowKey = data.escrowKey;
+    this.escrowKeyAlias = data.escrowKeyAlias;
+    this.cursorSecret = data.cursorSecret;
 
     const tracingPolicy = new Policy(this, 'TracingPolicy', {
       statements: [
@@ -126,12 +109,13 @@ export class ReceiptServiceStack extends Stack {
         environment: this.environmentFor(route, settings),
         logRetention: settings.logRetentionDays,
         tracingPolicy,
+        // The escrow key's policy names these roles, so they are made beside the key.
+        role: data.escrowRoles.get(route.name),
       });
       this.grantRoute(fn, route, settings);
       functions.set(route.name, fn);
     }
     this.functions = functions;
-    this.nameEscrowKeyUsers(routes, functions);
 
     this.edgeAuthorizer = new ServiceFunction(this, 'EdgeAuthorizerFunction', {
       route: edgeAuthorizerFunction,
@@ -187,48 +171,24 @@ export class ReceiptServiceStack extends Stack {
       },
     });
 
-    this.monitoring = new Monitoring(this, 'Monitoring', {
-      resourcePrefix: settings.resourcePrefix,
-      stage: this.api.api.deploymentStage,
-      accessLogGroup: this.api.accessLogGroup,
-      functions: [
-        ...routes.map((route) => ({
-          name: route.name,
-          fn: (functions.get(route.name) as ServiceFunction).function,
-          logGroup: (functions.get(route.name) as ServiceFunction).logGroup,
-          timeoutSeconds: route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
-        })),
-        ...deliveryFunctions.map(({ definition, fn }) => ({
-          name: definition.name,
-          fn: fn.function,
-          logGroup: fn.logGroup,
-          timeoutSeconds: definition.timeoutSeconds,
-        })),
-      ],
-      webhooks: { deadLetterQueue: this.webhookDelivery.deadLetterQueue },
-      tables: this.data.tables,
-      alarmEmail: settings.alarmEmail,
-      dashboard: settings.dashboard,
-      security: {
-        unauthorized: settings.unauthorizedAlarmThreshold,
-        forbidden: settings.forbiddenAlarmThreshold,
-        decryptionErrors: settings.decryptionErrorAlarmThreshold,
-        grantErrors: settings.grantErrorAlarmThreshold,
-        registerConflicts: settings.registerConflictAlarmThreshold,
-      },
-    });
+    this.monitoredFunctions = [
+      ...routes.map((route) => ({
+        name: route.name,
+        fn: (functions.get(route.name) as ServiceFunction).function,
+        logGroup: (functions.get(route.name) as ServiceFunction).logGroup,
+        timeoutSeconds: route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+      })),
+      ...deliveryFunctions.map(({ definition, fn }) => ({
+        name: definition.name,
+        fn: fn.function,
+        logGroup: fn.logGroup,
+        timeoutSeconds: definition.timeoutSeconds,
+      })),
+    ];
 
     this.addOutputs(settings);
 
-    applyNagSuppressions({
-      api: this.api.api,
-      tracingPolicy,
-      cardTagSecret: this.cardTagSecret.secret,
-      cursorSecret: this.cursorSecret.secret,
-      ephemeralTables: Object.entries(this.data.tables)
-        .filter(([key]) => !(tableDefinitions[key as TableKey] as TableDefinition).durable)
-        .map(([, table]) => table),
-    });
+    applyServiceNagSuppressions({ api: this.api.api, tracingPolicy });
   }
 
   /** Only what this route's code reads: its own tables, escrow key and gateway settings. */
@@ -321,66 +281,12 @@ export class ReceiptServiceStack extends Stack {
     }
   }
 
-  /**
-   * The escrow key's policy names each role that uses the key, once the functions exist: the key
-   * depends on the roles, never the other way round. Every escrow user reads the public key; only
-   * routes that unwrap may decrypt, and only with the algorithm escrow wraps with (lib/crypto/escrow.ts).
-   */
-  private nameEscrowKeyUsers(
-    routes: readonly RouteDefinition[],
-    functions: ReadonlyMap<string, ServiceFunction>,
-  ): void {
-    const rolesOf = (uses: readonly NonNullable<RouteDefinition['escrow']>[]) =>
-      routes
-        .filter((route) => route.escrow && uses.includes(route.escrow))
-        .map((route) => (functions.get(route.name) as ServiceFunction).role);
-    const readers = rolesOf(['wrap', 'wrapAndUnwrap']);
-    if (readers.length > 0) {
-      this.escrowKey.addToResourcePolicy(
-        new PolicyStatement({
-          sid: 'EscrowUsersReadThePublicKey',
-          effect: Effect.ALLOW,
-          principals: readers,
-          actions: ['kms:GetPublicKey', 'kms:DescribeKey'],
-          resources: ['*'],
-        }),
-      );
-    }
-    const unwrappers = rolesOf(['wrapAndUnwrap']);
-    if (unwrappers.length > 0) {
-      this.escrowKey.addToResourcePolicy(
-        new PolicyStatement({
-          sid: 'OnlyTheseRolesUnwrapEscrow',
-          effect: Effect.ALLOW,
-          principals: unwrappers,
-          actions: ['kms:Decrypt'],
-          resources: ['*'],
-          conditions: { StringEquals: { 'kms:EncryptionAlgorithm': 'RSAES_OAEP_SHA_256' } },
-        }),
-      );
-    }
-  }
-
   private addOutputs(settings: ServiceSettings): void {
     // Replaces RestApi's own output, whose logical id carries a hash.
     this.api.api.node.tryRemoveChild('Endpoint');
     new CfnOutput(this, 'ApiUrl', { value: this.api.api.url, description: 'Base URL of the stage' });
-    new CfnOutput(this, 'EscrowKeyArn', { value: this.escrowKey.keyArn });
-    new CfnOutput(this, 'TablePrefix', {
-      value: `${settings.resourcePrefix}-`,
-      description: 'TABLE_PREFIX for the admin CLI',
-    });
-    new CfnOutput(this, 'ApiKeysTable', {
-      value: this.data.tables.apiKeys.tableName,
-      description: 'TABLE_API_KEYS for `npm run admin -- api-keys ... --aws`',
-    });
     new CfnOutput(this, 'StripeSecretName', { value: settings.stripeSecretName });
     new CfnOutput(this, 'SquareSecretName', { value: settings.squareSecretName });
-    new StringParameter(this, 'TablePrefixParameter', {
-      parameterName: `/${settings.stage}/receipt-service/table-prefix`,
-      stringValue: `${settings.resourcePrefix}-`,
-      description: 'TABLE_PREFIX for the admin CLI',
-    });
     for (const tier of tierNames) {
       const plan = this.api.usagePlans[tier];
       new CfnOutput(this, `UsagePlanId${pascal(tier)}`, {
@@ -393,7 +299,5 @@ export class ReceiptServiceStack extends Stack {
         description: `API Gateway usage plan id of the ${tier} tier; read by the admin CLI`,
       });
     }
-    if (this.monitoring.topic)
-      new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
   }
 }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { Role, ServicePrincipal, type Policy } from 'aws-cdk-lib/aws-iam';
+import { Role, ServicePrincipal, type IRole, type Policy } from 'aws-cdk-lib/aws-iam';
 import { Architecture, CfnFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -23,6 +23,11 @@ export interface ServiceFunctionProps {
   tracingPolicy: Policy;
   /** For a function that serves no path of its own (the edge authorizer); otherwise method and path. */
   description?: string;
+  /**
+   * A role made in another stack (functionRole), for a function a retained key's policy names: the
+   * escrow users (infra/data-stack.ts). Its permissions are still this construct's, in this stack.
+   */
+  role?: IRole;
 }
 
 export const DEFAULT_MEMORY_MB = 512;
@@ -34,6 +39,25 @@ const REQUIRE_BANNER =
   'const require = __receiptServiceCreateRequire(import.meta.url);';
 
 const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
+
+/** `claim-receipts` → `ClaimReceipts`: construct ids from route names. */
+export const pascal = (name: string): string =>
+  name
+    .split(/[^a-zA-Z0-9]+/)
+    .filter(Boolean)
+    .map((part) => `${part.charAt(0).toUpperCase()}${part.slice(1)}`)
+    .join('');
+
+/**
+ * A function's own role instead of Lambda's default one: the default attaches
+ * AWSLambdaBasicExecutionRole, which may write to every log group in the account; this one gets only
+ * what ServiceFunction grants it (its own log group, traces) and what its route declares.
+ */
+export const functionRole = (scope: Construct, id: string, route: FunctionDefinition): Role =>
+  new Role(scope, id, {
+    assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+    description: `receipt-service ${route.name}`,
+  });
 
 /** Copies a route's staticAssets (lib/http/static-assets.ts reads them) from node_modules beside the bundle. */
 function staticAssetCommands(projectRoot: string, outputDir: string, assets: readonly string[]): string[] {
@@ -54,7 +78,7 @@ function staticAssetCommands(projectRoot: string, outputDir: string, assets: rea
  */
 export class ServiceFunction extends Construct {
   readonly function: NodejsFunction;
-  readonly role: Role;
+  readonly role: IRole;
   readonly logGroup: LogGroup;
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
@@ -66,12 +90,11 @@ export class ServiceFunction extends Construct {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
-    // An own role instead of the default one: the default attaches AWSLambdaBasicExecutionRole,
-    // which may write to every log group in the account; this one may write to its own only.
-    this.role = new Role(this, 'Role', {
-      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: `receipt-service ${route.name}`,
-    });
+    // A role from another stack is imported by name, so the policies granted below are made here, in
+    // this stack, attached by that name: the role's own stack never refers back to this one.
+    this.role = props.role
+      ? Role.fromRoleName(this, 'Role', props.role.roleName, { mutable: true })
+      : functionRole(this, 'Role', route);
     this.logGroup.grantWrite(this.role);
     props.tracingPolicy.attachToRole(this.role);
 

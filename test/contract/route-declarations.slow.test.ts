@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import { ReceiptServiceStack } from '../../infra/receipt-service-stack.js';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
 import { routes } from '../../functions/routes.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
-import { cdkJsonContext } from '../infra/support.js';
+import { synthVariant } from '../infra/variants.js';
 import { echoRoute } from './fixtures/extra-route/route.js';
 
 /** One declaration is all an endpoint needs: the document, the stack and the local server all follow it. */
@@ -28,12 +25,9 @@ describe('a route declared only in a fixture', () => {
   });
 
   it('gets a function, a role and an API method in the CDK stack', () => {
-    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
-    const stack = new ReceiptServiceStack(app, 'FixtureRouteTest', {
-      settings: { stage: 'test' },
-      routes: withFixture,
-    });
-    const template = Template.fromStack(stack);
+    // The function, its role and its method are the service stack's; the data and monitoring stacks
+    // follow only the routes that use escrow and the functions' alarms.
+    const template = synthVariant({ routes: withFixture }).templates.service;
     template.hasResourceProperties('AWS::Lambda::Function', {
       FunctionName: 'receipt-service-test-echo-fixture',
       Description: 'GET /api/v1/echo/{word}',

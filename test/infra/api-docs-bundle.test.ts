@@ -5,10 +5,10 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
 import { ensureTables } from '../../lib/db/create-tables.js';
 import { prefixedTableNames, tableEnvVar } from '../../lib/kernel/tables.js';
-import { bundleRouteFunction } from './support.js';
+import { projectRoot } from './support.js';
+import { bundleFunction } from './variants.js';
 
 /**
  * The API reference page's function, bundled for real: Redoc's script ships beside the handler
@@ -18,7 +18,7 @@ let outdir: string;
 let assetDir: string;
 
 beforeAll(() => {
-  ({ outdir, assetDir } = bundleRouteFunction('api-docs'));
+  ({ outdir, assetDir } = bundleFunction('api-docs'));
 }, 120_000);
 
 afterAll(() => {
@@ -29,7 +29,7 @@ describe('api-docs bundle', () => {
   it("holds Redoc's script, as the package ships it, in assets/ beside the handler", () => {
     expect(readdirSync(assetDir).sort()).toEqual(['assets', 'index.mjs', 'index.mjs.map']);
     expect(readdirSync(join(assetDir, 'assets'))).toEqual(['redoc.standalone.js']);
-    const shipped = createRequire(join(defaultProjectRoot, 'package.json')).resolve(
+    const shipped = createRequire(join(projectRoot, 'package.json')).resolve(
       'redoc/bundles/redoc.standalone.js',
     );
     expect(readFileSync(join(assetDir, 'assets', 'redoc.standalone.js'))).toEqual(readFileSync(shipped));

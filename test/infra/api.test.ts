@@ -3,12 +3,20 @@ import type { Template } from 'aws-cdk-lib/assertions';
 import { routes } from '../../functions/routes.js';
 import { tierNames, tiers } from '../../lib/kernel/tiers.js';
 import { usagePlanParameterName } from '../../lib/kernel/tiers.js';
-import { functionByName, methodAt, referencedId, resourcesOf, synth, type Resource } from './support.js';
+import {
+  functionByName,
+  methodAt,
+  referencedId,
+  resourcesOf,
+  sharedTemplate,
+  type Resource,
+} from './support.js';
+import { synthVariant } from './variants.js';
 
 let template: Template;
 
 beforeAll(() => {
-  ({ template } = synth());
+  template = sharedTemplate();
 });
 
 const methods = (): Resource[] => Object.values(resourcesOf(template, 'AWS::ApiGateway::Method'));
@@ -238,7 +246,8 @@ describe('usage plans', () => {
   });
 
   it('follows tier overrides given as context, and warns that the service limiter does not', () => {
-    const { stack, template: overridden } = synth({ context: { tiers: '{"free":{"burst":7}}' } });
+    const variant = synthVariant({ context: { tiers: '{"free":{"burst":7}}' } });
+    const [stack, overridden] = [variant.service, variant.templates.template];
     overridden.hasResourceProperties('AWS::ApiGateway::UsagePlan', {
       UsagePlanName: 'receipt-service-test-free',
       Throttle: { RateLimit: tiers.free.ratePerSecond, BurstLimit: 7 },

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ServiceFunction } from '../../infra/service-function.js';
-import { bundleRouteFunction } from './support.js';
+import { bundleFunction } from './variants.js';
 
 /**
  * One real esbuild run through the house construct (the other infra tests skip bundling): the
@@ -14,7 +14,7 @@ let assetDir: string;
 
 beforeAll(() => {
   let service: ServiceFunction;
-  ({ service, outdir, assetDir } = bundleRouteFunction('health'));
+  ({ service, outdir, assetDir } = bundleFunction('health'));
   expect(service.function.runtime.name).toBe('nodejs24.x');
 }, 120_000);
 

@@ -7,8 +7,9 @@ import {
   functionByName,
   referencedId,
   resourcesOf,
+  roleIdOf,
+  sharedTemplate,
   statementsOfRole,
-  synth,
   type Resource,
   type Statement,
 } from './support.js';
@@ -27,10 +28,7 @@ const tableIdNamed = (name: string): string => {
 };
 const fnId = (name: string) => functionByName(template, `receipt-service-test-${name}`)[0];
 const roleStatements = (name: string): Statement[] =>
-  statementsOfRole(
-    template,
-    referencedId(functionByName(template, `receipt-service-test-${name}`)[1].Properties.Role) ?? '',
-  );
+  statementsOfRole(template, roleIdOf(functionByName(template, `receipt-service-test-${name}`)[1]));
 const actionsOf = (statements: Statement[]): string[] =>
   [...new Set(statements.flatMap((statement) => asArray(statement.Action)))].sort();
 /** Statements naming the resource (a table, its indexes, its stream, a queue) by its logical id. */
@@ -42,7 +40,7 @@ const on = (statements: Statement[], resourceId: string, match: (text: string) =
   );
 
 beforeAll(() => {
-  ({ template } = synth());
+  template = sharedTemplate();
   receiptsTableId = tableIdNamed(tableDefinitions.receipts.name);
   queueId = Object.keys(resourcesOf(template, 'AWS::SQS::Queue'))[0] as string;
   mapping = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))[0] as Resource;

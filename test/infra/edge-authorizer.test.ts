@@ -1,30 +1,25 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { App, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
-import { ServiceFunction } from '../../infra/service-function.js';
+import type { Template } from 'aws-cdk-lib/assertions';
 import { EDGE_AUTHORIZER_CACHE_SECONDS } from '../../lib/api-keys/edge-authorizer.js';
 import { edgeAuthorizerFunction } from '../../functions/platform/edge-authorizer/function.js';
 import { routes } from '../../functions/routes.js';
 import { tableDefinitions } from '../../lib/kernel/tables.js';
 import {
   asArray,
-  cdkJsonContext,
   functionByName,
   methodAt,
   referencedId,
   resourcesOf,
+  roleIdOf,
+  sharedTemplate,
   statementsOfRole,
-  synth,
   type Resource,
 } from './support.js';
+import { bundleFunction } from './variants.js';
 
 /**
  * The edge keys: API Gateway takes usage-plan keys from a Lambda authorizer that checks X-API-Key by
@@ -37,7 +32,7 @@ let authorizerFunction: Resource;
 let authorizerId: string;
 
 beforeAll(() => {
-  ({ template } = synth());
+  template = sharedTemplate();
   [authorizerFunctionId, authorizerFunction] = functionByName(
     template,
     'receipt-service-test-edge-authorizer',
@@ -158,7 +153,7 @@ describe('the authorizer function', () => {
   });
 
   it('may only GetItem on the api-keys table, besides its logs and traces', () => {
-    const roleId = referencedId(authorizerFunction.Properties.Role) ?? '';
+    const roleId = roleIdOf(authorizerFunction);
     const statements = statementsOfRole(template, roleId);
     const data = statements.filter((statement) =>
       asArray(statement.Action).some((action) => !action.startsWith('logs:') && !action.startsWith('xray:')),
@@ -226,25 +221,8 @@ describe('gateway responses for the authorizer', () => {
 describe('the authorizer bundle', () => {
   it('bundles through the house construct (bundle guard included) and loads under Node', () => {
     // The other assertions skip esbuild; this one bundles the authorizer for real.
-    const outdir = mkdtempSync(join(tmpdir(), 'receipt-service-authorizer-'));
+    const { outdir, assetDir } = bundleFunction(edgeAuthorizerFunction);
     try {
-      const app = new App({ outdir, context: cdkJsonContext() });
-      const stack = new Stack(app, 'AuthorizerBundle');
-      const tracingPolicy = new Policy(stack, 'Tracing', {
-        statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] })],
-      });
-      new ServiceFunction(stack, 'Authorizer', {
-        route: edgeAuthorizerFunction,
-        projectRoot: defaultProjectRoot,
-        functionName: 'bundle-test-edge-authorizer',
-        environment: {},
-        logRetention: RetentionDays.ONE_DAY,
-        tracingPolicy,
-      });
-      app.synth();
-      const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
-      const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
-      const assetDir = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
       // No payment SDKs beside it: the authorizer reaches no gateway.
       expect(readdirSync(assetDir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
       const loaded = execFileSync(

@@ -2,19 +2,21 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
-import { defaultProjectRoot } from '../../infra/receipt-service-stack.js';
 import { routes, type TableAccess } from '../../functions/routes.js';
 import { tableDefinitions, tableEnvVar, tableKeys, type TableKey } from '../../lib/kernel/tables.js';
 import {
   asArray,
   functionByName,
+  projectRoot,
   referencedId,
   resourcesOf,
+  roleIdOf,
+  sharedTemplate,
   statementsOfRole,
-  synth,
   type Resource,
   type Statement,
 } from './support.js';
+import { synthVariant } from './variants.js';
 
 let template: Template;
 let tableIds: Record<TableKey, string>;
@@ -28,7 +30,7 @@ let cardTagSecretKeyId: string;
 let cursorSecretId: string;
 
 beforeAll(() => {
-  ({ template } = synth());
+  template = sharedTemplate();
   const tables = resourcesOf(template, 'AWS::DynamoDB::Table');
   tableIds = Object.fromEntries(
     tableKeys.map((key) => {
@@ -56,8 +58,7 @@ beforeAll(() => {
 const fn = (name: string): Resource => functionByName(template, `receipt-service-test-${name}`)[1];
 const env = (name: string): Record<string, unknown> =>
   (fn(name).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
-const statements = (name: string): Statement[] =>
-  statementsOfRole(template, referencedId(fn(name).Properties.Role) ?? '');
+const statements = (name: string): Statement[] => statementsOfRole(template, roleIdOf(fn(name)));
 const actionsOn = (name: string, resourceId: string): Set<string> =>
   new Set(
     statements(name)
@@ -189,9 +190,9 @@ describe('environment', () => {
   );
 
   it('switches Square on with its location id', () => {
-    const { template: withSquare } = synth({
+    const withSquare = synthVariant({
       settings: { squareLocationId: 'L123', squareEnvironment: 'production' },
-    });
+    }).templates.template;
     const variables = (
       functionByName(withSquare, 'receipt-service-test-create-payment')[1].Properties.Environment as {
         Variables: Record<string, unknown>;
@@ -249,7 +250,7 @@ describe('least privilege', () => {
     };
     const used = new Map<TableKey, Set<string>>(tableKeys.map((key) => [key, new Set<string>()]));
     const use = (key: TableKey, action: string) => used.get(key)?.add(action);
-    const sourceOf = (path: string) => readFileSync(join(defaultProjectRoot, path), 'utf8');
+    const sourceOf = (path: string) => readFileSync(join(projectRoot, path), 'utf8');
     for (const key of tableKeys) {
       if (key === 'idempotency') continue;
       const source = sourceOf(`lib/db/${tableDefinitions[key].name}.ts`);
@@ -271,7 +272,7 @@ describe('least privilege', () => {
     // Powertools' idempotency persistence layer makes these calls on its table.
     const powertools = readFileSync(
       join(
-        defaultProjectRoot,
+        projectRoot,
         'node_modules/@aws-lambda-powertools/idempotency/lib/esm/persistence/DynamoDBPersistenceLayer.js',
       ),
       'utf8',
@@ -492,7 +493,7 @@ describe('least privilege', () => {
 
   it('attaches no AWS managed policy to the function roles', () => {
     for (const route of routes) {
-      const roleId = referencedId(fn(route.name).Properties.Role) ?? '';
+      const roleId = roleIdOf(fn(route.name));
       expect(resourcesOf(template, 'AWS::IAM::Role')[roleId]?.Properties.ManagedPolicyArns).toBeUndefined();
     }
   });

@@ -4,12 +4,21 @@ import { tableDefinitions, tableKeys, type TableDefinition } from '../../lib/ker
 import { routes } from '../../functions/routes.js';
 import { webhookDispatchFunction } from '../../functions/webhooks/webhook-dispatch/function.js';
 import { webhookSweepFunction } from '../../functions/webhooks/webhook-sweep/function.js';
-import { asArray, functionByName, referencedId, resourcesOf, synth, type Resource } from './support.js';
+import {
+  asArray,
+  functionByName,
+  referencedId,
+  resourcesOf,
+  roleIdOf,
+  sharedTemplate,
+  type Resource,
+} from './support.js';
+import { synthVariant } from './variants.js';
 
 let template: Template;
 
 beforeAll(() => {
-  ({ template } = synth());
+  template = sharedTemplate();
 });
 
 interface KeyStatement {
@@ -46,7 +55,7 @@ const principalIds = (statements: KeyStatement[]): string[] =>
     asArray(statement.Principal.AWS).map((p) => referencedId(p) ?? JSON.stringify(p)),
   );
 const roleOf = (routeName: string): string =>
-  referencedId(functionByName(template, `receipt-service-test-${routeName}`)[1].Properties.Role) ?? '';
+  roleIdOf(functionByName(template, `receipt-service-test-${routeName}`)[1]);
 
 // What DynamoDB would use a key for, and what hands use on to someone else.
 const keyUses = [
@@ -171,6 +180,7 @@ describe('escrow key', () => {
       .filter((route) => route.escrow === 'wrapAndUnwrap')
       .map((route) => roleOf(route.name));
     expect(unwrapping.length).toBeGreaterThan(0);
+    expect(decrypters.length).toBeGreaterThan(0);
     expect(principalIds(decrypters).sort()).toEqual(unwrapping.sort());
     for (const statement of decrypters) {
       expect(asArray(statement.Action)).toEqual(['kms:Decrypt']);
@@ -186,6 +196,8 @@ describe('escrow key', () => {
       (statement) => !isAccountRoot(statement) && allows(statement, 'kms:GetPublicKey'),
     );
     const escrowUsers = routes.filter((route) => route.escrow).map((route) => roleOf(route.name));
+    expect(readers.length).toBeGreaterThan(0);
+    expect(escrowUsers.length).toBeGreaterThan(0);
     expect(principalIds(readers).sort()).toEqual(escrowUsers.sort());
     for (const statement of readers)
       expect(asArray(statement.Action).sort()).toEqual(['kms:DescribeKey', 'kms:GetPublicKey']);
@@ -193,7 +205,10 @@ describe('escrow key', () => {
 
   it('gives no other principal anything, and no role not on the list', () => {
     const named = new Set(routes.filter((route) => route.escrow).map((route) => roleOf(route.name)));
-    for (const statement of policyOf(escrowKey()[1])) {
+    expect(named.size).toBeGreaterThan(0);
+    const statements = policyOf(escrowKey()[1]);
+    expect(statements.filter((statement) => !isAccountRoot(statement)).length).toBeGreaterThan(0);
+    for (const statement of statements) {
       expect(statement.Effect).toBe('Allow');
       if (isAccountRoot(statement)) continue;
       for (const id of principalIds([statement])) expect(named.has(id)).toBe(true);
@@ -210,9 +225,9 @@ describe('card-tag tables key', () => {
 
   it('is used only through DynamoDB in this account, and administered without decrypting', () => {
     const policy = policyOf(tableKey()[1]);
-    for (const statement of policy) {
-      const uses = keyUses.filter((action) => allows(statement, action));
-      if (uses.length === 0) continue;
+    const using = policy.filter((statement) => keyUses.some((action) => allows(statement, action)));
+    expect(using.length).toBeGreaterThan(0);
+    for (const statement of using) {
       expect(JSON.stringify(statement.Condition?.StringEquals?.['kms:ViaService'])).toContain('dynamodb.');
       expect(statement.Condition?.StringEquals?.['kms:CallerAccount']).toEqual({ Ref: 'AWS::AccountId' });
     }
@@ -291,6 +306,7 @@ describe('operations', () => {
     const counting = filters().filter(
       (filter) => metricOf(filter)?.MetricName === `receipt-service-test-${name}`,
     );
+    expect(counting.length).toBeGreaterThan(0);
     for (const filter of counting) expect(filter.Properties.FilterPattern).toBe(`{ $.code = "${code}" }`);
     // Every function's log, the background ones too: a code written by any handler is counted.
     const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction];
@@ -315,7 +331,8 @@ describe('operations', () => {
   });
 
   it('takes the security thresholds from the settings', () => {
-    const { template: tuned } = synth({
+    const tuned = synthVariant({
+      monitoring: true,
       context: {
         unauthorizedAlarmThreshold: '11',
         forbiddenAlarmThreshold: '12',
@@ -323,7 +340,7 @@ describe('operations', () => {
         grantErrorAlarmThreshold: '14',
         registerConflictAlarmThreshold: '15',
       },
-    });
+    }).templates.template;
     const thresholds = Object.fromEntries(
       Object.values(resourcesOf(tuned, 'AWS::CloudWatch::Alarm')).map((alarm) => [
         alarm.Properties.AlarmName,
@@ -340,6 +357,7 @@ describe('operations', () => {
   });
 
   it('alarms on each function: errors, and p99 duration near its timeout', () => {
+    expect(routes.length).toBeGreaterThan(0);
     for (const route of routes) {
       expect(alarmNamed(`receipt-service-test-${route.name}-errors`)?.Properties).toMatchObject({
         MetricName: 'Errors',
@@ -363,11 +381,13 @@ describe('operations', () => {
 
   it('sends no notifications unless an address is configured', () => {
     expect(Object.keys(resourcesOf(template, 'AWS::SNS::Topic'))).toHaveLength(0);
+    expect(alarms().length).toBeGreaterThan(0);
     for (const alarm of alarms()) expect(alarm.Properties.AlarmActions).toBeUndefined();
   });
 
   it('e-mails every alarm to the configured address over a TLS-only topic', () => {
-    const { template: withEmail } = synth({ context: { alarmEmail: 'ops@example.com' } });
+    const withEmail = synthVariant({ monitoring: true, context: { alarmEmail: 'ops@example.com' } }).templates
+      .template;
     withEmail.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',
@@ -378,7 +398,9 @@ describe('operations', () => {
       },
     });
     const [topicId] = Object.keys(resourcesOf(withEmail, 'AWS::SNS::Topic'));
-    for (const alarm of Object.values(resourcesOf(withEmail, 'AWS::CloudWatch::Alarm'))) {
+    const withEmailAlarms = Object.values(resourcesOf(withEmail, 'AWS::CloudWatch::Alarm'));
+    expect(withEmailAlarms.length).toBeGreaterThan(0);
+    for (const alarm of withEmailAlarms) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
     }
   });
@@ -387,15 +409,18 @@ describe('operations', () => {
     const groups = Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'));
     expect(groups.length).toBeGreaterThan(routes.length);
     for (const group of groups) expect(group.Properties.RetentionInDays).toBe(365);
-    const { template: shorter } = synth({ context: { logRetentionDays: '180' } });
-    for (const group of Object.values(resourcesOf(shorter, 'AWS::Logs::LogGroup'))) {
+    // Log groups are the service stack's only (functions and access log): no monitoring stack needed.
+    const shorter = synthVariant({ context: { logRetentionDays: '180' } }).templates.template;
+    const shorterGroups = Object.values(resourcesOf(shorter, 'AWS::Logs::LogGroup'));
+    expect(shorterGroups).toHaveLength(groups.length);
+    for (const group of shorterGroups) {
       expect(group.Properties.RetentionInDays).toBe(180);
     }
   });
 
   it('has a dashboard unless switched off', () => {
     expect(Object.keys(resourcesOf(template, 'AWS::CloudWatch::Dashboard'))).toHaveLength(1);
-    const { template: without } = synth({ context: { dashboard: 'false' } });
+    const without = synthVariant({ monitoring: true, context: { dashboard: 'false' } }).templates.template;
     expect(Object.keys(resourcesOf(without, 'AWS::CloudWatch::Dashboard'))).toHaveLength(0);
   });
 });

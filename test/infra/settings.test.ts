@@ -4,7 +4,8 @@ import { forbiddenInputs } from '../../infra/bundle-guard.js';
 import { envelopeTemplate } from '../../infra/gateway-responses.js';
 import { resolveSettings, SettingsError, type SettingsInput } from '../../infra/settings.js';
 import { tiers } from '../../lib/kernel/tiers.js';
-import { resourcesOf, synth } from './support.js';
+import { resourcesOf, sharedTemplate } from './support.js';
+import { synthVariant } from './variants.js';
 
 const settingsFrom = (context: Record<string, unknown>, overrides?: SettingsInput) =>
   resolveSettings(new Stack(new App({ context }), 'S'), overrides);
@@ -86,9 +87,9 @@ describe('settings', () => {
   });
 
   it('leaves the account-wide API Gateway logging role out when asked', () => {
-    const { template } = synth({ context: { apiGatewayCloudWatchRole: 'false' } });
+    const { template } = synthVariant({ context: { apiGatewayCloudWatchRole: 'false' } }).templates;
     expect(Object.keys(resourcesOf(template, 'AWS::ApiGateway::Account'))).toHaveLength(0);
-    const { template: withRole } = synth();
+    const withRole = sharedTemplate();
     const [account] = Object.values(resourcesOf(withRole, 'AWS::ApiGateway::Account'));
     expect(account?.DeletionPolicy).toBe('Retain');
   });

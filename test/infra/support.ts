@@ -1,50 +1,138 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
-import { Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { fileURLToPath } from 'node:url';
 import { Template } from 'aws-cdk-lib/assertions';
-import { defaultProjectRoot, ReceiptServiceStack } from '../../infra/receipt-service-stack.js';
-import type { SettingsInput } from '../../infra/settings.js';
-import { ServiceFunction } from '../../infra/service-function.js';
-import { findRoute, type RouteName } from '../../functions/routes.js';
+import { CloudAssembly, type CloudFormationStackArtifact } from 'aws-cdk-lib/cx-api';
+import type { TemplateJson } from '../../infra/cloud-assembly.js';
+import { stackNames } from '../../infra/stack-names.js';
+
+/*
+ * Reading synthesized templates. Deliberately free of the stacks' own modules: a file that only
+ * reads the shared synthesis loads no construct library (test/infra/variants.ts builds variants).
+ */
+
+/** The repository: where cdk.json, package.json and the route entries are. */
+export const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The feature flags `cdk synth` runs with, so the tests see the same template. */
 export const cdkJsonContext = (): Record<string, unknown> =>
   (
-    JSON.parse(readFileSync(join(defaultProjectRoot, 'cdk.json'), 'utf8')) as {
+    JSON.parse(readFileSync(join(projectRoot, 'cdk.json'), 'utf8')) as {
       context: Record<string, unknown>;
     }
   ).context;
 
-export interface SynthOptions {
-  settings?: SettingsInput;
-  context?: Record<string, unknown>;
+/** The stage the tests synthesize: resource names are `receipt-service-test-…`. */
+export const TEST_STAGE = 'test';
+export const testStackNames = stackNames(TEST_STAGE);
+
+/** One stage's stacks as the tests read them. */
+export interface StageTemplates {
+  data: Template;
+  service: Template;
+  /** Absent from the variants that leave the monitoring stack out. */
+  monitoring?: Template;
+  /**
+   * The stage's stacks as one template, each `Fn::GetStackOutput` replaced by the value of the output
+   * it reads (what CloudFormation resolves it to at deploy time): the assertions that follow a
+   * reference from a function to a table, key or role read this one, whichever stack holds what.
+   */
+  template: Template;
+  /** Each stack's template by stack name, as synthesized. */
+  stacks: Record<string, TemplateJson>;
+}
+
+interface GetStackOutput {
+  'Fn::GetStackOutput': { StackName: string; OutputName: string };
+}
+
+const isGetStackOutput = (value: unknown): value is GetStackOutput =>
+  !!value && typeof value === 'object' && 'Fn::GetStackOutput' in value;
+
+/** Every `Fn::GetStackOutput` in a template: the stacks and outputs it reads. */
+export function stackOutputReads(value: unknown): GetStackOutput['Fn::GetStackOutput'][] {
+  if (isGetStackOutput(value)) return [value['Fn::GetStackOutput']];
+  if (Array.isArray(value)) return value.flatMap(stackOutputReads);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(stackOutputReads);
+  return [];
 }
 
 /**
- * Synthesizes the stack without running esbuild for each function (`aws:cdk:bundling-stacks` = []):
- * the assertions here are about the template; test/infra/bundling.test.ts bundles for real.
+ * The stacks as one template, cross-stack reads resolved. Fails on a read of a stack or an output
+ * that is not there, and on a logical id two stacks both use.
  */
-export function synth(options: SynthOptions = {}): {
-  app: App;
-  stack: ReceiptServiceStack;
-  template: Template;
-} {
-  const app = new App({
-    context: { ...cdkJsonContext(), ...options.context, 'aws:cdk:bundling-stacks': [] },
-  });
-  const stack = new ReceiptServiceStack(app, 'ReceiptServiceTest', {
-    settings: { stage: 'test', ...options.settings },
-  });
-  return { app, stack, template: Template.fromStack(stack) };
+export function stageTemplate(stacks: Record<string, TemplateJson>): TemplateJson {
+  const resolve = (value: unknown): unknown => {
+    if (isGetStackOutput(value)) {
+      const { StackName, OutputName } = value['Fn::GetStackOutput'];
+      const output = stacks[StackName]?.Outputs?.[OutputName];
+      if (!output)
+        throw new Error(`Fn::GetStackOutput reads ${StackName}.${OutputName}, which does not exist`);
+      return resolve(output.Value);
+    }
+    if (Array.isArray(value)) return value.map(resolve);
+    if (value && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, resolve(inner)]));
+    return value;
+  };
+  const merged: Required<Pick<TemplateJson, 'Resources' | 'Outputs'>> = { Resources: {}, Outputs: {} };
+  for (const [name, template] of Object.entries(stacks)) {
+    for (const section of ['Resources', 'Outputs'] as const) {
+      for (const [id, entry] of Object.entries(template[section] ?? {})) {
+        if (id in merged[section]) throw new Error(`${name} and another stack both define ${section}.${id}`);
+        (merged[section] as Record<string, unknown>)[id] = resolve(entry);
+      }
+    }
+  }
+  return merged;
 }
+
+/** Reads a synthesized assembly's stacks of the test stage. */
+export function stageTemplatesOf(assembly: CloudAssembly): StageTemplates {
+  const stacks = Object.fromEntries(
+    assembly.stacks.map((stack: CloudFormationStackArtifact) => [
+      stack.stackName,
+      stack.template as TemplateJson,
+    ]),
+  );
+  const stack = (name: string): Template => {
+    const template = stacks[name];
+    if (!template) throw new Error(`No stack ${name} in the assembly: ${Object.keys(stacks).join(', ')}`);
+    return Template.fromJSON(template);
+  };
+  return {
+    data: stack(testStackNames.data),
+    service: stack(testStackNames.service),
+    monitoring: stacks[testStackNames.monitoring] ? stack(testStackNames.monitoring) : undefined,
+    template: Template.fromJSON(stageTemplate(stacks)),
+    stacks,
+  };
+}
+
+let shared: { assembly: CloudAssembly; templates: StageTemplates } | undefined;
+
+/**
+ * The app as `cdk synth -c stage=test` makes it, synthesized once for the whole run by
+ * test/infra/global-setup.js (esbuild skipped: test/infra/bundling.test.ts bundles for real).
+ */
+export function sharedApp(): { assembly: CloudAssembly; templates: StageTemplates } {
+  if (!shared) {
+    const outdir = process.env.INFRA_TEST_ASSEMBLY;
+    if (!outdir) throw new Error('INFRA_TEST_ASSEMBLY is not set: run the infra tests with `npm test`');
+    const assembly = new CloudAssembly(outdir);
+    shared = { assembly, templates: stageTemplatesOf(assembly) };
+  }
+  return shared;
+}
+
+/** The shared synthesis's stage, as one template (StageTemplates.template). */
+export const sharedTemplate = (): Template => sharedApp().templates.template;
 
 export type Resource = {
   Type: string;
   Properties: Record<string, unknown>;
   DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
   DependsOn?: string[];
 };
 
@@ -68,6 +156,21 @@ export function referencedId(value: unknown): string | undefined {
     if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') return getAtt[0];
   }
   return undefined;
+}
+
+/**
+ * Logical id of the role a function runs as: its own (`Fn::GetAtt [Role, Arn]`), or one the data
+ * stack made for it, whose ARN the service stack builds from the role's name (`…:role/` + `Ref`).
+ */
+export function roleIdOf(fn: Resource): string {
+  const role = fn.Properties.Role;
+  const own = referencedId(role);
+  if (own) return own;
+  const parts = (role as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join']?.[1] ?? [];
+  const [beforeName, name] = parts.slice(-2);
+  const id = typeof beforeName === 'string' && beforeName.endsWith(':role/') ? referencedId(name) : undefined;
+  if (!id) throw new Error(`No role named in ${JSON.stringify(role)}`);
+  return id;
 }
 
 /** Every statement of every IAM policy attached to a role (by the role's logical id). */
@@ -109,33 +212,4 @@ export function methodAt(template: Template, path: string, httpMethod: string): 
   );
   if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
   return found[0] as Resource;
-}
-
-/**
- * One route's function bundled for real through the house construct (esbuild runs), synthesized into
- * a fresh folder under the temp dir that the caller removes: `assetDir` is the Lambda asset.
- */
-export function bundleRouteFunction(routeName: RouteName): {
-  service: ServiceFunction;
-  outdir: string;
-  assetDir: string;
-} {
-  const outdir = mkdtempSync(join(tmpdir(), `receipt-service-bundle-${routeName}-`));
-  const app = new App({ outdir, context: cdkJsonContext() });
-  const stack = new Stack(app, 'BundleTest');
-  const tracingPolicy = new Policy(stack, 'Tracing', {
-    statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments'], resources: ['*'] })],
-  });
-  const service = new ServiceFunction(stack, 'Bundled', {
-    route: findRoute(routeName),
-    projectRoot: defaultProjectRoot,
-    functionName: `bundle-test-${routeName}`,
-    environment: {},
-    logRetention: RetentionDays.ONE_DAY,
-    tracingPolicy,
-  });
-  app.synth();
-  const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
-  const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
-  return { service, outdir, assetDir: join(outdir, `asset.${key.replace(/\.zip$/, '')}`) };
 }
