@@ -6,6 +6,7 @@ import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } fro
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { AppDeps } from '../app/deps.js';
 import { ConflictError, EncryptionError, ForbiddenError } from '../kernel/errors.js';
+import type { PaymentStatus } from '../kernel/payment-status.js';
 import type { DigitalReceipt } from './schemas.js';
 
 export type EncryptDeps = Pick<
@@ -24,6 +25,8 @@ export interface EncryptInput {
   requestId: string;
   /** A digest of the validated request: an identical retry returns the first envelope. */
   requestDigest: string;
+  /** Stored in clear beside the envelope: a payment's receipt starts `pending` (lib/payments/lifecycle.ts). */
+  paymentStatus?: PaymentStatus;
 }
 
 export interface EncryptOutcome {
@@ -148,6 +151,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     requestDigest: input.requestDigest,
     createdAt: now.toISOString(),
     ttl: Math.floor(expiresAt.getTime() / 1000),
+    ...(input.paymentStatus ? { paymentStatus: input.paymentStatus } : {}),
   };
   // The audit record is of the cryptographic operation, which has happened whatever storing finds, so
   // the two writes go out together rather than one after the other.

@@ -3,6 +3,7 @@ import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
 import type { CoreDeps } from '../app/deps.js';
 import { InvalidCursorError, NotFoundError } from '../kernel/errors.js';
+import type { PaymentStatus } from '../kernel/payment-status.js';
 import { publicMapping, type TransactionMapping } from '../transactions/transactions.js';
 
 /** One line of a user's inbox: ids only, never content, a card tag or claim facts. */
@@ -14,6 +15,9 @@ export interface ReceiptSummary {
   keyId: string;
   paymentGateway: PaymentGatewayName | null;
   paymentId: string | null;
+  paymentStatus: PaymentStatus | null;
+  /** A refund receipt: its sale. */
+  relatedReceiptId: string | null;
 }
 
 export interface InboxPage {
@@ -25,7 +29,15 @@ export interface InboxPage {
 export interface FetchedReceipt {
   envelope: ReceiptEnvelope;
   mapping: TransactionMapping | null;
+  paymentStatus: PaymentStatus | null;
+  relatedReceiptId: string | null;
 }
+
+/** What is shown in clear beside an envelope wherever it is answered. */
+export const clearFieldsOf = (receipt: StoredReceipt) => ({
+  paymentStatus: receipt.paymentStatus ?? null,
+  relatedReceiptId: receipt.relatedReceiptId ?? null,
+});
 
 export type ReadDeps = Pick<CoreDeps, 'repos'>;
 
@@ -127,6 +139,7 @@ export async function listUserReceipts(
         keyId: receipt.envelope.keyBundle.keyId,
         paymentGateway: mapping?.paymentGateway ?? null,
         paymentId: mapping?.paymentId ?? null,
+        ...clearFieldsOf(receipt),
       };
     }),
     nextCursor: lastKey ? encodeCursor(input.userId, lastKey) : null,
@@ -144,7 +157,8 @@ async function withMapping(deps: ReadDeps, receipt: StoredReceipt): Promise<Fetc
   const mapping = await deps.repos.transactions.get(mappingKey(receipt));
   return {
     envelope: receipt.envelope,
-    mapping: mapping && mapping.receiptId === receipt.receiptId ? publicMapping(mapping) : null,
+    mapping: mapping && mapping.receiptId === receipt.receiptId ? publicMapping(mapping, receipt) : null,
+    ...clearFieldsOf(receipt),
   };
 }
 
