@@ -79,6 +79,8 @@ export interface RefundRecord {
   tax: number;
   /** Who started it: a merchant through the service, or someone at the provider. */
   source: 'api' | 'gateway';
+  /** The payment's version that recorded it: refunds listed in the order they were recorded. */
+  sequence: number;
   createdAt: string;
   updatedAt: string;
 }

@@ -53,6 +53,15 @@ export interface SquareGatewayOptions {
   };
 }
 
+/**
+ * How old a Square event may be. Unlike Stripe, which signs every delivery attempt anew (so 300 s is
+ * enough there), Square re-sends the same body, with its first created_at, for up to 24 hours while
+ * the endpoint fails: a shorter window would refuse Square's own redeliveries after any outage longer
+ * than five minutes, and lose them. A replay inside the window is a duplicate (event ids are kept for
+ * longer, lib/payments/gateway-events.ts), so the window costs nothing.
+ */
+export const SQUARE_EVENT_MAX_AGE_SECONDS = 24 * 3_600 + EVENT_TOLERANCE_SECONDS;
+
 const paymentStates: Record<string, PaymentState> = {
   APPROVED: 'pending',
   PENDING: 'pending',
@@ -347,7 +356,7 @@ export class SquareGateway implements PaymentGateway {
   /**
    * The square SDK's WebhooksHelper: the x-square-hmacsha256-signature header against the HMAC of
    * notification URL + body under the subscription's key. Square's signature has no time in it, so
-   * an event whose created_at is older than the tolerance is refused as stale, as Stripe's would be.
+   * an event is refused as stale by its created_at (SQUARE_EVENT_MAX_AGE_SECONDS).
    */
   async verifyEvent(event: SignedEvent): Promise<GatewayEvent> {
     const signatureHeader = event.headers['x-square-hmacsha256-signature'];
@@ -376,7 +385,7 @@ export class SquareGateway implements PaymentGateway {
       throw new InvalidSignatureError();
     }
     const createdAt = new Date(parsed.created_at);
-    if (event.receivedAt.getTime() - createdAt.getTime() > EVENT_TOLERANCE_SECONDS * 1000) {
+    if (event.receivedAt.getTime() - createdAt.getTime() > SQUARE_EVENT_MAX_AGE_SECONDS * 1000) {
       throw new InvalidSignatureError();
     }
     return { eventId: parsed.event_id, type: parsed.type, createdAt, facts: factsOf(parsed) };

@@ -249,6 +249,7 @@ export async function recordRefund(
       subtotal: amounts.subtotal,
       tax: amounts.tax,
       source: request ? 'api' : 'gateway',
+      sequence: payment.version + 1,
       createdAt: now.toISOString(),
       updatedAt: now.toISOString(),
     };

@@ -142,7 +142,7 @@ export async function listRefunds(
   const partition = await ownPayment(deps, input.gateway, input.paymentId, input.caller);
   return {
     refunds: partition.refunds
-      .toSorted((a, b) => a.createdAt.localeCompare(b.createdAt))
+      .toSorted((a, b) => a.sequence - b.sequence)
       .map((refund) => toResult(input.gateway, input.paymentId, refund)),
   };
 }
