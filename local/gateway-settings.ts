@@ -44,11 +44,12 @@ export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gate
   });
   const enabled = env.PAYMENT_GATEWAYS ? parseGatewayList(env.PAYMENT_GATEWAYS) : new Set(gatewayKinds);
   // Webhook secrets may be given as variables; otherwise the local stack's key file has them.
-  const webhooks = webhookSettingsOf(
-    gatewayConfigSchema
-      .pick({ STRIPE_WEBHOOK_SECRET: true, SQUARE_WEBHOOK_SIGNATURE_KEY: true, SQUARE_WEBHOOK_URL: true })
-      .parse(env),
-  );
+  const webhookValues = gatewayConfigSchema
+    .pick({ STRIPE_WEBHOOK_SECRET: true, SQUARE_WEBHOOK_SIGNATURE_KEY: true, SQUARE_WEBHOOK_URL: true })
+    .safeParse(env);
+  if (!webhookValues.success) {
+    throw new ConfigError(`Invalid gateway configuration: ${z.prettifyError(webhookValues.error)}`);
+  }
   return {
     ...sandboxGatewayConfig(baseUrl, {
       timeoutMs,
@@ -56,7 +57,7 @@ export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gate
       locationId: env.SQUARE_LOCATION_ID || SANDBOX_LOCATION_ID,
       enabled,
     }),
-    webhooks,
+    ...webhookSettingsOf(webhookValues.data),
   };
 }
 

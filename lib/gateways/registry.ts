@@ -104,20 +104,26 @@ export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gate
       : null,
     timeoutMs: values.GATEWAY_TIMEOUT_MS,
     maxAttempts: values.GATEWAY_MAX_ATTEMPTS,
-    webhooks: webhookSettingsOf(values),
+    ...webhookSettingsOf(values),
   };
 }
 
-export const webhookSettingsOf = (
+/** `{ webhooks }` when any webhook setting is given in the environment, else nothing. */
+export function webhookSettingsOf(
   values: Pick<
     z.infer<typeof gatewayConfigSchema>,
     'STRIPE_WEBHOOK_SECRET' | 'SQUARE_WEBHOOK_SIGNATURE_KEY' | 'SQUARE_WEBHOOK_URL'
   >,
-): WebhookSettings => ({
-  stripeSecret: values.STRIPE_WEBHOOK_SECRET,
-  squareSignatureKey: values.SQUARE_WEBHOOK_SIGNATURE_KEY,
-  squareNotificationUrl: values.SQUARE_WEBHOOK_URL,
-});
+): { webhooks?: WebhookSettings } {
+  const webhooks = {
+    ...(values.STRIPE_WEBHOOK_SECRET ? { stripeSecret: values.STRIPE_WEBHOOK_SECRET } : {}),
+    ...(values.SQUARE_WEBHOOK_SIGNATURE_KEY
+      ? { squareSignatureKey: values.SQUARE_WEBHOOK_SIGNATURE_KEY }
+      : {}),
+    ...(values.SQUARE_WEBHOOK_URL ? { squareNotificationUrl: values.SQUARE_WEBHOOK_URL } : {}),
+  };
+  return Object.keys(webhooks).length > 0 ? { webhooks } : {};
+}
 
 export type SecretName =
   | 'STRIPE_SECRET_KEY'
