@@ -183,6 +183,8 @@ export class ReceiptServiceStack extends Stack {
       },
     });
 
+    this.wireGatewayEvents(routes, functions, settings);
+
     this.monitoring = new Monitoring(this, 'Monitoring', {
       resourcePrefix: settings.resourcePrefix,
       stage: this.api.api.deploymentStage,
@@ -252,7 +254,53 @@ export class ReceiptServiceStack extends Stack {
       environment.PAYMENT_GATEWAYS = settings.squareLocationId ? 'gateway_a,gateway_b' : 'gateway_a';
       if (settings.squareLocationId) environment.SQUARE_LOCATION_ID = settings.squareLocationId;
     }
+    if (route.gatewayEvents) {
+      environment.STRIPE_WEBHOOK_SECRET_NAME = settings.stripeWebhookSecretName;
+      environment.SQUARE_WEBHOOK_SECRET_NAME = settings.squareWebhookSecretName;
+      if (settings.squareWebhookUrl) environment.SQUARE_WEBHOOK_URL = settings.squareWebhookUrl;
+    }
     return environment;
+  }
+
+  /** A secret's ARN by name: Secrets Manager appends six random characters, which `??????` matches. */
+  private secretArn(name: string): string {
+    return this.formatArn({
+      service: 'secretsmanager',
+      resource: 'secret',
+      resourceName: `${name}-??????`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+  }
+
+  /**
+   * The gateways' events: each function that verifies them (gatewayEvents in its route) alone may read
+   * the webhook signing secrets, and without a custom URL it verifies Square's signature over the
+   * stage's own events URL, known once the API exists.
+   */
+  private wireGatewayEvents(
+    routes: readonly RouteDefinition[],
+    functions: ReadonlyMap<string, ServiceFunction>,
+    settings: ServiceSettings,
+  ): void {
+    for (const route of routes.filter((candidate) => candidate.gatewayEvents)) {
+      const fn = functions.get(route.name) as ServiceFunction;
+      fn.role.addToPrincipalPolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['secretsmanager:GetSecretValue'],
+          resources: [settings.stripeWebhookSecretName, settings.squareWebhookSecretName].map((name) =>
+            this.secretArn(name),
+          ),
+        }),
+      );
+      if (!settings.squareWebhookUrl) {
+        const path = route.path.replace('{gateway}', 'gateway_b');
+        fn.function.addEnvironment(
+          'SQUARE_WEBHOOK_URL',
+          `https://${this.api.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${settings.stage}${path}`,
+        );
+      }
+    }
   }
 
   private grantRoute(fn: ServiceFunction, route: FunctionDefinition, settings: ServiceSettings): void {
@@ -295,14 +343,8 @@ export class ReceiptServiceStack extends Stack {
       );
     }
     if (route.gateways) {
-      // Secrets Manager appends six random characters to a secret's ARN; `??????` matches exactly those.
       const secretArns = [settings.stripeSecretName, settings.squareSecretName].map((name) =>
-        this.formatArn({
-          service: 'secretsmanager',
-          resource: 'secret',
-          resourceName: `${name}-??????`,
-          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-        }),
+        this.secretArn(name),
       );
       fn.role.addToPrincipalPolicy(
         new PolicyStatement({
@@ -369,6 +411,12 @@ export class ReceiptServiceStack extends Stack {
     });
     new CfnOutput(this, 'StripeSecretName', { value: settings.stripeSecretName });
     new CfnOutput(this, 'SquareSecretName', { value: settings.squareSecretName });
+    new CfnOutput(this, 'StripeWebhookSecretName', { value: settings.stripeWebhookSecretName });
+    new CfnOutput(this, 'SquareWebhookSecretName', { value: settings.squareWebhookSecretName });
+    new CfnOutput(this, 'GatewayEventsUrl', {
+      value: `${this.api.api.url}api/v1/gateways/{gateway}/events`,
+      description: 'Register with Stripe (gateway_a) and Square (gateway_b) as their webhook endpoint',
+    });
     new StringParameter(this, 'TablePrefixParameter', {
       parameterName: `/${settings.stage}/receipt-service/table-prefix`,
       stringValue: `${settings.resourcePrefix}-`,
