@@ -157,6 +157,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
       ...(options.routes ? { routes: options.routes } : {}),
+      ...(sandbox ? { sandboxUrl: sandbox.url } : {}),
     });
     stops.push(() => http.close());
     listening.notificationUrl = `${http.url}${eventsPath('gateway_b')}`;
