@@ -1,6 +1,8 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import Stripe from 'stripe';
+import { requireTable } from '../../lib/kernel/config.js';
 import { generateDeviceKey, openEnvelope } from '../../packages/sdk/src/index.js';
 import { flattenedReceipt, newHashedPan } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
@@ -507,6 +509,28 @@ describe('receipts that follow their payments', () => {
         expect(whole.status).toBe(201);
       },
     );
+
+    it('keeps no line, price or merchant of a sale in clear in the payments table', async () => {
+      const sale = await paid('gateway_a');
+      expect(
+        (await refund('gateway_a', sale.paymentId, { refundId: randomUUID(), amount: 100 })).status,
+      ).toBe(201);
+      const scanned = await stack.deps.dynamo.doc.send(
+        new ScanCommand({ TableName: requireTable(stack.config, 'payments') }),
+      );
+      const text = JSON.stringify(scanned.Items);
+      expect(text).toContain(sale.paymentId);
+      for (const secret of [
+        'Flat white',
+        'Almond croissant',
+        'Corner Coffee',
+        '12 Market St',
+        '4242',
+        user.hashedPan,
+      ]) {
+        expect(text).not.toContain(secret);
+      }
+    });
 
     it('seals refund receipts for a device key: the SDK opens them on the device', async () => {
       const device = await generateDeviceKey({ algorithm: 'ECDH-ES+A256KW' });
