@@ -1,7 +1,6 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
 import type { Clock } from '../../lib/kernel/clock.js';
-import { randomId } from './api.js';
 
 /**
  * The providers' webhooks, as the providers send them: after each change the sandbox makes (a
@@ -95,7 +94,7 @@ export class EventOutbox {
   /** A Stripe Event around `object`. */
   stripe(type: string, object: Record<string, unknown>): void {
     const event = {
-      id: `evt_${randomId(24)}`,
+      id: `evt_${randomBytes(12).toString('hex')}`,
       object: 'event',
       api_version: Stripe.API_VERSION,
       created: Math.floor(this.clock.now().getTime() / 1000),

@@ -34,10 +34,14 @@ export async function pay(
   overrides: Record<string, unknown> = {},
 ): Promise<Paid> {
   const body = flattenedReceipt({ ...(recipientHashedPan ? { recipientHashedPan } : {}), ...overrides });
-  const created = await stack.request<Data<{ paymentId: string }>>('POST', `/api/v1/payments/${kind}/create`, {
-    apiKey: merchantKey,
-    body: { ...gatewayFields(kind, body), ...body },
-  });
+  const created = await stack.request<Data<{ paymentId: string }>>(
+    'POST',
+    `/api/v1/payments/${kind}/create`,
+    {
+      apiKey: merchantKey,
+      body: { ...gatewayFields(kind, body), ...body },
+    },
+  );
   expect(created.status).toBe(200);
   return { paymentId: created.json.data.paymentId, body };
 }

@@ -11,12 +11,7 @@ export type WebhookEventType = 'receipt.available' | 'receipt.escrowed' | 'recei
 
 /** A receipt's paymentStatus: the state of the money it records. */
 export type PaymentStatus =
-  | 'pending'
-  | 'succeeded'
-  | 'failed'
-  | 'canceled'
-  | 'partially_refunded'
-  | 'refunded';
+  'pending' | 'succeeded' | 'failed' | 'canceled' | 'partially_refunded' | 'refunded';
 
 /** What the service delivers: identifiers and statuses only, never receipt content. Fetch the envelope by receiptId. */
 export interface WebhookEvent {
