@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
-import { sealEnvelope, type Recipient } from '../crypto/envelope.js';
+import type { Recipient } from '../crypto/envelope.js';
 import { parsePublicKey } from '../crypto/keys.js';
 import type { RefundedLine } from '../db/payments.js';
 import type { ReceiptEnvelope, SaleChange, StoredReceipt } from '../db/receipts.js';
 import type { AppDeps } from '../app/deps.js';
-import { EncryptionError } from '../kernel/errors.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
 import {
   digitalReceiptSchema,
@@ -12,6 +11,7 @@ import {
   type DigitalReceipt,
   type ReceiptLineItem,
 } from '../receipts/schemas.js';
+import { sealReceipt } from '../receipts/seal.js';
 import { derivedUuid, type RefundBasis } from './refund-basis.js';
 
 const DAY_MS = 86_400_000;
@@ -111,25 +111,7 @@ export async function sealRefundReceipt(
     target = 'escrow';
   }
   const receipt = refundReceiptOf(input);
-  let sealed;
-  try {
-    sealed = sealEnvelope(
-      Buffer.from(JSON.stringify(receipt), 'utf8'),
-      {
-        version: receipt.version,
-        receiptId: receipt.receiptId,
-        merchantId: receipt.merchant.merchantId,
-        transactionId: receipt.transaction.transactionId,
-      },
-      recipient,
-    );
-  } catch (error) {
-    deps.logger.error('sealing a refund receipt failed', {
-      error: error instanceof Error ? error.name : 'unknown',
-      receiptId: receipt.receiptId,
-    });
-    throw new EncryptionError();
-  }
+  const sealed = sealReceipt(deps, receipt, recipient, { refundReceiptId: receipt.receiptId });
   const escrowed = target === 'escrow';
   // Escrowed with its sale, it expires with the sale unless a claim releases both.
   const expiresAt = escrowed
