@@ -532,7 +532,7 @@ describe('receipts that follow their payments', () => {
       }
     });
 
-    it('seals refund receipts for a device key: the SDK opens them on the device', async () => {
+    it('seals refund receipts for a device key: the SDK opens both, the API’s and the dashboard’s, on the device', async () => {
       const device = await generateDeviceKey({ algorithm: 'ECDH-ES+A256KW' });
       const imported = await stack.request<Data<{ keyId: string; publicKey: string }>>(
         'POST',
@@ -554,12 +554,21 @@ describe('receipts that follow their payments', () => {
         const sale = await paid(kind, hashedPan);
         const made = await refund(kind, sale.paymentId, { refundId: randomUUID(), amount: 500 });
         expect(made.status).toBe(201);
-        const { envelope } = await fetchReceipt(stack, issuer, made.json.data.receiptId!);
-        const opened = await openEnvelope(envelope, device.privateKey);
-        expect(opened).toMatchObject({
+        stack.sandbox!.dashboardRefund(kind, sale.paymentId);
+        await statusBecomes(stack, issuer, sale.body.receiptId, 'refunded');
+        const [api, dashboard] = (await refunds(kind, sale.paymentId)).json.data.refunds;
+        const open = async (receiptId: string) =>
+          openEnvelope((await fetchReceipt(stack, issuer, receiptId)).envelope, device.privateKey);
+        expect(await open(api!.receiptId!)).toMatchObject({
           type: 'refund',
           relatedReceiptId: sale.body.receiptId,
           summary: { total: 500, totalTax: 40, subtotal: 460 },
+        });
+        // The dashboard's refund takes the rest, and all the tax that is left.
+        expect(await open(dashboard!.receiptId!)).toMatchObject({
+          type: 'refund',
+          relatedReceiptId: sale.body.receiptId,
+          summary: { total: SALE_TOTAL - 500, totalTax: 123 - 40 },
         });
       }
     });
