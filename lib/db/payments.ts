@@ -61,6 +61,8 @@ export interface PaymentRecord {
   version: number;
   createdAt: string;
   updatedAt: string;
+  /** Epoch seconds: kept as long as the sale receipt (RECEIPT_RETENTION_DAYS), then removed by TTL. */
+  ttl: number;
 }
 
 export interface RefundRecord {
@@ -83,6 +85,8 @@ export interface RefundRecord {
   sequence: number;
   createdAt: string;
   updatedAt: string;
+  /** The payment's: the partition goes together. */
+  ttl: number;
 }
 
 export interface RefundRequestRecord {
@@ -99,6 +103,7 @@ export interface RefundRequestRecord {
   /** Set once the provider has made the refund. */
   providerRefundId?: string;
   createdAt: string;
+  ttl: number;
 }
 
 export interface PaymentPartition {

@@ -118,7 +118,10 @@ export async function receiveGatewayEvent(
       result = worse(result, !recorded ? 'unknown-payment' : recorded.changed ? 'applied' : 'unchanged');
     }
   }
+  if (result === 'unknown-payment') return answer('ignored');
   // Recorded once it has been applied: a failure before this leaves the provider to deliver it again.
+  // An event about no payment of ours is not: should the payment's record appear later (its create
+  // still running), a redelivery is then applied rather than taken for a duplicate.
   await deps.repos.payments.recordEvent(gateway, event.eventId, now, EVENT_RECORD_SECONDS);
-  return answer(result === 'unknown-payment' ? 'ignored' : result);
+  return answer(result);
 }

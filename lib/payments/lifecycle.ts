@@ -114,7 +114,8 @@ export async function recordCreatedPayment(
   input: { kind: GatewayKind; created: CreatedPayment; receipt: DigitalReceipt; caller: Caller },
 ): Promise<void> {
   const { kind, created, receipt, caller } = input;
-  const now = deps.clock.now().toISOString();
+  const at = deps.clock.now();
+  const now = at.toISOString();
   const keyring = await deps.cardTags.keyring();
   const record: PaymentRecord = {
     pk: paymentPk(kind, created.paymentId),
@@ -132,6 +133,7 @@ export async function recordCreatedPayment(
     version: 0,
     createdAt: now,
     updatedAt: now,
+    ttl: Math.floor(at.getTime() / 1000) + deps.config.receiptRetentionDays * 86_400,
   };
   const saleKey = { merchantClientId: caller.clientId, receiptId: receipt.receiptId };
   // Also after a decline at an earlier attempt, which marked the receipt failed.
@@ -252,6 +254,7 @@ export async function recordRefund(
       sequence: payment.version + 1,
       createdAt: now.toISOString(),
       updatedAt: now.toISOString(),
+      ttl: payment.ttl,
     };
     const sealed =
       sale && counts(refund.state)

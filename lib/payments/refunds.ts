@@ -208,6 +208,7 @@ export async function createRefund(
       ...amounts,
       ...(body.reason ? { reason: body.reason } : {}),
       createdAt: deps.clock.now().toISOString(),
+      ttl: payment.ttl,
     };
     await deps.repos.payments.commit(payment, deps.clock.now(), [deps.repos.payments.putItem(request)]);
     return { request, currency: payment.currency };
