@@ -52,7 +52,7 @@ export const gatewayEventDocumented = z
       'notification (gateway_b).',
   });
 
-const worse = (a: Applied, b: Applied): Applied =>
+const stronger = (a: Applied, b: Applied): Applied =>
   a === 'applied' || b === 'applied' ? 'applied' : a === 'unchanged' || b === 'unchanged' ? 'unchanged' : a;
 
 /**
@@ -100,7 +100,7 @@ export async function receiveGatewayEvent(
   let result: Applied = 'unknown-payment';
   for (const fact of event.facts) {
     if (fact.kind === 'payment') {
-      result = worse(
+      result = stronger(
         result,
         await applyPaymentState(deps, { gateway, paymentId: fact.paymentId, state: fact.state, requestId }),
       );
@@ -115,7 +115,7 @@ export async function receiveGatewayEvent(
           : [];
     for (const refund of refunds) {
       const recorded = await recordRefund(deps, { gateway, refund, source: 'gateway', requestId });
-      result = worse(result, !recorded ? 'unknown-payment' : recorded.changed ? 'applied' : 'unchanged');
+      result = stronger(result, !recorded ? 'unknown-payment' : recorded.changed ? 'applied' : 'unchanged');
     }
   }
   if (result === 'unknown-payment') return answer('ignored');
