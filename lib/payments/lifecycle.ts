@@ -201,8 +201,14 @@ export async function recordRefund(
     const { payment } = partition;
     const now = deps.clock.now();
     const refundId = input.refundId ?? refund.refundId;
+    // The merchant's request this refund answers: by its refundId (ours, or kept by the provider),
+    // unless that request already became another provider refund.
     const request = refundId
-      ? partition.requests.find((candidate) => candidate.refundId === refundId)
+      ? partition.requests.find(
+          (candidate) =>
+            candidate.refundId === refundId &&
+            (!candidate.providerRefundId || candidate.providerRefundId === refund.providerRefundId),
+        )
       : undefined;
     // The request learns which provider refund it became: it no longer holds anything back.
     const link: TransactItem[] =

@@ -185,6 +185,10 @@ export async function createRefund(
       // again with the same idempotency key, which finds the same refund.
       return done ? { done } : { request: earlier, currency: payment.currency };
     }
+    // An earlier attempt whose answer was lost (a 502) but which the gateway made: its event recorded
+    // it under this refundId (gateway_a keeps it in the refund's metadata). It is the first refund.
+    const recorded = partition.refunds.find((refund) => refund.refundId === body.refundId);
+    if (recorded) return { done: recorded };
     const keyring = await deps.cardTags.keyring();
     const basis = openBasis(keyring, payment.merchantClientId, payment.receiptId, payment.basis);
     const refunded = refundedSoFar(partition, true);
