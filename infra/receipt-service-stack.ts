@@ -1,5 +1,14 @@
 import { fileURLToPath } from 'node:url';
-import { Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import {
+  Annotations,
+  ArnFormat,
+  CfnOutput,
+  Lazy,
+  RemovalPolicy,
+  Stack,
+  Tags,
+  type StackProps,
+} from 'aws-cdk-lib';
 import { Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
@@ -183,8 +192,6 @@ export class ReceiptServiceStack extends Stack {
       },
     });
 
-    this.wireGatewayEvents(routes, functions, settings);
-
     this.monitoring = new Monitoring(this, 'Monitoring', {
       resourcePrefix: settings.resourcePrefix,
       stage: this.api.api.deploymentStage,
@@ -273,34 +280,42 @@ export class ReceiptServiceStack extends Stack {
   }
 
   /**
-   * The gateways' events: each function that verifies them (gatewayEvents in its route) alone may read
+   * The gateways' events: the function that verifies them (gatewayEvents in its route) alone may read
    * the webhook signing secrets, and without a custom URL it verifies Square's signature over the
-   * stage's own events URL, known once the API exists.
+   * stage's own events URL (read when the API exists, at synthesis).
    */
-  private wireGatewayEvents(
-    routes: readonly RouteDefinition[],
-    functions: ReadonlyMap<string, ServiceFunction>,
+  private grantGatewayEvents(
+    fn: ServiceFunction,
+    route: FunctionDefinition,
     settings: ServiceSettings,
   ): void {
-    for (const route of routes.filter((candidate) => candidate.gatewayEvents)) {
-      const fn = functions.get(route.name) as ServiceFunction;
-      fn.role.addToPrincipalPolicy(
-        new PolicyStatement({
-          effect: Effect.ALLOW,
-          actions: ['secretsmanager:GetSecretValue'],
-          resources: [settings.stripeWebhookSecretName, settings.squareWebhookSecretName].map((name) =>
-            this.secretArn(name),
-          ),
+    fn.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [settings.stripeWebhookSecretName, settings.squareWebhookSecretName].map((name) =>
+          this.secretArn(name),
+        ),
+      }),
+    );
+    const path = ('path' in route ? String(route.path) : '').replace('{gateway}', 'gateway_b');
+    if (!settings.squareWebhookUrl) {
+      fn.function.addEnvironment(
+        'SQUARE_WEBHOOK_URL',
+        Lazy.string({
+          produce: () =>
+            `https://${this.api.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${settings.stage}${path}`,
         }),
       );
-      if (!settings.squareWebhookUrl) {
-        const path = route.path.replace('{gateway}', 'gateway_b');
-        fn.function.addEnvironment(
-          'SQUARE_WEBHOOK_URL',
-          `https://${this.api.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${settings.stage}${path}`,
-        );
-      }
     }
+    new CfnOutput(this, 'StripeWebhookSecretName', { value: settings.stripeWebhookSecretName });
+    new CfnOutput(this, 'SquareWebhookSecretName', { value: settings.squareWebhookSecretName });
+    new CfnOutput(this, 'GatewayEventsUrl', {
+      value: Lazy.string({
+        produce: () => `${this.api.api.url}${path.replace('gateway_b', '{gateway}').slice(1)}`,
+      }),
+      description: 'Register with Stripe (gateway_a) and Square (gateway_b) as their webhook endpoint',
+    });
   }
 
   private grantRoute(fn: ServiceFunction, route: FunctionDefinition, settings: ServiceSettings): void {
@@ -343,8 +358,14 @@ export class ReceiptServiceStack extends Stack {
       );
     }
     if (route.gateways) {
+      // Secrets Manager appends six random characters to a secret's ARN; `??????` matches exactly those.
       const secretArns = [settings.stripeSecretName, settings.squareSecretName].map((name) =>
-        this.secretArn(name),
+        this.formatArn({
+          service: 'secretsmanager',
+          resource: 'secret',
+          resourceName: `${name}-??????`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
       );
       fn.role.addToPrincipalPolicy(
         new PolicyStatement({
@@ -354,6 +375,7 @@ export class ReceiptServiceStack extends Stack {
         }),
       );
     }
+    if (route.gatewayEvents) this.grantGatewayEvents(fn, route, settings);
   }
 
   /**
@@ -411,12 +433,6 @@ export class ReceiptServiceStack extends Stack {
     });
     new CfnOutput(this, 'StripeSecretName', { value: settings.stripeSecretName });
     new CfnOutput(this, 'SquareSecretName', { value: settings.squareSecretName });
-    new CfnOutput(this, 'StripeWebhookSecretName', { value: settings.stripeWebhookSecretName });
-    new CfnOutput(this, 'SquareWebhookSecretName', { value: settings.squareWebhookSecretName });
-    new CfnOutput(this, 'GatewayEventsUrl', {
-      value: `${this.api.api.url}api/v1/gateways/{gateway}/events`,
-      description: 'Register with Stripe (gateway_a) and Square (gateway_b) as their webhook endpoint',
-    });
     new StringParameter(this, 'TablePrefixParameter', {
       parameterName: `/${settings.stage}/receipt-service/table-prefix`,
       stringValue: `${settings.resourcePrefix}-`,
