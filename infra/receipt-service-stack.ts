@@ -1,14 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import {
-  Annotations,
-  ArnFormat,
-  CfnOutput,
-  Lazy,
-  RemovalPolicy,
-  Stack,
-  Tags,
-  type StackProps,
-} from 'aws-cdk-lib';
+import { Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+// Apart from the line above, so that this addition merges as a line of its own.
+import { Lazy } from 'aws-cdk-lib';
 import { Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
