@@ -1,11 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
-// Apart from the line above, so that this addition merges as a line of its own.
-import { Lazy } from 'aws-cdk-lib';
 import { Effect, Policy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
+// Apart from the other aws-cdk-lib import, so that this addition merges as a line of its own.
+import { Lazy } from 'aws-cdk-lib';
 import { edgeAuthorizerFunction } from '../functions/platform/edge-authorizer/function.js';
 import type { FunctionDefinition } from '../lib/kernel/route.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../functions/routes.js';
