@@ -3,8 +3,8 @@ import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
 import type { CoreDeps } from '../app/deps.js';
 import { InvalidCursorError, NotFoundError } from '../kernel/errors.js';
-import type { PaymentStatus } from '../kernel/payment-status.js';
 import { publicMapping, type TransactionMapping } from '../transactions/transactions.js';
+import type { PaymentStatus } from '../kernel/payment-status.js';
 
 /** One line of a user's inbox: ids only, never content, a card tag or claim facts. */
 export interface ReceiptSummary {
