@@ -25,6 +25,9 @@ import { createWebhookRoute } from './webhooks/create-webhook/route.js';
 import { listWebhooksRoute } from './webhooks/list-webhooks/route.js';
 import { deleteWebhookRoute } from './webhooks/delete-webhook/route.js';
 import { rotateWebhookSecretRoute } from './webhooks/rotate-webhook-secret/route.js';
+import { gatewayEventsRoute } from './payments/gateway-events/route.js';
+import { createRefundRoute } from './payments/create-refund/route.js';
+import { listRefundsRoute } from './payments/list-refunds/route.js';
 
 export {
   rateGroupOf,
@@ -69,6 +72,9 @@ export const routeTable = {
   'list-webhook-deliveries': listWebhookDeliveriesRoute,
   'retry-webhook-delivery': retryWebhookDeliveryRoute,
   'api-docs': apiDocsRoute,
+  'gateway-events': gatewayEventsRoute,
+  'create-refund': createRefundRoute,
+  'list-refunds': listRefundsRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

@@ -91,6 +91,13 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     indexRead: [],
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   },
+  // A payment's partition is read whole (Query on the table, consistently) and changed in
+  // transactions that raise its version; a refund request that the gateway refused is deleted.
+  payments: {
+    read: ['dynamodb:GetItem', 'dynamodb:Query'],
+    indexRead: [],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+  },
 };
 
 export const canRead = (access: TableAccess): boolean => access === 'read' || access === 'readWrite';

@@ -4,6 +4,8 @@ import { Effect, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { Alias, Key } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
+// Apart from the other aws-cdk-lib import, so that this addition merges as a line of its own.
+import { Lazy } from 'aws-cdk-lib';
 import { edgeAuthorizerFunction } from '../functions/platform/edge-authorizer/function.js';
 import type { FunctionDefinition } from '../lib/kernel/route.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../functions/routes.js';
@@ -218,7 +220,61 @@ export class ReceiptServiceStack extends Stack {
       environment.PAYMENT_GATEWAYS = settings.squareLocationId ? 'gateway_a,gateway_b' : 'gateway_a';
       if (settings.squareLocationId) environment.SQUARE_LOCATION_ID = settings.squareLocationId;
     }
+    if (route.gatewayEvents) {
+      environment.STRIPE_WEBHOOK_SECRET_NAME = settings.stripeWebhookSecretName;
+      environment.SQUARE_WEBHOOK_SECRET_NAME = settings.squareWebhookSecretName;
+      if (settings.squareWebhookUrl) environment.SQUARE_WEBHOOK_URL = settings.squareWebhookUrl;
+    }
     return environment;
+  }
+
+  /** A secret's ARN by name: Secrets Manager appends six random characters, which `??????` matches. */
+  private secretArn(name: string): string {
+    return this.formatArn({
+      service: 'secretsmanager',
+      resource: 'secret',
+      resourceName: `${name}-??????`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+  }
+
+  /**
+   * The gateways' events: the function that verifies them (gatewayEvents in its route) alone may read
+   * the webhook signing secrets, and without a custom URL it verifies Square's signature over the
+   * stage's own events URL (read when the API exists, at synthesis).
+   */
+  private grantGatewayEvents(
+    fn: ServiceFunction,
+    route: FunctionDefinition,
+    settings: ServiceSettings,
+  ): void {
+    fn.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [settings.stripeWebhookSecretName, settings.squareWebhookSecretName].map((name) =>
+          this.secretArn(name),
+        ),
+      }),
+    );
+    const path = ('path' in route ? String(route.path) : '').replace('{gateway}', 'gateway_b');
+    if (!settings.squareWebhookUrl) {
+      fn.function.addEnvironment(
+        'SQUARE_WEBHOOK_URL',
+        Lazy.string({
+          produce: () =>
+            `https://${this.api.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${settings.stage}${path}`,
+        }),
+      );
+    }
+    new CfnOutput(this, 'StripeWebhookSecretName', { value: settings.stripeWebhookSecretName });
+    new CfnOutput(this, 'SquareWebhookSecretName', { value: settings.squareWebhookSecretName });
+    new CfnOutput(this, 'GatewayEventsUrl', {
+      value: Lazy.string({
+        produce: () => `${this.api.api.url}${path.replace('gateway_b', '{gateway}').slice(1)}`,
+      }),
+      description: 'Register with Stripe (gateway_a) and Square (gateway_b) as their webhook endpoint',
+    });
   }
 
   private grantRoute(fn: ServiceFunction, route: FunctionDefinition, settings: ServiceSettings): void {
@@ -279,6 +335,7 @@ export class ReceiptServiceStack extends Stack {
         }),
       );
     }
+    if (route.gatewayEvents) this.grantGatewayEvents(fn, route, settings);
   }
 
   private addOutputs(settings: ServiceSettings): void {

@@ -86,15 +86,17 @@ export class ServiceApi extends Construct {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
-    // Public routes have no API key, hence no usage plan; a stage throttle is their only edge cap.
+    // Public routes have no API key, hence no usage plan; a stage throttle is their only edge cap
+    // (a route with a keyless budget of its own, the gateways' events, is throttled at that budget).
     const publicRouteOptions: Record<string, MethodDeploymentOptions> = Object.fromEntries(
       props.routes
         .filter((route) => !route.apiKeyRequired)
         .map((route) => [
           `${route.path}/${route.method}`,
           {
-            throttlingRateLimit: props.publicRouteThrottle.rateLimit,
-            throttlingBurstLimit: props.publicRouteThrottle.burstLimit,
+            throttlingRateLimit:
+              route.keylessBudget?.edge.ratePerSecond ?? props.publicRouteThrottle.rateLimit,
+            throttlingBurstLimit: route.keylessBudget?.edge.burst ?? props.publicRouteThrottle.burstLimit,
             // A method override does not inherit the stage's logging settings.
             loggingLevel: MethodLoggingLevel.ERROR,
             dataTraceEnabled: false,

@@ -68,6 +68,14 @@ const settingsSchema = z.object({
   stripeSecretName: z.string().min(1).optional(),
   squareSecretName: z.string().min(1).optional(),
   squareLocationId: z.preprocess((value) => (value === '' ? undefined : value), z.string().min(1).optional()),
+  /** Secrets Manager names of the providers' webhook signing secrets (docs/DEPLOY.md). */
+  stripeWebhookSecretName: z.string().min(1).optional(),
+  squareWebhookSecretName: z.string().min(1).optional(),
+  /**
+   * The notification URL the Square webhook subscription is registered with (Square signs it with the
+   * body); unset: the stage's own events URL on execute-api. Set it when a custom domain fronts the API.
+   */
+  squareWebhookUrl: z.preprocess((value) => (value === '' ? undefined : value), z.url().optional()),
   squareEnvironment: z.enum(['sandbox', 'production']).default('sandbox'),
   alarmEmail: z.preprocess((value) => (value === '' ? undefined : value), z.email().optional()),
   apiGatewayCloudWatchRole: flag.default(true),
@@ -89,7 +97,12 @@ type Parsed = z.output<typeof settingsSchema>;
 
 export interface ServiceSettings extends Omit<
   Parsed,
-  'tiers' | 'stripeSecretName' | 'squareSecretName' | 'logRetentionDays'
+  | 'tiers'
+  | 'stripeSecretName'
+  | 'squareSecretName'
+  | 'stripeWebhookSecretName'
+  | 'squareWebhookSecretName'
+  | 'logRetentionDays'
 > {
   tiers: TierTable;
   /** True when the usage plans differ from lib/kernel/tiers.ts, which the service's own limiter still reads. */
@@ -97,6 +110,8 @@ export interface ServiceSettings extends Omit<
   logRetentionDays: RetentionDays;
   stripeSecretName: string;
   squareSecretName: string;
+  stripeWebhookSecretName: string;
+  squareWebhookSecretName: string;
   /** Resource names start with this; DynamoDB tables are `${resourcePrefix}-${table}`. */
   resourcePrefix: string;
   /** From the stage, never set apart from it, so the admin CLI derives the same (lib/kernel/config.ts). */
@@ -137,6 +152,10 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
     logRetentionDays: values.logRetentionDays as RetentionDays,
     stripeSecretName: values.stripeSecretName ?? `/${values.stage}/receipt-service/stripe-secret-key`,
     squareSecretName: values.squareSecretName ?? `/${values.stage}/receipt-service/square-access-token`,
+    stripeWebhookSecretName:
+      values.stripeWebhookSecretName ?? `/${values.stage}/receipt-service/stripe-webhook-secret`,
+    squareWebhookSecretName:
+      values.squareWebhookSecretName ?? `/${values.stage}/receipt-service/square-webhook-signature-key`,
     resourcePrefix: `receipt-service-${values.stage}`,
     apiKeyEnvironment: deployedApiKeyEnvironment(values.stage),
   };

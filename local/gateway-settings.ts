@@ -7,8 +7,10 @@ import * as z from 'zod';
 import { ConfigError } from '../lib/kernel/config.js';
 import {
   gatewayConfigFromEnv as providerGatewayConfigFromEnv,
+  gatewayConfigSchema,
   parseGatewayList,
   unsetIfBlank,
+  webhookSettingsOf,
   type GatewayConfig,
 } from '../lib/gateways/registry.js';
 import { gatewayKinds, type GatewayKind } from '../lib/gateways/port.js';
@@ -41,12 +43,22 @@ export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gate
     GATEWAY_MAX_ATTEMPTS: env.GATEWAY_MAX_ATTEMPTS,
   });
   const enabled = env.PAYMENT_GATEWAYS ? parseGatewayList(env.PAYMENT_GATEWAYS) : new Set(gatewayKinds);
-  return sandboxGatewayConfig(baseUrl, {
-    timeoutMs,
-    maxAttempts,
-    locationId: env.SQUARE_LOCATION_ID || SANDBOX_LOCATION_ID,
-    enabled,
-  });
+  // Webhook secrets may be given as variables; otherwise the local stack's key file has them.
+  const webhookValues = gatewayConfigSchema
+    .pick({ STRIPE_WEBHOOK_SECRET: true, SQUARE_WEBHOOK_SIGNATURE_KEY: true, SQUARE_WEBHOOK_URL: true })
+    .safeParse(env);
+  if (!webhookValues.success) {
+    throw new ConfigError(`Invalid gateway configuration: ${z.prettifyError(webhookValues.error)}`);
+  }
+  return {
+    ...sandboxGatewayConfig(baseUrl, {
+      timeoutMs,
+      maxAttempts,
+      locationId: env.SQUARE_LOCATION_ID || SANDBOX_LOCATION_ID,
+      enabled,
+    }),
+    ...webhookSettingsOf(webhookValues.data),
+  };
 }
 
 export interface SandboxGatewayOptions {

@@ -213,7 +213,7 @@ export interface HttpServerHandle {
 
 export async function startHttpServer(
   deps: AppDeps,
-  options: { host: string; port: number; routes?: readonly RouteDeclaration[] },
+  options: { host: string; port: number; routes?: readonly RouteDeclaration[]; sandboxUrl?: string },
 ): Promise<HttpServerHandle> {
   const loaded = await loadRoutes(deps, options.routes);
   const notFound = fallbackHandler(deps, () => new NotFoundError('No such resource'));
@@ -262,7 +262,7 @@ export async function startHttpServer(
         return;
       }
       // The developer console is the local stack's own page, not an API route (local/console).
-      if (await serveConsole(request, response, url)) return;
+      if (await serveConsole(request, response, url, { body, sandboxUrl: options.sandboxUrl })) return;
       // As API Gateway: the resource first, a literal segment winning over a {param} one (GET
       // /receipts/encrypt is that resource's 405, not GET /receipts/{receiptId}), then the method on it.
       const matching = loaded.filter((entry) => entry.pattern.test(url.pathname));

@@ -5,7 +5,7 @@ import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/kernel/
 import { createDynamoClients } from '../lib/db/client.js';
 import { ensureTables } from '../lib/db/create-tables.js';
 import { createCoreDeps, type AppDeps } from '../lib/app/deps.js';
-import { createGatewayRegistry } from '../lib/gateways/registry.js';
+import { createGatewayRegistry, type SecretName } from '../lib/gateways/registry.js';
 import { createLogger, type LogLevel } from '../lib/kernel/log.js';
 import { LogTelemetry } from '../lib/kernel/telemetry.js';
 import { tiers as defaultTiers, type TierTable } from '../lib/kernel/tiers.js';
@@ -16,7 +16,8 @@ import { inMemoryCursorKey, type CursorKeySource } from '../lib/crypto/cursor.js
 import { localCursorKeyFile } from './cursor-key.js';
 import { migrateLegacyCardData } from './legacy-card-data.js';
 import { LocalEscrowKey } from './escrow-key.js';
-import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
+import { eventsPath, startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
+import { loadOrCreateWebhookSecrets, newWebhookSecrets } from './gateway-webhook-secrets.js';
 import { gatewayConfigFromEnv } from './gateway-settings.js';
 import { ensurePrivateDir } from './private-files.js';
 import type { RouteDeclaration } from '../lib/kernel/route.js';
@@ -91,9 +92,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+    const clock = options.clock ?? systemClock;
     let sandbox: GatewaySandbox | undefined;
     if (!usesRealGateways(env)) {
-      sandbox = await startGatewaySandbox({ port: 0, ...(options.inMemory ? {} : { dataDir }) });
+      // Shared with the service: the sandbox signs the providers' events with them, the service verifies.
+      const webhookSecrets = options.inMemory
+        ? newWebhookSecrets()
+        : await loadOrCreateWebhookSecrets(dataDir);
+      sandbox = await startGatewaySandbox({
+        port: 0,
+        clock,
+        webhookSecrets,
+        ...(options.inMemory ? {} : { dataDir }),
+      });
       stops.push(() => sandbox!.stop());
       env.GATEWAY_SANDBOX_URL = sandbox.url;
     }
@@ -105,7 +116,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       TABLE_PREFIX: options.tablePrefix ?? env.TABLE_PREFIX ?? 'local-',
       LOCAL_ESCROW_DIR: dataDir,
     });
-    const clock = options.clock ?? systemClock;
     const logger = createLogger({ level: options.logLevel ?? config.logLevel });
     const dynamo = createDynamoClients({ region: config.region, endpoint });
     await ensureTables(dynamo.client, requireAllTables(config));
@@ -118,7 +128,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       (options.inMemory ? inMemoryCardTagKeys() : await LocalCardTagKeyFile.loadOrCreate(dataDir));
     const cursorKey =
       options.cursorKey ?? (options.inMemory ? inMemoryCursorKey() : await localCursorKeyFile(dataDir));
-    const gateways = createGatewayRegistry(gatewayConfigFromEnv(env));
+    // Square signs the notification URL with the body: this stack's events URL, known once it listens.
+    const listening: { notificationUrl?: string } = {};
+    const localSettings: Partial<Record<SecretName, string | undefined>> = {
+      STRIPE_WEBHOOK_SECRET: sandbox?.webhookSecrets.stripe,
+      SQUARE_WEBHOOK_SIGNATURE_KEY: sandbox?.webhookSecrets.square,
+    };
+    const gateways = createGatewayRegistry(gatewayConfigFromEnv(env), {
+      resolveSecret: async (name) =>
+        name === 'SQUARE_WEBHOOK_URL' ? listening.notificationUrl : localSettings[name],
+    });
     const deps: AppDeps = {
       ...createCoreDeps({
         config,
@@ -152,8 +171,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
       ...(options.routes ? { routes: options.routes } : {}),
+      ...(sandbox ? { sandboxUrl: sandbox.url } : {}),
     });
     stops.push(() => http.close());
+    listening.notificationUrl = `${http.url}${eventsPath('gateway_b')}`;
+    sandbox?.deliverEventsTo(http.url);
     stops.push(async () => dynamo.client.destroy());
     const dispatcherLogger = createLogger({ level: options.logLevel ?? config.logLevel });
     const dispatcher = await startDispatcher({

@@ -77,6 +77,9 @@ console.log(
 console.log(
   `  gateways:   ${stack.sandbox ? `local sandbox at ${stack.sandbox.url} (test double)` : 'real provider test modes'}`,
 );
+console.log(
+  `  events:     ${stack.url}/api/v1/gateways/{gateway}/events${stack.sandbox ? ' (the sandbox posts its signed events there)' : ''}`,
+);
 console.log(`  escrow key: ${stack.deps.escrow.keyId}`);
 console.log(
   `  webhooks:   receipts stream read every ${DEFAULT_DISPATCHER_INTERVAL_MS} ms and due retries swept by the Lambdas' own code`,

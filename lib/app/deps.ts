@@ -12,6 +12,7 @@ import { ClaimQuota } from '../db/claim-quota.js';
 import type { DynamoClients } from '../db/client.js';
 import { KeyPairRepository } from '../db/key-pairs.js';
 import { MerchantRepository } from '../db/merchants.js';
+import { PaymentRepository } from '../db/payments.js';
 import { RateLimiter } from '../db/rate-limits.js';
 import { ReceiptRepository } from '../db/receipts.js';
 import { TransactionRepository } from '../db/transactions.js';
@@ -37,6 +38,8 @@ export interface Repositories {
   merchants: MerchantRepository;
   webhooks: WebhookRepository;
   webhookDeliveries: WebhookDeliveryRepository;
+  /** Payments made through the service, their refunds, and the gateway events applied. */
+  payments: PaymentRepository;
 }
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
@@ -102,6 +105,7 @@ export function createCoreDeps(input: {
     merchants: () => new MerchantRepository(doc, table('merchants')),
     webhooks: () => new WebhookRepository(doc, table('webhooks')),
     webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
+    payments: () => new PaymentRepository(doc, table('payments')),
   });
   const { cardTagKeys, cardTagKeysMaxAgeMs, cursorKey, resolveHost, ...rest } = input;
   return {

@@ -136,6 +136,14 @@ export class CardTagKeyring {
     return tagVersion(tag) === this.currentVersion;
   }
 
+  /**
+   * A key for another purpose (its own HKDF label) from a version's key, current unless named: what
+   * the service seals for itself at rest (lib/crypto/sealed-record.ts) goes through it.
+   */
+  derivedKey(purpose: string, version = this.currentVersion): { version: number; key: Buffer } {
+    return { version, key: Buffer.from(hkdfSync('sha256', this.key(version), Buffer.alloc(0), purpose, 32)) };
+  }
+
   private factsKey(tag: CardTag): Buffer {
     const version = tagVersion(tag);
     if (version === undefined) throw new CardTagKeyError('not a card tag');

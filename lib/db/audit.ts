@@ -23,7 +23,10 @@ export type AuditAction =
   | 'access.revoke'
   | 'webhook.create'
   | 'webhook.delete'
-  | 'webhook.rotate-secret';
+  | 'webhook.rotate-secret'
+  | 'payment.status'
+  | 'payment.refund'
+  | 'gateway.event';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only

@@ -8,7 +8,9 @@ import {
 import type { SealedEnvelope } from '../crypto/envelope.js';
 import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
+import type { PaymentStatus } from '../kernel/payment-status.js';
 import { tableDefinitions } from '../kernel/tables.js';
+import type { TransactItem } from './payments.js';
 
 /**
  * The envelope as stored and returned to merchants (spec: EncryptedReceiptEnvelope): what the crypto
@@ -41,6 +43,31 @@ export interface StoredReceipt {
   requestDigest: string;
   createdAt: string;
   ttl: number;
+  /**
+   * In clear beside the envelope, never inside it: the payment's state for a sale made by
+   * payments/create, the refund's for a refund receipt; absent on receipts made by receipts/encrypt.
+   */
+  paymentStatus?: PaymentStatus;
+  /** A refund receipt: the sale it refunds. */
+  relatedReceiptId?: string;
+  /** A sale: its refund receipts, oldest first (a claim that releases the sale releases them). */
+  refundReceiptIds?: string[];
+  /** A sale: the refund receipt of its latest refund, named by the receipt.updated it raises. */
+  lastRefundReceiptId?: string;
+}
+
+/** How a sale's stored state may change in a refund's or a status change's transaction. */
+export interface SaleChange {
+  paymentStatus: PaymentStatus;
+  /** A refund receipt to add to the sale. */
+  refundReceiptId?: string;
+  /** The refund receipt whose refund this change is about: the receipt.updated it raises names it. */
+  cause?: string;
+  /**
+   * Who the sale must still be for, as the refund receipt was sealed: its user, or escrow (a claim
+   * that released it in between makes the transaction fail, and the refund is sealed again).
+   */
+  recipient?: { userId: string } | 'escrow';
 }
 
 /** A receiptId is unique within its merchant client only (DECISIONS: merchant namespaces). */
@@ -115,6 +142,116 @@ export class ReceiptRepository {
           ConditionExpression: 'attribute_exists(pendingRecipient)',
           ExpressionAttributeNames: { '#ttl': 'ttl' },
           ExpressionAttributeValues: { ':envelope': envelope, ':user': recipientUserId, ':ttl': ttl },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Sets a receipt's paymentStatus when it is still `from` (a payment declined at creation). */
+  async setPaymentStatus(key: ReceiptKey, from: PaymentStatus, to: PaymentStatus): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET paymentStatus = :to',
+          ConditionExpression: 'paymentStatus = :from',
+          ExpressionAttributeValues: { ':from': from, ':to': to },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** A sale's status (and a new refund receipt of it) inside the payment's transaction. */
+  saleChange(key: ReceiptKey, change: SaleChange): TransactItem {
+    const sets = ['paymentStatus = :status'];
+    const conditions = ['attribute_exists(receiptId)'];
+    const values: Record<string, unknown> = { ':status': change.paymentStatus };
+    if (change.refundReceiptId) {
+      sets.push('refundReceiptIds = list_append(if_not_exists(refundReceiptIds, :none), :refund)');
+      values[':none'] = [];
+      values[':refund'] = [change.refundReceiptId];
+    }
+    const cause = change.cause ?? change.refundReceiptId;
+    if (cause) {
+      sets.push('lastRefundReceiptId = :cause');
+      values[':cause'] = cause;
+    }
+    if (change.recipient === 'escrow') {
+      conditions.push('envelope.isEscrowed = :escrowed');
+      values[':escrowed'] = true;
+    } else if (change.recipient) {
+      conditions.push('recipientUserId = :user');
+      values[':user'] = change.recipient.userId;
+    }
+    return {
+      Update: {
+        TableName: this.tableName,
+        Key: keyOf(key),
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeValues: values,
+      },
+    };
+  }
+
+  /** A receipt's paymentStatus inside the payment's transaction (a refund receipt's, as its refund settles). */
+  statusChange(key: ReceiptKey, paymentStatus: PaymentStatus): TransactItem {
+    return {
+      Update: {
+        TableName: this.tableName,
+        Key: keyOf(key),
+        UpdateExpression: 'SET paymentStatus = :status',
+        ConditionExpression: 'attribute_exists(receiptId)',
+        ExpressionAttributeValues: { ':status': paymentStatus },
+      },
+    };
+  }
+
+  /** A new receipt inside a transaction: refused if its key is taken. */
+  putNew(receipt: StoredReceipt): TransactItem {
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: receipt,
+        ConditionExpression: 'attribute_not_exists(receiptId)',
+      },
+    };
+  }
+
+  /**
+   * Replaces an escrowed refund receipt's envelope with one wrapped for the user its sale was
+   * released to, once: a refund receipt is escrowed with its sale and carries no claim facts of its own.
+   */
+  async releaseWithSale(
+    key: ReceiptKey,
+    envelope: ReceiptEnvelope,
+    recipientUserId: string,
+    ttl: number,
+  ): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl',
+          ConditionExpression:
+            'attribute_exists(relatedReceiptId) AND attribute_not_exists(recipientUserId) AND envelope.isEscrowed = :escrowed',
+          ExpressionAttributeNames: { '#ttl': 'ttl' },
+          ExpressionAttributeValues: {
+            ':envelope': envelope,
+            ':user': recipientUserId,
+            ':ttl': ttl,
+            ':escrowed': true,
+          },
         }),
       );
       return true;

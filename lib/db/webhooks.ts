@@ -2,7 +2,7 @@ import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk
 import { isConditionFailure, queryIndexAll } from './client.js';
 import { transactWrite } from './transact.js';
 
-export const webhookEvents = ['receipt.available', 'receipt.escrowed'] as const;
+export const webhookEvents = ['receipt.available', 'receipt.escrowed', 'receipt.updated'] as const;
 export type WebhookEvent = (typeof webhookEvents)[number];
 
 export interface WebhookRecord {

@@ -37,11 +37,22 @@ export interface CreatePaymentRequest {
   cardNonce?: string;
 }
 
+/**
+ * A payment's state in the service's words: `pending` until the money moves (a gateway_a intent
+ * awaiting confirmation), then `succeeded`, `failed` (a gateway_a intent may still succeed after it)
+ * or `canceled`. Refunds are counted apart (GatewayRefund).
+ */
+export type PaymentState = 'pending' | 'succeeded' | 'failed' | 'canceled';
+/** A refund's state: `pending` until the provider settles it. */
+export type RefundState = 'pending' | 'succeeded' | 'failed' | 'canceled';
+
 export interface CreatedPayment {
   paymentId: string;
   clientSecret: string | null;
   orderId: string | null;
+  /** The provider's own word for it, as the mapping records it. */
   status: string;
+  state: PaymentState;
   amount: number;
   currency: string;
 }
@@ -52,9 +63,62 @@ export interface GatewayPayment {
   amount: number;
   currency: string;
   status: string;
+  state: PaymentState;
   /** null when the payment carries no (or incomplete) receipt pointers. */
   pointers: ReceiptPointers | null;
 }
+
+export interface RefundRequest {
+  paymentId: string;
+  /** Minor units. */
+  amount: number;
+  /** ISO 4217, upper case: the payment's. */
+  currency: string;
+  /** Stable per refund request; each adapter derives its provider key from it. */
+  idempotencyKey: string;
+  /** The merchant's refundId, kept by the provider where it can keep one (gateway_a metadata). */
+  refundId: string;
+  reason?: string;
+}
+
+/** A refund as the provider has it. */
+export interface GatewayRefund {
+  /** The provider's id of the refund (`re_…`, a Square refund id). */
+  providerRefundId: string;
+  paymentId: string;
+  amount: number;
+  currency: string;
+  state: RefundState;
+  /** The merchant's refundId when the refund was asked of the service and the provider kept it. */
+  refundId: string | null;
+  createdAt: string;
+}
+
+/** What one provider event says, in the service's words; an event the service has no use for says nothing. */
+export type GatewayFact =
+  | { kind: 'payment'; paymentId: string; state: PaymentState }
+  | { kind: 'refund'; refund: GatewayRefund }
+  /** The payment's refunds changed and the event does not list them: read them (listRefunds). */
+  | { kind: 'refunds-changed'; paymentId: string };
+
+/** A provider webhook whose signature (and age) the provider's SDK has verified. */
+export interface GatewayEvent {
+  eventId: string;
+  type: string;
+  createdAt: Date;
+  facts: GatewayFact[];
+}
+
+export interface SignedEvent {
+  /** The request body exactly as it arrived. */
+  rawBody: string;
+  /** Request headers, names lower-cased. */
+  headers: Record<string, string | undefined>;
+  receivedAt: Date;
+}
+
+/** How old a signed event may be: Stripe's default tolerance, applied to both providers. */
+export const EVENT_TOLERANCE_SECONDS = 300;
 
 export interface PaymentGateway {
   readonly kind: GatewayKind;
@@ -64,6 +128,15 @@ export interface PaymentGateway {
   retrievePayment(paymentId: string): Promise<GatewayPayment | null>;
   /** Throws GatewayError when the provider cannot be reached or rejects our credentials. */
   checkHealth(): Promise<void>;
+  /** PaymentDeclinedError when the provider refuses the refund, GatewayError when unreachable. */
+  refund(request: RefundRequest): Promise<GatewayRefund>;
+  /** Every refund of the payment, as the provider has them. */
+  listRefunds(paymentId: string): Promise<GatewayRefund[]>;
+  /**
+   * Checks a provider webhook with the provider's SDK and reads it: InvalidSignatureError when the
+   * signature is missing or wrong or the event is older than EVENT_TOLERANCE_SECONDS.
+   */
+  verifyEvent(event: SignedEvent): Promise<GatewayEvent>;
 }
 
 export interface GatewayRegistry {

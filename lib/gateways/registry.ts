@@ -27,6 +27,12 @@ export const gatewayConfigSchema = z.object({
   GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** Attempts per request including the first; the spec's retry guidance caps it at 3. */
   GATEWAY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(3).default(3),
+  /** Signing secret of the Stripe webhook endpoint (`whsec_…`); or resolveSecret's. */
+  STRIPE_WEBHOOK_SECRET: optionalText,
+  /** Signature key of the Square webhook subscription; or resolveSecret's. */
+  SQUARE_WEBHOOK_SIGNATURE_KEY: optionalText,
+  /** The notification URL the Square subscription was registered with: Square signs it with the body. */
+  SQUARE_WEBHOOK_URL: unsetIfBlank(z.url()),
 });
 
 /** `mode: 'sandbox'` is an API double at `baseUrl` that takes any credentials (local/gateway-sandbox). */
@@ -41,11 +47,19 @@ export type SquareTarget =
       environment: 'sandbox' | 'production';
     };
 
+/** What verifies the providers' webhooks; unset values come from resolveSecret when first needed. */
+export interface WebhookSettings {
+  stripeSecret?: string | undefined;
+  squareSignatureKey?: string | undefined;
+  squareNotificationUrl?: string | undefined;
+}
+
 export interface GatewayConfig {
   gateway_a: StripeTarget | null;
   gateway_b: SquareTarget | null;
   timeoutMs: number;
   maxAttempts: number;
+  webhooks?: WebhookSettings;
 }
 
 /** PAYMENT_GATEWAYS: comma-separated kinds or aliases. */
@@ -90,10 +104,34 @@ export function gatewayConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gate
       : null,
     timeoutMs: values.GATEWAY_TIMEOUT_MS,
     maxAttempts: values.GATEWAY_MAX_ATTEMPTS,
+    ...webhookSettingsOf(values),
   };
 }
 
-export type SecretName = 'STRIPE_SECRET_KEY' | 'SQUARE_ACCESS_TOKEN';
+/** `{ webhooks }` when any webhook setting is given in the environment, else nothing. */
+export function webhookSettingsOf(
+  values: Pick<
+    z.infer<typeof gatewayConfigSchema>,
+    'STRIPE_WEBHOOK_SECRET' | 'SQUARE_WEBHOOK_SIGNATURE_KEY' | 'SQUARE_WEBHOOK_URL'
+  >,
+): { webhooks?: WebhookSettings } {
+  const webhooks = {
+    ...(values.STRIPE_WEBHOOK_SECRET ? { stripeSecret: values.STRIPE_WEBHOOK_SECRET } : {}),
+    ...(values.SQUARE_WEBHOOK_SIGNATURE_KEY
+      ? { squareSignatureKey: values.SQUARE_WEBHOOK_SIGNATURE_KEY }
+      : {}),
+    ...(values.SQUARE_WEBHOOK_URL ? { squareNotificationUrl: values.SQUARE_WEBHOOK_URL } : {}),
+  };
+  return Object.keys(webhooks).length > 0 ? { webhooks } : {};
+}
+
+export type SecretName =
+  | 'STRIPE_SECRET_KEY'
+  | 'SQUARE_ACCESS_TOKEN'
+  | 'STRIPE_WEBHOOK_SECRET'
+  | 'SQUARE_WEBHOOK_SIGNATURE_KEY'
+  /** Not a secret, but known only late on the local stack (after its server listens). */
+  | 'SQUARE_WEBHOOK_URL';
 /** The deployed stack plugs in a Secrets Manager read here; undefined means "no such secret". */
 export type ResolveSecret = (name: SecretName) => Promise<string | undefined>;
 
@@ -139,7 +177,9 @@ export function createGatewayRegistry(
             ...common,
             secretKey: await secret('STRIPE_SECRET_KEY', target.secretKey),
           });
-    return new StripeGateway(client);
+    return new StripeGateway(client, {
+      webhookSecret: () => secret('STRIPE_WEBHOOK_SECRET', config.webhooks?.stripeSecret),
+    });
   }
 
   async function buildSquare(target: SquareTarget): Promise<PaymentGateway> {
@@ -158,7 +198,14 @@ export function createGatewayRegistry(
             accessToken: await secret('SQUARE_ACCESS_TOKEN', target.accessToken),
             environment: target.environment,
           });
-    return new SquareGateway(client, target.locationId, { testNonceFallback: target.mode === 'sandbox' });
+    return new SquareGateway(client, target.locationId, {
+      testNonceFallback: target.mode === 'sandbox',
+      webhooks: {
+        helper: sdk.WebhooksHelper,
+        signatureKey: () => secret('SQUARE_WEBHOOK_SIGNATURE_KEY', config.webhooks?.squareSignatureKey),
+        notificationUrl: () => secret('SQUARE_WEBHOOK_URL', config.webhooks?.squareNotificationUrl),
+      },
+    });
   }
 
   async function build(kind: GatewayKind): Promise<PaymentGateway> {

@@ -1,10 +1,12 @@
 // Type-only: the SDK (about 0.5 s to import) is loaded by the registry on first use.
-import type { Square, SquareClient } from 'square';
+import type { Square, SquareClient, WebhooksHelper } from 'square';
+import * as z from 'zod';
 import {
   AppError,
   ConflictError,
   GatewayError,
   InvalidRequestError,
+  InvalidSignatureError,
   PaymentDeclinedError,
 } from '../kernel/errors.js';
 import {
@@ -14,12 +16,20 @@ import {
   pointersFromMetadata,
   providerIdempotencyKey,
 } from './common.js';
-import type {
-  CreatedPayment,
-  CreatePaymentRequest,
-  GatewayPayment,
-  PaymentGateway,
-  PaymentLine,
+import {
+  EVENT_TOLERANCE_SECONDS,
+  type CreatedPayment,
+  type CreatePaymentRequest,
+  type GatewayEvent,
+  type GatewayFact,
+  type GatewayPayment,
+  type GatewayRefund,
+  type PaymentGateway,
+  type PaymentLine,
+  type PaymentState,
+  type RefundRequest,
+  type RefundState,
+  type SignedEvent,
 } from './port.js';
 
 /** The test nonce that Square's sandbox (and the local gateway sandbox) approves. */
@@ -32,6 +42,96 @@ export interface SquareGatewayOptions {
    * attempted with a test card.
    */
   testNonceFallback?: boolean;
+  /**
+   * Webhook verification: the SDK's helper, the subscription's signature key and the notification
+   * URL it was registered with (Square signs the URL with the body), read when the first event is.
+   */
+  webhooks?: {
+    helper: Pick<typeof WebhooksHelper, 'verifySignature'>;
+    signatureKey: () => Promise<string>;
+    notificationUrl: () => Promise<string>;
+  };
+}
+
+/**
+ * How old a Square event may be. Unlike Stripe, which signs every delivery attempt anew (so 300 s is
+ * enough there), Square re-sends the same body, with its first created_at, for up to 24 hours while
+ * the endpoint fails: a shorter window would refuse Square's own redeliveries after any outage longer
+ * than five minutes, and lose them. A replay inside the window is a duplicate (event ids are kept for
+ * longer, lib/payments/gateway-events.ts), so the window costs nothing.
+ */
+export const SQUARE_EVENT_MAX_AGE_SECONDS = 24 * 3_600 + EVENT_TOLERANCE_SECONDS;
+
+const paymentStates: Record<string, PaymentState> = {
+  APPROVED: 'pending',
+  PENDING: 'pending',
+  COMPLETED: 'succeeded',
+  CANCELED: 'canceled',
+  FAILED: 'failed',
+};
+const paymentState = (status: string | null | undefined): PaymentState =>
+  paymentStates[status ?? ''] ?? 'pending';
+
+const refundStates: Record<string, RefundState> = {
+  PENDING: 'pending',
+  COMPLETED: 'succeeded',
+  REJECTED: 'failed',
+  FAILED: 'failed',
+};
+
+/** The parts of Square's webhook JSON (snake_case, as on the wire) the service reads. */
+const wireMoney = z.object({ amount: z.number().int(), currency: z.string() });
+const wireRefund = z.object({
+  id: z.string(),
+  status: z.string().nullable().optional(),
+  amount_money: wireMoney,
+  payment_id: z.string().nullable().optional(),
+  created_at: z.string(),
+});
+const wirePayment = z.object({ id: z.string(), status: z.string().nullable().optional() });
+const wireEvent = z.object({
+  event_id: z.string().min(1),
+  type: z.string(),
+  created_at: z.iso.datetime({ offset: true }),
+  data: z
+    .object({
+      object: z
+        .object({ payment: z.unknown().optional(), refund: z.unknown().optional() })
+        .nullable()
+        .optional(),
+    })
+    .nullable()
+    .optional(),
+});
+
+function factsOf(event: z.infer<typeof wireEvent>): GatewayFact[] {
+  const object = event.data?.object;
+  if (event.type === 'payment.created' || event.type === 'payment.updated') {
+    const payment = wirePayment.safeParse(object?.payment);
+    return payment.success
+      ? [{ kind: 'payment', paymentId: payment.data.id, state: paymentState(payment.data.status) }]
+      : [];
+  }
+  if (event.type === 'refund.created' || event.type === 'refund.updated') {
+    const refund = wireRefund.safeParse(object?.refund);
+    if (!refund.success || !refund.data.payment_id) return [];
+    const { id, status, amount_money, payment_id, created_at } = refund.data;
+    return [
+      {
+        kind: 'refund',
+        refund: {
+          providerRefundId: id,
+          paymentId: payment_id,
+          amount: amount_money.amount,
+          currency: amount_money.currency,
+          state: refundStates[status ?? ''] ?? 'pending',
+          refundId: null,
+          createdAt: created_at,
+        },
+      },
+    ];
+  }
+  return [];
 }
 
 export const squareMetadataLimits = { maxEntries: 10, maxKeyLength: 60, maxValueLength: 255 } as const;
@@ -128,7 +228,7 @@ export class SquareGateway implements PaymentGateway {
   constructor(
     private readonly client: SquareClient,
     private readonly locationId: string,
-    options: SquareGatewayOptions = {},
+    private readonly options: SquareGatewayOptions = {},
   ) {
     this.testNonceFallback = options.testNonceFallback ?? false;
   }
@@ -176,6 +276,7 @@ export class SquareGateway implements PaymentGateway {
         clientSecret: null,
         orderId,
         status: payment.status ?? 'UNKNOWN',
+        state: paymentState(payment.status),
         amount: minorUnits(payment.amountMoney, 'payment.amount_money'),
         currency: payment.amountMoney?.currency ?? currency,
       };
@@ -198,6 +299,7 @@ export class SquareGateway implements PaymentGateway {
         amount: minorUnits(payment.amountMoney, 'payment.amount_money'),
         currency: payment.amountMoney?.currency ?? 'UNKNOWN',
         status: payment.status ?? 'UNKNOWN',
+        state: paymentState(payment.status),
         pointers: pointersFromMetadata(order?.metadata),
       };
     } catch (error) {
@@ -213,6 +315,92 @@ export class SquareGateway implements PaymentGateway {
     } catch (error) {
       throw this.toAppError(error, 'checkHealth');
     }
+  }
+
+  async refund(request: RefundRequest): Promise<GatewayRefund> {
+    assertMinorUnits('amount', request.amount, { allowZero: false });
+    if (!squareId.test(request.paymentId)) {
+      throw new InvalidRequestError('Not a gateway_b payment id', [
+        { field: 'paymentId', message: 'is not a gateway_b payment' },
+      ]);
+    }
+    try {
+      // Square keeps no metadata on a refund: the service links it to the request by its id.
+      const { refund } = await this.client.refunds.refundPayment({
+        idempotencyKey: providerIdempotencyKey('rf', request.idempotencyKey),
+        paymentId: request.paymentId,
+        amountMoney: money(request.amount, normaliseCurrency(request.currency) as Square.Currency),
+        ...(request.reason ? { reason: request.reason.slice(0, 192) } : {}),
+      });
+      if (!refund?.id) throw new GatewayError('gateway_b returned no refund', { gateway: 'gateway_b' });
+      return this.toRefund(refund, request.paymentId);
+    } catch (error) {
+      throw this.toAppError(error, 'refund');
+    }
+  }
+
+  /** A Square payment lists its refunds' ids; each is read on its own. */
+  async listRefunds(paymentId: string): Promise<GatewayRefund[]> {
+    if (!squareId.test(paymentId)) return [];
+    try {
+      const { payment } = await this.client.payments.get({ paymentId });
+      const ids = (payment?.refundIds ?? []).filter((id) => squareId.test(id));
+      const refunds = await Promise.all(ids.map((refundId) => this.client.refunds.get({ refundId })));
+      return refunds.flatMap(({ refund }) => (refund?.id ? [this.toRefund(refund, paymentId)] : []));
+    } catch (error) {
+      if (isSquareError(error) && error.statusCode === 404) return [];
+      throw this.toAppError(error, 'listRefunds');
+    }
+  }
+
+  /**
+   * The square SDK's WebhooksHelper: the x-square-hmacsha256-signature header against the HMAC of
+   * notification URL + body under the subscription's key. Square's signature has no time in it, so
+   * an event is refused as stale by its created_at (SQUARE_EVENT_MAX_AGE_SECONDS).
+   */
+  async verifyEvent(event: SignedEvent): Promise<GatewayEvent> {
+    const signatureHeader = event.headers['x-square-hmacsha256-signature'];
+    const webhooks = this.options.webhooks;
+    if (!signatureHeader || !webhooks) throw new InvalidSignatureError();
+    const [signatureKey, notificationUrl] = await Promise.all([
+      webhooks.signatureKey(),
+      webhooks.notificationUrl(),
+    ]);
+    let valid: boolean;
+    try {
+      valid = await webhooks.helper.verifySignature({
+        requestBody: event.rawBody,
+        signatureHeader,
+        signatureKey,
+        notificationUrl,
+      });
+    } catch {
+      valid = false;
+    }
+    if (!valid) throw new InvalidSignatureError();
+    let parsed: z.infer<typeof wireEvent>;
+    try {
+      parsed = wireEvent.parse(JSON.parse(event.rawBody));
+    } catch {
+      throw new InvalidSignatureError();
+    }
+    const createdAt = new Date(parsed.created_at);
+    if (event.receivedAt.getTime() - createdAt.getTime() > SQUARE_EVENT_MAX_AGE_SECONDS * 1000) {
+      throw new InvalidSignatureError();
+    }
+    return { eventId: parsed.event_id, type: parsed.type, createdAt, facts: factsOf(parsed) };
+  }
+
+  private toRefund(refund: Square.PaymentRefund, paymentId: string): GatewayRefund {
+    return {
+      providerRefundId: refund.id,
+      paymentId: refund.paymentId ?? paymentId,
+      amount: minorUnits(refund.amountMoney, 'refund.amount_money'),
+      currency: refund.amountMoney.currency ?? 'UNKNOWN',
+      state: refundStates[refund.status ?? ''] ?? 'pending',
+      refundId: null,
+      createdAt: refund.createdAt ?? new Date(0).toISOString(),
+    };
   }
 
   private buildOrder(request: CreatePaymentRequest, currency: Square.Currency): Square.Order {
@@ -272,7 +460,8 @@ export class SquareGateway implements PaymentGateway {
     if (isSquareError(error)) {
       const declined = error.errors.find((e) => e.category === 'PAYMENT_METHOD_ERROR');
       if (declined) {
-        return new PaymentDeclinedError('The payment was declined by gateway_b', {
+        const what = operation === 'refund' ? 'refund' : 'payment';
+        return new PaymentDeclinedError(`The ${what} was declined by gateway_b`, {
           declineCode: declined.code ?? null,
         });
       }
@@ -283,9 +472,10 @@ export class SquareGateway implements PaymentGateway {
       // a 502 would tell the caller to retry the same request.
       const refused = error.errors.filter((e) => e.category === 'INVALID_REQUEST_ERROR');
       if (refused.length > 0 && (error.statusCode === 400 || error.statusCode === 404)) {
+        const field = operation === 'refund' ? 'amount' : 'cardNonce';
         return new InvalidRequestError(
-          'gateway_b refused the payment details',
-          [{ field: 'cardNonce', message: 'was refused by gateway_b' }],
+          `gateway_b refused the ${operation === 'refund' ? 'refund' : 'payment details'}`,
+          [{ field, message: 'was refused by gateway_b' }],
           { gateway: 'gateway_b', codes: refused.map((e) => e.code ?? 'UNKNOWN') },
         );
       }

@@ -1,10 +1,12 @@
 // Type-only: the SDK itself is loaded by the registry on first use, so cold starts that never pay skip it.
 import type Stripe from 'stripe';
+import * as z from 'zod';
 import {
   AppError,
   ConflictError,
   GatewayError,
   InvalidRequestError,
+  InvalidSignatureError,
   PaymentDeclinedError,
 } from '../kernel/errors.js';
 import {
@@ -14,7 +16,20 @@ import {
   pointersFromMetadata,
   providerIdempotencyKey,
 } from './common.js';
-import type { CreatedPayment, CreatePaymentRequest, GatewayPayment, PaymentGateway } from './port.js';
+import {
+  EVENT_TOLERANCE_SECONDS,
+  type CreatedPayment,
+  type CreatePaymentRequest,
+  type GatewayEvent,
+  type GatewayFact,
+  type GatewayPayment,
+  type GatewayRefund,
+  type PaymentGateway,
+  type PaymentState,
+  type RefundRequest,
+  type RefundState,
+  type SignedEvent,
+} from './port.js';
 
 export const stripeMetadataLimits = { maxKeys: 50, maxKeyLength: 40, maxValueLength: 500 } as const;
 
@@ -52,11 +67,109 @@ export function validateStripeMetadata(metadata: Record<string, string>): void {
 /** Stripe's intent ids; anything else cannot exist there, and is not sent to the API as a path. */
 const paymentIntentId = /^pi_[A-Za-z0-9]{1,255}$/;
 
+/** An intent's state: only `succeeded` and `canceled` are final; a failed attempt leaves it open. */
+const intentState = (status: string): PaymentState =>
+  status === 'succeeded' ? 'succeeded' : status === 'canceled' ? 'canceled' : 'pending';
+
+const refundStates: Record<string, RefundState> = {
+  pending: 'pending',
+  requires_action: 'pending',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  canceled: 'canceled',
+};
+
+/** The parts of Stripe's objects the service reads; anything else in them is ignored. */
+const refundObject = z.object({
+  id: z.string(),
+  amount: z.number().int(),
+  currency: z.string(),
+  status: z.string().nullable().optional(),
+  payment_intent: z
+    .union([z.string(), z.object({ id: z.string() })])
+    .nullable()
+    .optional(),
+  metadata: z.record(z.string(), z.string()).nullable().optional(),
+  created: z.number().int(),
+});
+const intentObject = z.object({ id: z.string(), status: z.string() });
+const chargeObject = z.object({
+  payment_intent: z
+    .union([z.string(), z.object({ id: z.string() })])
+    .nullable()
+    .optional(),
+  refunds: z
+    .object({ data: z.array(refundObject), has_more: z.boolean().optional() })
+    .nullable()
+    .optional(),
+});
+const eventEnvelope = z.object({
+  id: z.string(),
+  type: z.string(),
+  created: z.number().int(),
+  data: z.object({ object: z.unknown() }),
+});
+
+const idOf = (value: string | { id: string } | null | undefined): string | null =>
+  value === null || value === undefined ? null : typeof value === 'string' ? value : value.id;
+
+function toRefund(refund: z.infer<typeof refundObject>): GatewayRefund | null {
+  const paymentId = idOf(refund.payment_intent);
+  if (!paymentId) return null;
+  return {
+    providerRefundId: refund.id,
+    paymentId,
+    amount: refund.amount,
+    currency: refund.currency.toUpperCase(),
+    state: refundStates[refund.status ?? 'pending'] ?? 'pending',
+    refundId: refund.metadata?.refundId ?? null,
+    createdAt: new Date(refund.created * 1000).toISOString(),
+  };
+}
+
+/** What each event type the service follows says; every other type says nothing. */
+function factsOf(type: string, object: unknown): GatewayFact[] {
+  if (type.startsWith('payment_intent.')) {
+    const intent = intentObject.safeParse(object);
+    if (!intent.success) return [];
+    const state: PaymentState =
+      type === 'payment_intent.payment_failed' ? 'failed' : intentState(intent.data.status);
+    return [{ kind: 'payment', paymentId: intent.data.id, state }];
+  }
+  if (type === 'charge.refunded' || type === 'charge.refund.updated') {
+    if (type === 'charge.refund.updated') return factsOf('refund.updated', object);
+    const charge = chargeObject.safeParse(object);
+    const paymentId = charge.success ? idOf(charge.data.payment_intent) : null;
+    if (!charge.success || !paymentId) return [];
+    // API versions since 2022-11-15 leave the refunds out of a charge: the payment's are read instead.
+    const listed = charge.data.refunds;
+    if (!listed || listed.has_more) return [{ kind: 'refunds-changed', paymentId }];
+    return listed.data.flatMap((refund) => {
+      const read = toRefund(refund);
+      return read ? [{ kind: 'refund' as const, refund: read }] : [];
+    });
+  }
+  if (type === 'refund.created' || type === 'refund.updated' || type === 'refund.failed') {
+    const refund = refundObject.safeParse(object);
+    const read = refund.success ? toRefund(refund.data) : null;
+    return read ? [{ kind: 'refund', refund: read }] : [];
+  }
+  return [];
+}
+
+export interface StripeGatewayOptions {
+  /** The endpoint's signing secret (`whsec_…`), read when the first event is verified. */
+  webhookSecret?: () => Promise<string>;
+}
+
 /** gateway_a: a PaymentIntent whose metadata holds the receipt pointers. */
 export class StripeGateway implements PaymentGateway {
   readonly kind = 'gateway_a' as const;
 
-  constructor(private readonly stripe: Stripe) {}
+  constructor(
+    private readonly stripe: Stripe,
+    private readonly options: StripeGatewayOptions = {},
+  ) {}
 
   async createPayment(request: CreatePaymentRequest): Promise<CreatedPayment> {
     assertMinorUnits('amount', request.amount, { allowZero: false });
@@ -73,6 +186,7 @@ export class StripeGateway implements PaymentGateway {
         clientSecret: intent.client_secret,
         orderId: null,
         status: intent.status,
+        state: intentState(intent.status),
         amount: intent.amount,
         currency: intent.currency.toUpperCase(),
       };
@@ -91,6 +205,7 @@ export class StripeGateway implements PaymentGateway {
         amount: intent.amount,
         currency: intent.currency.toUpperCase(),
         status: intent.status,
+        state: intentState(intent.status),
         pointers: pointersFromMetadata(intent.metadata),
       };
     } catch (error) {
@@ -113,6 +228,73 @@ export class StripeGateway implements PaymentGateway {
     }
   }
 
+  async refund(request: RefundRequest): Promise<GatewayRefund> {
+    assertMinorUnits('amount', request.amount, { allowZero: false });
+    if (!paymentIntentId.test(request.paymentId)) {
+      throw new InvalidRequestError('Not a gateway_a payment id', [
+        { field: 'paymentId', message: 'is not a gateway_a payment' },
+      ]);
+    }
+    try {
+      const refund = await this.stripe.refunds.create(
+        {
+          payment_intent: request.paymentId,
+          amount: request.amount,
+          metadata: { refundId: request.refundId, ...(request.reason ? { reason: request.reason } : {}) },
+        },
+        { idempotencyKey: providerIdempotencyKey('rf', request.idempotencyKey) },
+      );
+      const read = toRefund(refundObject.parse(refund));
+      if (!read)
+        throw new GatewayError('gateway_a returned a refund without its payment', { gateway: 'gateway_a' });
+      return read;
+    } catch (error) {
+      throw this.toAppError(error, 'refund');
+    }
+  }
+
+  async listRefunds(paymentId: string): Promise<GatewayRefund[]> {
+    if (!paymentIntentId.test(paymentId)) return [];
+    try {
+      const refunds = await this.stripe.refunds
+        .list({ payment_intent: paymentId, limit: 100 })
+        .autoPagingToArray({ limit: 10_000 });
+      return refunds.flatMap((refund) => {
+        const read = toRefund(refundObject.parse(refund));
+        return read ? [read] : [];
+      });
+    } catch (error) {
+      throw this.toAppError(error, 'listRefunds');
+    }
+  }
+
+  /**
+   * `stripe.webhooks.constructEvent`: the Stripe-Signature header's v1 HMAC over `t.payload` under the
+   * endpoint's secret, and `t` no older than the tolerance at `receivedAt`.
+   */
+  async verifyEvent(event: SignedEvent): Promise<GatewayEvent> {
+    const header = event.headers['stripe-signature'];
+    if (!header || !this.options.webhookSecret) throw new InvalidSignatureError();
+    const secret = await this.options.webhookSecret();
+    let verified: Stripe.Event;
+    try {
+      verified = this.stripe.webhooks.constructEvent(
+        event.rawBody,
+        header,
+        secret,
+        EVENT_TOLERANCE_SECONDS,
+        undefined,
+        event.receivedAt.getTime(),
+      );
+    } catch {
+      throw new InvalidSignatureError();
+    }
+    const envelope = eventEnvelope.safeParse(verified);
+    if (!envelope.success) throw new InvalidSignatureError();
+    const { id, type, created, data } = envelope.data;
+    return { eventId: id, type, createdAt: new Date(created * 1000), facts: factsOf(type, data.object) };
+  }
+
   private isNotFound(error: unknown): boolean {
     return (
       error instanceof this.stripe.errors.StripeInvalidRequestError &&
@@ -124,7 +306,8 @@ export class StripeGateway implements PaymentGateway {
     const { errors } = this.stripe;
     if (error instanceof AppError) return error;
     if (error instanceof errors.StripeCardError) {
-      return new PaymentDeclinedError('The payment was declined by gateway_a', {
+      const what = operation === 'refund' ? 'refund' : 'payment';
+      return new PaymentDeclinedError(`The ${what} was declined by gateway_a`, {
         declineCode: error.decline_code ?? error.code ?? null,
       });
     }

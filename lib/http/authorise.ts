@@ -42,9 +42,13 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
       // Known from here on, also when the rate limit or the role refuses the call.
       if (caller) correlate(deps, { clientId: caller.clientId });
       const group = rateGroupOf(route);
-      const [bucket, limit] = caller
-        ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]
-        : [`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute];
+      // A keyless route with its own budget counts by its parameter, whoever sends a key with it.
+      const [bucket, limit] =
+        route.keylessBudget && !route.apiKeyRequired
+          ? [keylessBucket(route, request.event.pathParameters), route.keylessBudget.requestsPerMinute]
+          : caller
+            ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]
+            : [`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute];
       meta.rateLimit = await deps.rateLimiter
         .hit(bucket, limit, RATE_WINDOW_SECONDS, now)
         .catch(unlessOutage(uncountedWindow(limit, RATE_WINDOW_SECONDS, now)));
@@ -65,6 +69,23 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
       meta.caller = caller;
     },
   };
+}
+
+/**
+ * The bucket of a route with a keyless budget: one per value of its parameter, read as the route
+ * validates it (`stripe` counts as `gateway_a`); a value the route would refuse shares one bucket,
+ * so made-up values cannot open fresh budgets.
+ */
+function keylessBucket(
+  route: RouteDeclaration,
+  parameters: Record<string, string | undefined> | null,
+): string {
+  const { byParam } = route.keylessBudget!;
+  const schema = route.request.params?.shape[byParam] as
+    { safeParse(value: unknown): { success: boolean; data?: unknown } } | undefined;
+  const parsed = schema?.safeParse(parameters?.[byParam]);
+  const value = parsed?.success ? String(parsed.data) : '(invalid)';
+  return `route#${route.name}#${value}`;
 }
 
 /** Says what to fix: the usual mistake is a key sent as a bearer token. */

@@ -86,6 +86,7 @@ export function httpEndpoint<R extends RouteDeclaration>(
     .use(httpHeaderNormalizer())
     .use(authorise(deps, route))
     .use(bodySizeLimit(deps.config.maxBodyBytes));
-  if (route.request.body) handler.use(httpJsonBodyParser());
+  // A raw body (a provider's signed event) reaches the endpoint as the exact string that arrived.
+  if (route.request.body && !route.request.body.raw) handler.use(httpJsonBodyParser());
   return handler.use(validateRequest(route)).use(correlateReceipt(deps)).use(errorEnvelope(deps));
 }

@@ -3,6 +3,14 @@ import type { RouteDeclaration } from '../kernel/route.js';
 import type { Middleware } from './context.js';
 import { parseInput } from './validation.js';
 
+/** The body as the bytes that arrived, for a route that declares it raw: text, whatever its encoding on the way. */
+const rawBody = (event: { body: string | null; isBase64Encoded?: boolean }): string =>
+  event.body === null
+    ? ''
+    : event.isBase64Encoded
+      ? Buffer.from(event.body, 'base64').toString('utf8')
+      : event.body;
+
 /** The declared request parts, parsed; every bad field of every part is named in one 400. */
 export function validateRequest(route: RouteDeclaration): Middleware {
   const { params, query, headers, body } = route.request;
@@ -23,7 +31,7 @@ export function validateRequest(route: RouteDeclaration): Middleware {
               }),
             ),
           ),
-        body && parseInput(body.schema, event.body),
+        body && parseInput(body.schema, body.raw ? rawBody(event) : event.body),
       ] as const;
       const fields = parts.flatMap((part) => (part && !part.success ? part.fields : []));
       if (fields.length > 0) throw new InvalidRequestError('Invalid request', fields);

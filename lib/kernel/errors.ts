@@ -11,8 +11,11 @@ export type ErrorDetails = Record<string, unknown>;
  * error class cannot name a code its status does not list (AppError's type parameters).
  */
 export const errorCatalogue = {
-  400: { platform: ['INVALID_REQUEST', 'invalid_request'], endpoint: ['INVALID_CURSOR'] },
-  401: { platform: ['unauthorized'], endpoint: [] },
+  400: {
+    platform: ['INVALID_REQUEST', 'invalid_request'],
+    endpoint: ['INVALID_CURSOR', 'REFUND_EXCEEDS_PAYMENT'],
+  },
+  401: { platform: ['unauthorized'], endpoint: ['invalid_signature'] },
   402: { platform: [], endpoint: ['PAYMENT_DECLINED'] },
   403: { platform: ['forbidden'], endpoint: ['GRANT_ERROR', 'DECRYPTION_ERROR'] },
   404: { platform: ['not_found'], endpoint: ['KEY_NOT_FOUND'] },
@@ -75,6 +78,32 @@ export class UnauthorizedError extends AppError<401> {
   readonly code = 'unauthorized';
   constructor(message = 'Missing or invalid API key') {
     super(message);
+  }
+}
+
+/**
+ * A gateway event whose signature is missing, wrong or too old (lib/gateways verifies it with the
+ * provider's SDK). The message is the same whatever failed: a forger learns nothing from it.
+ */
+export class InvalidSignatureError extends AppError<401> {
+  readonly status = 401 as const;
+  readonly code = 'invalid_signature';
+  constructor() {
+    super('The event signature is missing, not valid, or too old');
+  }
+}
+
+/** A refund larger than what is left of the payment; refused before the gateway is called. */
+export class RefundExceedsPaymentError extends AppError<400> {
+  readonly status = 400 as const;
+  readonly code = 'REFUND_EXCEEDS_PAYMENT';
+  constructor(requested: number, refundable: number, paymentStatus: string) {
+    super(`The refund (${requested}) is more than the payment's refundable remainder (${refundable})`, {
+      requested,
+      refundable,
+      paymentStatus,
+      fields: [{ field: 'amount', message: `must be at most the refundable remainder (${refundable})` }],
+    });
   }
 }
 

@@ -39,6 +39,18 @@ export interface RouteDefinition {
   escrow?: 'wrap' | 'wrapAndUnwrap';
   /** Reaches the payment gateways (reads their credentials). */
   gateways?: boolean;
+  /** Verifies the gateways' own webhooks: reads their signing secrets (no other function does). */
+  gatewayEvents?: boolean;
+  /**
+   * A keyless route with a budget of its own instead of the per-source-IP one: the service counts it
+   * per value of the path parameter `byParam` (a provider posts from a few shared addresses, so its
+   * address says nothing), and API Gateway throttles the method at `edge`.
+   */
+  keylessBudget?: {
+    byParam: string;
+    requestsPerMinute: number;
+    edge: { ratePerSecond: number; burst: number };
+  };
   /** Tags cards (lib/crypto/card-tag.ts): reads the card-tag key's secret. */
   cardTags?: boolean;
   /** Pages with sealed cursors (lib/crypto/cursor.ts): reads the cursor key's secret. */
@@ -67,7 +79,11 @@ export interface RequestContract {
   query?: z.ZodObject;
   /** Request headers, spelt as documented; matched case-insensitively. */
   headers?: z.ZodObject;
-  body?: { description: string; schema: z.ZodType; documented?: z.ZodType };
+  /**
+   * `raw`: the body is not parsed as JSON; `schema` gets the string exactly as it arrived (a
+   * signature is checked over its bytes), and `documented` says what it holds.
+   */
+  body?: { description: string; schema: z.ZodType; documented?: z.ZodType; raw?: boolean };
 }
 
 export interface RouteDeclaration extends RouteDefinition {

@@ -84,6 +84,11 @@ export const tableDefinitions = {
   },
   // Powertools idempotency layout: `id` key and `expiration` TTL.
   idempotency: { name: 'idempotency', partitionKey: 'id', ttlAttribute: 'expiration', durable: false },
+  // The life of each payment made through the service, one partition per payment (`PAY#<gateway>#<id>`):
+  // the payment (`PAYMENT`), its refunds by the provider's id (`REFUND#…`) and the merchants' refund
+  // requests by refundId (`REQUEST#…`); and the gateway events applied (`EVENT#…`). Everything expires
+  // by `ttl`: a payment's items with its receipt's retention, an event's record after a week.
+  payments: { name: 'payments', partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'ttl', durable: true },
 } as const satisfies Record<string, TableDefinition>;
 
 export type TableKey = keyof typeof tableDefinitions;

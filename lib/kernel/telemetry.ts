@@ -29,6 +29,10 @@ export interface MetricDimensions {
   RateLimitRefusals: { group: RateGroup | 'anonymous' };
   /** A webhook delivery given up: its back-off schedule ran out, or its URL was refused at delivery. */
   WebhookDeliveriesFailed: Record<string, never>;
+  /** A refund recorded: asked of the service, or made at the provider (its dashboard) and told by its event. */
+  RefundsRecorded: { gateway: GatewayKind; source: 'api' | 'gateway' };
+  /** A gateway event refused: its signature missing, wrong or too old (a forgery, or a misconfigured secret). */
+  GatewayEventsRefused: { gateway: GatewayKind };
 }
 
 export type MetricName = keyof MetricDimensions;

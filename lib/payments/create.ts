@@ -9,6 +9,7 @@ import type { PaymentFailure } from '../kernel/telemetry.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
 import { toDigitalReceipt } from '../receipts/flattened.js';
 import { putMapping } from '../transactions/transactions.js';
+import { recordCreatedPayment } from './lifecycle.js';
 import type { CreatePaymentBody } from './schemas.js';
 
 export type PaymentDeps = Omit<AppDeps, never>;
@@ -132,6 +133,7 @@ export async function createPaymentWithReceipt(
     caller,
     requestId: input.requestId,
     requestDigest: digestOf(receiptFields),
+    paymentStatus: 'pending',
   });
   const pointers = {
     receiptId: receipt.receiptId,
@@ -162,8 +164,16 @@ export async function createPaymentWithReceipt(
       taxAmount: body.taxAmount,
       ...(cardNonce ? { cardNonce } : {}),
     })
-    .catch((error: unknown) => {
+    .catch(async (error: unknown) => {
       deps.telemetry.count('PaymentFailures', { gateway: kind, outcome: paymentFailure(error) });
+      // The card was declined: the receipt stored for it says so (a retry that succeeds moves it on).
+      if (error instanceof PaymentDeclinedError) {
+        await deps.repos.receipts.setPaymentStatus(
+          { merchantClientId: caller.clientId, receiptId: receipt.receiptId },
+          'pending',
+          'failed',
+        );
+      }
       throw error;
     });
   const mappingKey = { merchantClientId: caller.clientId, transactionId: pointers.transactionId };
@@ -174,6 +184,7 @@ export async function createPaymentWithReceipt(
     amount: created.amount,
     currency: created.currency,
   });
+  await recordCreatedPayment(deps, { kind, created, receipt, caller });
   await deps.audit.record({
     action: 'payment.create',
     outcome: 'success',

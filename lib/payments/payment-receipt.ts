@@ -3,7 +3,7 @@ import type { AppDeps } from '../app/deps.js';
 import { NotFoundError } from '../kernel/errors.js';
 import type { GatewayKind } from '../gateways/port.js';
 import { receiptOfPayment } from './decrypt.js';
-import { mayRead, type FetchedReceipt, type ReadDeps } from '../receipts/inbox.js';
+import { clearFieldsOf, mayRead, type FetchedReceipt, type ReadDeps } from '../receipts/inbox.js';
 import { publicMapping } from '../transactions/transactions.js';
 
 // Apart from lib/receipts/inbox.ts: only this route reaches the gateways, and only its bundle carries them.
@@ -29,5 +29,9 @@ export async function getPaymentReceipt(
     throw error;
   }
   if (!(await mayRead(deps, found.receipt, caller))) throw unknownPayment();
-  return { envelope: found.receipt.envelope, mapping: publicMapping(found.mapping) };
+  return {
+    envelope: found.receipt.envelope,
+    mapping: publicMapping(found.mapping, found.receipt),
+    ...clearFieldsOf(found.receipt),
+  };
 }

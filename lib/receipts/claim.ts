@@ -3,7 +3,7 @@ import type { Caller } from '../api-keys/authenticator.js';
 import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
 import { transferEnvelope, type Recipient } from '../crypto/envelope.js';
 import { parsePublicKey } from '../crypto/keys.js';
-import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
+import type { ReceiptEnvelope, ReceiptKey, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import { ClaimLimitError, NotFoundError } from '../kernel/errors.js';
@@ -175,6 +175,7 @@ async function release(
         keyId: user.keyId,
         escrowKeyId: deps.escrow.keyId,
       });
+      await releaseRelatedReceipts(deps, receipt, user, recipient, requestId);
     }
     return claimed;
   } catch (error) {
@@ -195,4 +196,69 @@ async function release(
     });
     return false;
   }
+}
+
+/**
+ * When a claim releases a sale receipt, the refund receipts escrowed with it (they carry no claim
+ * facts of their own) go to the same user. The sale is read again after its release: a refund
+ * stored while the claim ran is in it, and one stored after sees the sale released and is sealed for
+ * the user instead (lib/payments/lifecycle.ts). Whatever finds the sale to release (the claim's
+ * matching) need not know of refunds.
+ */
+export async function releaseRelatedReceipts(
+  deps: ClaimDeps,
+  sale: ReceiptKey,
+  user: UserRecord,
+  recipient: Recipient,
+  requestId: string,
+): Promise<string[]> {
+  const stored = await deps.repos.receipts.get(sale);
+  const released: string[] = [];
+  for (const receiptId of stored?.refundReceiptIds ?? []) {
+    const related = await deps.repos.receipts.get({ merchantClientId: sale.merchantClientId, receiptId });
+    if (!related?.envelope.isEscrowed || related.recipientUserId) continue;
+    try {
+      const rewrapped = await transferEnvelope(
+        related.envelope,
+        (encryptedKey) => deps.escrow.unwrap(encryptedKey),
+        recipient,
+      );
+      const expiresAt = new Date(Date.parse(related.createdAt) + deps.config.receiptRetentionDays * DAY_MS);
+      const envelope: ReceiptEnvelope = {
+        ...related.envelope,
+        ...rewrapped,
+        isEscrowed: false,
+        escrowKeyId: null,
+        expiresAt: expiresAt.toISOString(),
+      };
+      if (
+        await deps.repos.receipts.releaseWithSale(
+          related,
+          envelope,
+          user.userId,
+          Math.floor(expiresAt.getTime() / 1000),
+        )
+      ) {
+        released.push(receiptId);
+        await deps.audit.record({
+          action: 'escrow.claim',
+          outcome: 'success',
+          reason: 'released with its sale',
+          requestId,
+          clientId: user.clientId,
+          userId: user.userId,
+          receiptId,
+          keyId: user.keyId,
+          escrowKeyId: deps.escrow.keyId,
+        });
+      }
+    } catch (error) {
+      deps.logger.warn('refund receipt not released with its sale', {
+        requestId,
+        receiptId,
+        error: error instanceof Error ? error.name : 'unknown',
+      });
+    }
+  }
+  return released;
 }

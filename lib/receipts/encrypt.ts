@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Caller } from '../api-keys/authenticator.js';
 import { parsePublicKey } from '../crypto/keys.js';
-import { sealEnvelope, type Recipient } from '../crypto/envelope.js';
+import type { Recipient } from '../crypto/envelope.js';
 import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { AppDeps } from '../app/deps.js';
-import { ConflictError, EncryptionError, ForbiddenError } from '../kernel/errors.js';
+import { ConflictError, ForbiddenError } from '../kernel/errors.js';
+import type { PaymentStatus } from '../kernel/payment-status.js';
 import type { DigitalReceipt } from './schemas.js';
+import { sealReceipt } from './seal.js';
 
 export type EncryptDeps = Pick<
   AppDeps,
@@ -24,6 +26,8 @@ export interface EncryptInput {
   requestId: string;
   /** A digest of the validated request: an identical retry returns the first envelope. */
   requestDigest: string;
+  /** Stored in clear beside the envelope: a payment's receipt starts `pending` (lib/payments/lifecycle.ts). */
+  paymentStatus?: PaymentStatus;
 }
 
 export interface EncryptOutcome {
@@ -103,25 +107,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
   ]);
   const isEscrowed = userId === null;
   const now = deps.clock.now();
-  let sealed;
-  try {
-    sealed = sealEnvelope(
-      Buffer.from(JSON.stringify(receipt), 'utf8'),
-      {
-        version: receipt.version,
-        receiptId: receipt.receiptId,
-        merchantId: receipt.merchant.merchantId,
-        transactionId: receipt.transaction.transactionId,
-      },
-      recipient,
-    );
-  } catch (error) {
-    deps.logger.error('sealing failed', {
-      error: error instanceof Error ? error.name : 'unknown',
-      requestId: input.requestId,
-    });
-    throw new EncryptionError();
-  }
+  const sealed = sealReceipt(deps, receipt, recipient, { requestId: input.requestId });
   const retentionDays = isEscrowed ? deps.config.escrowRetentionDays : deps.config.receiptRetentionDays;
   const expiresAt = new Date(now.getTime() + retentionDays * DAY_MS);
   const envelope: ReceiptEnvelope = {
@@ -148,6 +134,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     requestDigest: input.requestDigest,
     createdAt: now.toISOString(),
     ttl: Math.floor(expiresAt.getTime() / 1000),
+    ...(input.paymentStatus ? { paymentStatus: input.paymentStatus } : {}),
   };
   // The audit record is of the cryptographic operation, which has happened whatever storing finds, so
   // the two writes go out together rather than one after the other.

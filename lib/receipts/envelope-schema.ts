@@ -2,7 +2,7 @@ import * as z from 'zod';
 import type { ReceiptEnvelope } from '../db/receipts.js';
 import type { SameType } from '../kernel/route.js';
 import { base64Text, dateTime, uuid } from '../kernel/fields.js';
-import { transactionMappingResponse } from '../transactions/schemas.js';
+import { paymentStatusSchema, transactionMappingResponse } from '../transactions/schemas.js';
 
 /*
  * The stored envelope as endpoints answer it (encrypt, the envelope fetches). Closed objects, so the contract
@@ -93,6 +93,10 @@ export const fetchedReceiptSchema = z
     envelope: encryptedEnvelopeResponse,
     mapping: transactionMappingResponse.nullable().meta({
       description: 'The transaction mapping that points to this receipt, or null when there is none.',
+    }),
+    paymentStatus: paymentStatusSchema,
+    relatedReceiptId: uuid.nullable().meta({
+      description: 'A refund receipt: the receiptId of the sale it refunds. null for any other receipt.',
     }),
   })
   .meta({

@@ -7,6 +7,7 @@ import {
   checkLineTotal,
   MAX_ITEMS,
   paymentMethods,
+  RECEIPT_VERSION,
   type DigitalReceipt,
   type ReceiptLineItem,
 } from './schemas.js';
@@ -45,7 +46,7 @@ export const flattenedItemSchema = z
   });
 
 export const flattenedReceiptFields = {
-  version: text(32).min(1).default('1.0'),
+  version: text(32).min(1).default(RECEIPT_VERSION),
   receiptId: uuid,
   merchantId: uuid,
   merchantName: text().min(1),

@@ -5,6 +5,7 @@ import type { CoreDeps } from '../app/deps.js';
 import type { CursorScope, PageKeyShape } from '../crypto/cursor.js';
 import { NotFoundError } from '../kernel/errors.js';
 import { publicMapping, type TransactionMapping } from '../transactions/transactions.js';
+import type { PaymentStatus } from '../kernel/payment-status.js';
 
 /** One line of a user's inbox: ids only, never content, a card tag or claim facts. */
 export interface ReceiptSummary {
@@ -15,6 +16,9 @@ export interface ReceiptSummary {
   keyId: string;
   paymentGateway: PaymentGatewayName | null;
   paymentId: string | null;
+  paymentStatus: PaymentStatus | null;
+  /** A refund receipt: its sale. */
+  relatedReceiptId: string | null;
 }
 
 export interface InboxPage {
@@ -26,7 +30,15 @@ export interface InboxPage {
 export interface FetchedReceipt {
   envelope: ReceiptEnvelope;
   mapping: TransactionMapping | null;
+  paymentStatus: PaymentStatus | null;
+  relatedReceiptId: string | null;
 }
+
+/** What is shown in clear beside an envelope wherever it is answered. */
+export const clearFieldsOf = (receipt: StoredReceipt) => ({
+  paymentStatus: receipt.paymentStatus ?? null,
+  relatedReceiptId: receipt.relatedReceiptId ?? null,
+});
 
 export type ReadDeps = Pick<CoreDeps, 'repos'>;
 export type InboxDeps = Pick<CoreDeps, 'repos' | 'cursors'>;
@@ -98,6 +110,7 @@ export async function listUserReceipts(
         keyId: receipt.envelope.keyBundle.keyId,
         paymentGateway: mapping?.paymentGateway ?? null,
         paymentId: mapping?.paymentId ?? null,
+        ...clearFieldsOf(receipt),
       };
     }),
     nextCursor: lastKey ? await deps.cursors.seal(scope, lastKey) : null,
@@ -115,7 +128,8 @@ async function withMapping(deps: ReadDeps, receipt: StoredReceipt): Promise<Fetc
   const mapping = await deps.repos.transactions.get(mappingKey(receipt));
   return {
     envelope: receipt.envelope,
-    mapping: mapping && mapping.receiptId === receipt.receiptId ? publicMapping(mapping) : null,
+    mapping: mapping && mapping.receiptId === receipt.receiptId ? publicMapping(mapping, receipt) : null,
+    ...clearFieldsOf(receipt),
   };
 }
 

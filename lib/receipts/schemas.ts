@@ -143,10 +143,20 @@ export const loyaltyInfoSchema = z
   })
   .meta({ id: 'LoyaltyInfo' });
 
+/** The receipt schema version this service writes; receipts of "1.0" keep opening and validating. */
+export const RECEIPT_VERSION = '1.1';
+
 export const digitalReceiptSchema = z
   .strictObject({
     version: shortText(32).min(1),
     receiptId: uuid,
+    type: z.enum(['sale', 'refund']).optional().meta({
+      description:
+        '"refund" for a refund receipt, which names its sale in relatedReceiptId; a sale may say "sale" or nothing.',
+    }),
+    relatedReceiptId: uuid
+      .optional()
+      .meta({ description: 'A refund receipt: the receiptId of the sale it refunds.' }),
     merchant: receiptMerchantSchema,
     transaction: receiptTransactionSchema,
     items: z.array(receiptLineItemSchema).max(MAX_ITEMS),
@@ -158,9 +168,18 @@ export const digitalReceiptSchema = z
     createdAt: dateTime,
   })
   .superRefine((receipt, ctx) => {
-    // The spec's summary has discounts and tips beside tax, so only the lines' sum is checked here.
+    const refund = receipt.type === 'refund';
+    if (refund !== (receipt.relatedReceiptId !== undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['relatedReceiptId'],
+        message: refund ? 'is required on a refund receipt' : 'belongs on a refund receipt only',
+      });
+    }
+    // The spec's summary has discounts and tips beside tax, so only the lines' sum is checked here. A
+    // refund of an amount (no lines named) gives back part of the whole sale: it lists no lines.
     const sum = sumOfLines(receipt.items);
-    if (receipt.summary.subtotal !== sum) {
+    if (receipt.summary.subtotal !== sum && !(refund && receipt.items.length === 0)) {
       ctx.addIssue({
         code: 'custom',
         path: ['summary', 'subtotal'],
@@ -170,7 +189,10 @@ export const digitalReceiptSchema = z
   })
   .meta({
     id: 'DigitalReceipt',
-    description: "The plaintext receipt. summary.subtotal must equal the sum of the items' totalPrice.",
+    description:
+      "The plaintext receipt. summary.subtotal must equal the sum of the items' totalPrice (a refund of an " +
+      'amount lists no items). A refund receipt (`type: "refund"`) names its sale in relatedReceiptId and ' +
+      'gives the refunded lines and totals as positive amounts.',
   });
 
 export type DigitalReceipt = z.infer<typeof digitalReceiptSchema>;

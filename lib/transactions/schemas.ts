@@ -1,9 +1,21 @@
 import * as z from 'zod';
 import type { SameType } from '../kernel/route.js';
 import { dateTime, uuid } from '../kernel/fields.js';
+import { paymentStatuses } from '../kernel/payment-status.js';
 import type { TransactionMapping } from './transactions.js';
 import { envelopeInputSchema } from '../kernel/envelope-input.js';
 import { transactionGatewaySchema } from '../kernel/fields.js';
+
+/** A receipt's paymentStatus as every response shows it: null for a receipt made by receipts/encrypt. */
+export const paymentStatusSchema = z
+  .enum(paymentStatuses)
+  .nullable()
+  .meta({
+    description:
+      'The state of the money this receipt records, in clear beside the envelope: pending, succeeded, failed, ' +
+      'canceled, partially_refunded or refunded for a sale made by payments/create; a refund receipt carries ' +
+      "its refund's pending, succeeded, failed or canceled; null for a receipt made by receipts/encrypt.",
+  });
 
 export const transactionMappingResponse = z
   .strictObject({
@@ -14,8 +26,12 @@ export const transactionMappingResponse = z
       description:
         'Always the neutral name: the aliases stripe and square are stored as gateway_a and gateway_b.',
     }),
-    gatewayMetadata: z.record(z.string(), z.unknown()),
+    gatewayMetadata: z.record(z.string(), z.unknown()).meta({
+      description:
+        "What the gateway said when the payment was made (its status then, amount, currency); paymentStatus is today's.",
+    }),
     createdAt: dateTime,
+    paymentStatus: paymentStatusSchema,
   })
   .meta({
     id: 'TransactionMapping',

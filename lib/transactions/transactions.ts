@@ -1,22 +1,34 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-keys/authenticator.js';
+import type { StoredReceipt } from '../db/receipts.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
+import type { PaymentStatus } from '../kernel/payment-status.js';
 import type { AppDeps } from '../app/deps.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../kernel/errors.js';
 import type { EnvelopeInput } from '../kernel/envelope-input.js';
 
-/** Spec: TransactionMapping — the stored record without who may read it. */
-export type TransactionMapping = Omit<TransactionMappingRecord, 'merchantClientId' | 'paymentId'>;
+/**
+ * Spec: TransactionMapping — the stored record without who may read it, with the paymentStatus of
+ * its receipt (lib/kernel/payment-status.ts): null for a receipt that has none.
+ */
+export type TransactionMapping = Omit<TransactionMappingRecord, 'merchantClientId' | 'paymentId'> & {
+  paymentStatus: PaymentStatus | null;
+};
 
 type TransactionDeps = Pick<AppDeps, 'clock' | 'repos' | 'audit'>;
 
-export const publicMapping = (record: TransactionMappingRecord): TransactionMapping => ({
+/** The answer for a mapping; `receipt` is the one it points to, read for its status. */
+export const publicMapping = (
+  record: TransactionMappingRecord,
+  receipt: Pick<StoredReceipt, 'receiptId' | 'paymentStatus'> | null,
+): TransactionMapping => ({
   mappingId: record.mappingId,
   transactionId: record.transactionId,
   receiptId: record.receiptId,
   paymentGateway: record.paymentGateway,
   gatewayMetadata: record.gatewayMetadata,
   createdAt: record.createdAt,
+  paymentStatus: (receipt?.receiptId === record.receiptId ? receipt.paymentStatus : undefined) ?? null,
 });
 
 /** The stored envelope must be the one presented: same ciphertext, wrapped key and bound header. */
@@ -76,12 +88,12 @@ export async function storeTransaction(
   const outcome = await putMapping(deps, record, input.requestId);
   if (!outcome.stored) {
     const { existing } = outcome;
-    if (existing.receiptId === record.receiptId) return publicMapping(existing);
+    if (existing.receiptId === record.receiptId) return publicMapping(existing, receipt);
     throw new ConflictError('This transactionId is already mapped to another of your receipts', {
       field: 'envelope.transactionId',
     });
   }
-  return publicMapping(record);
+  return publicMapping(record, receipt);
 }
 
 /**
@@ -108,15 +120,15 @@ export async function putMapping(
   return outcome;
 }
 
-/** Whether the mapping's receipt is wrapped for a user of this issuer. */
-async function isForUserOf(
+/** The mapping's receipt when it is wrapped for a user of this issuer, else null. */
+async function receiptForUserOf(
   deps: TransactionDeps,
   mapping: TransactionMappingRecord,
   issuerClientId: string,
-): Promise<boolean> {
+): Promise<StoredReceipt | null> {
   const receipt = await deps.repos.receipts.get(mapping);
   const user = receipt?.recipientUserId ? await deps.repos.users.getById(receipt.recipientUserId) : null;
-  return user?.clientId === issuerClientId;
+  return user?.clientId === issuerClientId ? receipt : null;
 }
 
 /**
@@ -130,17 +142,18 @@ export async function getTransaction(
 ): Promise<TransactionMapping> {
   if (caller.roles.includes('merchant')) {
     const own = await deps.repos.transactions.get({ merchantClientId: caller.clientId, transactionId });
-    if (own) return publicMapping(own);
+    if (own) return publicMapping(own, await deps.repos.receipts.get(own));
   }
   if (caller.roles.includes('issuer')) {
     const candidates = await deps.repos.transactions.allWithTransactionId(transactionId);
     const readable = await Promise.all(
-      candidates.map((mapping) => isForUserOf(deps, mapping, caller.clientId)),
+      candidates.map((mapping) => receiptForUserOf(deps, mapping, caller.clientId)),
     );
     const mine = candidates
-      .filter((_, index) => readable[index])
-      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-    if (mine[0]) return publicMapping(mine[0]);
+      .map((mapping, index) => ({ mapping, receipt: readable[index] ?? null }))
+      .filter((entry) => entry.receipt !== null)
+      .sort((a, b) => b.mapping.createdAt.localeCompare(a.mapping.createdAt));
+    if (mine[0]) return publicMapping(mine[0].mapping, mine[0].receipt);
   }
   throw new NotFoundError('No transaction with this transactionId', { field: 'transactionId' });
 }

@@ -8,7 +8,7 @@ import { attemptClaimed, leaseFrom, type DeliveryDeps } from './send.js';
 export const deliveryView = (delivery: DeliveryRecord) => ({
   deliveryId: delivery.deliveryId,
   webhookId: delivery.webhookId,
-  eventType: delivery.eventType as 'receipt.available' | 'receipt.escrowed',
+  eventType: delivery.eventType as 'receipt.available' | 'receipt.escrowed' | 'receipt.updated',
   status: delivery.status,
   attemptCount: delivery.attemptCount,
   nextAttemptAt: delivery.status === 'pending' ? (delivery.nextAttemptAt ?? null) : null,

@@ -23,10 +23,15 @@ function batchLookups(deps: DeliveryDeps) {
   };
   return {
     /** The client an event goes to: the issuer owning the user, or the merchant client that stored it. */
-    audienceOf: (event: ReceiptEvent): Promise<string | null> =>
-      event.type === 'receipt.escrowed'
-        ? Promise.resolve(event.merchantClientId)
-        : once(owners, event.userId, async () => (await deps.users.getById(event.userId))?.clientId ?? null),
+    audienceOf: (event: ReceiptEvent): Promise<string | null> => {
+      const userId =
+        event.type === 'receipt.available' ||
+        (event.type === 'receipt.updated' && event.audience === 'issuer')
+          ? event.userId
+          : undefined;
+      if (userId === undefined) return Promise.resolve(event.merchantClientId);
+      return once(owners, userId, async () => (await deps.users.getById(userId))?.clientId ?? null);
+    },
     webhooksOf: (clientId: string): Promise<WebhookRecord[]> =>
       once(webhooks, clientId, () => deps.webhooks.listForClient(clientId)),
   };

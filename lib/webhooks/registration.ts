@@ -10,10 +10,12 @@ import { checkWebhookUrl } from './url-guard.js';
 /** Webhooks one API client may have at a time: each event fans out to all of them. */
 export const maxWebhooksPerClient = 10;
 
-/** The role a client needs to subscribe to each event: it hears only about what it could read. */
-export const eventRoles: Record<WebhookEvent, Role> = {
-  'receipt.available': 'issuer',
-  'receipt.escrowed': 'merchant',
+/** The roles that may subscribe to each event: a client hears only about what it could read. */
+export const eventRoles: Record<WebhookEvent, readonly Role[]> = {
+  'receipt.available': ['issuer'],
+  'receipt.escrowed': ['merchant'],
+  // Its issuer and its merchant both read the receipt: each hears of its status.
+  'receipt.updated': ['issuer', 'merchant'],
 };
 
 /** 'wh_' + 26 base32 characters: 130 random bits. */
@@ -58,9 +60,9 @@ export async function createWebhook(
 ): Promise<CreatedWebhook> {
   const events = [...new Set(input.events)].sort();
   for (const event of events) {
-    const role = eventRoles[event];
-    if (!input.caller.roles.includes(role))
-      throw new ForbiddenError(`Subscribing to ${event} needs the ${role} role`);
+    const roles = eventRoles[event];
+    if (!roles.some((role) => input.caller.roles.includes(role)))
+      throw new ForbiddenError(`Subscribing to ${event} needs the ${roles.join(' or ')} role`);
   }
   const check = await checkWebhookUrl(input.url, {
     allowLoopbackHttp: deps.config.webhookAllowLoopbackHttp,

@@ -11,8 +11,9 @@ export const webhookIdSchema = z.string().regex(/^wh_[a-z2-7]{26}$/, 'must be a 
 
 export const webhookEventSchema = z.enum(webhookEvents).meta({
   description:
-    'receipt.available (issuers: a receipt was wrapped for one of your users) or receipt.escrowed ' +
-    '(merchants: one of your receipts was escrowed).',
+    'receipt.available (issuers: a receipt was wrapped for one of your users), receipt.escrowed ' +
+    '(merchants: one of your receipts was escrowed) or receipt.updated (issuers and merchants: a ' +
+    "receipt's paymentStatus changed, or a refund receipt was added to a sale).",
 });
 
 export const webhookIdParam = webhookIdSchema;
@@ -37,7 +38,7 @@ export const webhookDeliverySchema = z
   .strictObject({
     deliveryId: z.string(),
     webhookId: z.string(),
-    eventType: z.enum(['receipt.available', 'receipt.escrowed']),
+    eventType: z.enum(webhookEvents),
     status: z.enum(['pending', 'succeeded', 'failed']),
     attemptCount: z.number().int().min(0),
     nextAttemptAt: dateTime.nullable(),

@@ -5,9 +5,19 @@ import type { GatewayRegistry } from '../gateways/port.js';
 import type { Logger } from '../kernel/log.js';
 
 /** Secrets Manager names of the provider credentials, set by the CDK stack. */
-const secretNameVariables: Record<SecretName, string> = {
+const credentialVariables = {
   STRIPE_SECRET_KEY: 'STRIPE_SECRET_NAME',
   SQUARE_ACCESS_TOKEN: 'SQUARE_SECRET_NAME',
+} as const;
+
+/**
+ * And of the webhook signing secrets, set for the events function only (the only one granted them).
+ * The Square notification URL is not secret: SQUARE_WEBHOOK_URL carries it.
+ */
+const secretNameVariables: Partial<Record<SecretName, string>> = {
+  ...credentialVariables,
+  STRIPE_WEBHOOK_SECRET: 'STRIPE_WEBHOOK_SECRET_NAME',
+  SQUARE_WEBHOOK_SIGNATURE_KEY: 'SQUARE_WEBHOOK_SECRET_NAME',
 };
 
 let registry: GatewayRegistry | undefined;
@@ -19,7 +29,7 @@ let registry: GatewayRegistry | undefined;
 export function awsGateways(_config: ServiceConfig, logger: Logger): GatewayRegistry {
   if (registry) return registry;
   const env = process.env;
-  const enabled = Object.entries(secretNameVariables)
+  const enabled = Object.entries(credentialVariables)
     .filter(([, variable]) => env[variable])
     .map(([name]) => (name === 'STRIPE_SECRET_KEY' ? 'gateway_a' : 'gateway_b'));
   registry = createGatewayRegistry(
@@ -31,7 +41,8 @@ export function awsGateways(_config: ServiceConfig, logger: Logger): GatewayRegi
     }),
     {
       resolveSecret: async (name) => {
-        const secretName = env[secretNameVariables[name]];
+        const variable = secretNameVariables[name];
+        const secretName = variable ? env[variable] : undefined;
         if (!secretName) return undefined;
         const value = await getSecret<string>(secretName, { maxAge: 300 });
         if (typeof value !== 'string') logger.error('gateway secret is not a string', { secretName });

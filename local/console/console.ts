@@ -54,11 +54,55 @@ const securityHeaders = {
   'Referrer-Policy': 'no-referrer',
 };
 
+/** The sandbox's intent id: anything else is not passed on. */
+const intentId = /^pi_[A-Za-z0-9]{1,255}$/;
+const sandboxPaymentMethods = ['pm_card_visa', 'pm_card_chargeDeclined'];
+
+function parseJson(body: string | null): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(body ?? '');
+    return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * POST /console/sandbox/confirm `{ paymentId, paymentMethod }`: what the till does with a gateway_a
+ * intent (Stripe.js with the client secret), done here against the gateway sandbox with Stripe's wire
+ * call, since the page may not reach another origin. The sandbox then sends its signed event.
+ */
+async function confirmInSandbox(rawBody: string | null, response: ServerResponse, sandboxUrl: string) {
+  const body = parseJson(rawBody);
+  const paymentId = typeof body?.paymentId === 'string' ? body.paymentId : '';
+  const method = typeof body?.paymentMethod === 'string' ? body.paymentMethod : '';
+  if (!intentId.test(paymentId) || !sandboxPaymentMethods.includes(method)) {
+    response.writeHead(400, { ...securityHeaders, 'Content-Type': 'application/json' });
+    response.end(
+      JSON.stringify({ error: `paymentId (pi_…) and one of ${sandboxPaymentMethods.join(', ')}` }),
+    );
+    return;
+  }
+  const answer = await fetch(`${sandboxUrl}/v1/payment_intents/${paymentId}/confirm`, {
+    method: 'POST',
+    headers: {
+      Authorization: 'Bearer sk_test_console',
+      'Content-Type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ payment_method: method }).toString(),
+  });
+  const text = await answer.text();
+  response.writeHead(answer.status, { ...securityHeaders, 'Content-Type': 'application/json' });
+  response.end(text);
+}
+
 /** Answers the console's paths; false for any other, which the API routes then handle. */
 export async function serveConsole(
   request: IncomingMessage,
   response: ServerResponse,
   url: URL,
+  /** The request body, already read by the server; and the gateway sandbox, when the stack runs one. */
+  context: { body: string | null; sandboxUrl?: string | undefined } = { body: null },
 ): Promise<boolean> {
   if (url.pathname === '/console' && request.method === 'GET') {
     const nonce = randomBytes(16).toString('base64');
@@ -80,6 +124,10 @@ export async function serveConsole(
     const text = await script();
     response.writeHead(200, { ...securityHeaders, 'Content-Type': 'text/javascript; charset=utf-8' });
     response.end(text);
+    return true;
+  }
+  if (url.pathname === '/console/sandbox/confirm' && request.method === 'POST' && context.sandboxUrl) {
+    await confirmInSandbox(context.body, response, context.sandboxUrl);
     return true;
   }
   // Where the console's webhook points: the deliveries then show real attempts, answered 204.
@@ -107,7 +155,8 @@ button { margin-top: 12px; padding: 8px 14px; font: inherit; cursor: pointer; }
 .step.ok h2::before { content: '✓ '; color: #1e8449; }
 .step.failed h2::before { content: '✗ '; color: #c0392b; }
 pre { background: #f0f3f7; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 320px; overflow-y: auto; margin: 4px 0; font-size: 12px; }
-#receipt { border: 2px solid #1e8449; }
+#receipt, #refund-receipt { border: 2px solid #1e8449; }
+.status { font-weight: 600; }
 `;
 
 function consolePage(nonce: string): string {
@@ -120,7 +169,7 @@ function consolePage(nonce: string): string {
 <style nonce="${nonce}">${styles}</style>
 </head>
 <body>
-<header><h1>Developer console — the five-step flow against this local stack</h1></header>
+<header><h1>Developer console — the five-step flow against this local stack, then confirm and refund</h1></header>
 <main>
 <form id="settings" autocomplete="off">
 <fieldset>
@@ -150,6 +199,8 @@ function consolePage(nonce: string): string {
 <option value="gateway_b">gateway_b (Square)</option>
 </select>
 <button id="run" type="submit">Run the flow</button>
+<p class="note">After the five steps: the payment is confirmed in the gateway sandbox (gateway_a), one line
+is refunded, and the receipt's status and the refund receipt are shown.</p>
 </fieldset>
 </form>
 <section>

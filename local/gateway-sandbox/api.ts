@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Clock } from '../../lib/kernel/clock.js';
+import type { EventOutbox } from './events.js';
 import type { SandboxOperation, SandboxStats } from './faults.js';
 import type { SandboxJournal, Store } from './journal.js';
 
@@ -9,6 +10,7 @@ export interface ApiRequest {
   headers: IncomingHttpHeaders;
   body: string;
   params: string[];
+  query: URLSearchParams;
   decline: boolean;
 }
 
@@ -38,6 +40,13 @@ export interface SandboxContext {
   clock: Clock;
   stats: SandboxStats;
   journal: SandboxJournal;
+  /** The providers' webhooks to the service, signed as they sign them. */
+  events: EventOutbox;
+}
+
+/** A refund made in the provider's dashboard: the sandbox's admin call, on each provider. */
+export interface DashboardRefunds {
+  refund(paymentId: string, amount: number | undefined): ApiResponse;
 }
 
 const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';

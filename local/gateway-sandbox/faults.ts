@@ -3,11 +3,17 @@ import * as z from 'zod';
 export const sandboxOperations = [
   'stripe.paymentIntents.create',
   'stripe.paymentIntents.retrieve',
+  'stripe.paymentIntents.confirm',
+  'stripe.paymentIntents.cancel',
+  'stripe.refunds.create',
+  'stripe.refunds.list',
   'square.orders.create',
   'square.orders.get',
   'square.payments.create',
   'square.payments.get',
   'square.locations.get',
+  'square.refunds.create',
+  'square.refunds.get',
 ] as const;
 export type SandboxOperation = (typeof sandboxOperations)[number];
 
@@ -33,10 +39,16 @@ export const faultSpecSchema = z.discriminatedUnion('kind', [
     ms: z.number().int().min(1).max(600_000).default(30_000),
     times,
   }),
-  /** Decline the charge as the provider would for a refused card. */
+  /** Decline the charge (or the refund) as the provider would for a refused card. */
   z.object({
     kind: z.literal('decline'),
-    operation: z.enum(['stripe.paymentIntents.create', 'square.payments.create']),
+    operation: z.enum([
+      'stripe.paymentIntents.create',
+      'stripe.paymentIntents.confirm',
+      'square.payments.create',
+      'stripe.refunds.create',
+      'square.refunds.create',
+    ]),
     times,
   }),
 ]);
@@ -86,6 +98,8 @@ export interface SandboxStats {
   /** Payments that exist afterwards; replays and declines do not add to it. */
   paymentsCreated: { gateway_a: number; gateway_b: number };
   ordersCreated: number;
+  /** Refunds that exist afterwards, through the API or the dashboard call; replays and refusals do not count. */
+  refundsCreated: { gateway_a: number; gateway_b: number };
 }
 
 export function emptyStats(): SandboxStats {
@@ -93,6 +107,7 @@ export function emptyStats(): SandboxStats {
     requests: Object.fromEntries(sandboxOperations.map((op) => [op, 0])) as Record<SandboxOperation, number>,
     paymentsCreated: { gateway_a: 0, gateway_b: 0 },
     ordersCreated: 0,
+    refundsCreated: { gateway_a: 0, gateway_b: 0 },
   };
 }
 

@@ -6,8 +6,15 @@
  *
  * Control endpoints, for a sandbox running in another process:
  *   POST /__sandbox/faults  body: a FaultSpec or an array of them
- *   GET  /__sandbox/stats   requests per operation, payments and orders created
+ *   GET  /__sandbox/stats   requests per operation, payments, orders and refunds created
  *   POST /__sandbox/reset   clears faults and counters (stored payments stay, so earlier receipts resolve)
+ *   POST /__sandbox/{gateway_a|gateway_b}/payments/{paymentId}/refunds  body: { amount? }
+ *        a refund made in the provider's dashboard: the whole remainder without an amount
+ *   GET  /__sandbox/events  the provider events sent to the service, and whether each was delivered
+ *
+ * After each change it makes (a confirmed, declined or canceled intent, a payment, a refund), the
+ * sandbox sends the provider's signed event to the service's events URL, as the providers do
+ * (./events.ts); `deliverEventsTo` says where the service listens.
  *
  * With `dataDir`, payments, orders and idempotency results are kept in `gateway-sandbox.jsonl` there
  * and read back on the next start, so receipts attached to earlier payments still resolve after a
@@ -19,6 +26,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { systemClock, type Clock } from '../../lib/kernel/clock.js';
 import type { ApiResponse, ProviderApi, SandboxContext } from './api.js';
+import { EventOutbox, type EventGateway, type WebhookSecrets } from './events.js';
 import {
   emptyStats,
   faultSpecSchema,
@@ -28,10 +36,14 @@ import {
   type SandboxStats,
 } from './faults.js';
 import { fileJournal, memoryJournal } from './journal.js';
+import { newWebhookSecrets } from '../gateway-webhook-secrets.js';
 import { squareApi } from './square-api.js';
 import { stripeApi } from './stripe-api.js';
 
 export type { FaultSpec, SandboxAttempt, SandboxOperation, SandboxStats } from './faults.js';
+export type { SentEvent, WebhookSecrets } from './events.js';
+export { eventsPath } from './events.js';
+export { DECLINING_PAYMENT_METHODS } from './stripe-api.js';
 export { APPROVED_NONCE, DECLINED_NONCE } from './square-api.js';
 
 export interface GatewaySandboxOptions {
@@ -40,6 +52,8 @@ export interface GatewaySandboxOptions {
   clock?: Clock;
   /** Keep payments in this folder across restarts; omitted: in memory only. */
   dataDir?: string;
+  /** What the providers sign their webhooks with (the service verifies with the same); new ones when omitted. */
+  webhookSecrets?: WebhookSecrets;
 }
 
 export const SANDBOX_JOURNAL_FILE = 'gateway-sandbox.jsonl';
@@ -54,6 +68,17 @@ export interface GatewaySandbox {
    * `reset()` empties it in place. A retry shows here whether or not its client waited for the answer.
    */
   attempts: readonly SandboxAttempt[];
+  /** The provider events sent to the service (or waiting to be). */
+  events: EventOutbox;
+  webhookSecrets: WebhookSecrets;
+  /** Where the service listens (its base URL): from now on, events are posted there. */
+  deliverEventsTo(baseUrl: string): void;
+  /** A refund made in the provider's dashboard; without an amount, all that is left. */
+  dashboardRefund(
+    gateway: EventGateway,
+    paymentId: string,
+    amount?: number,
+  ): { status: number; body: unknown };
   reset(): void;
   stop(): Promise<void>;
 }
@@ -96,9 +121,18 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
   if (journal.skipped > 0) {
     console.warn(`gateway sandbox: skipped ${journal.skipped} unreadable line(s) of its journal`);
   }
-  const context: SandboxContext = { clock: options.clock ?? systemClock, stats: emptyStats(), journal };
+  const clock = options.clock ?? systemClock;
+  const webhookSecrets = options.webhookSecrets ?? newWebhookSecrets();
+  const events = new EventOutbox(clock, webhookSecrets);
+  const context: SandboxContext = { clock, stats: emptyStats(), journal, events };
   const faults = new FaultRegistry();
-  const providers: ProviderApi[] = [stripeApi(context), squareApi(context)];
+  const stripe = stripeApi(context);
+  const square = squareApi(context);
+  const providers: ProviderApi[] = [stripe, square];
+  const dashboards: Record<EventGateway, typeof stripe | typeof square> = {
+    gateway_a: stripe,
+    gateway_b: square,
+  };
   const held = new Set<NodeJS.Timeout>();
   const attempts: SandboxAttempt[] = [];
 
@@ -123,6 +157,34 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
 
   function control(method: string, path: string, body: string): ApiResponse {
     if (method === 'GET' && path === '/__sandbox/stats') return { status: 200, body: context.stats };
+    if (method === 'GET' && path === '/__sandbox/events') {
+      return {
+        status: 200,
+        body: {
+          events: events.sent.map(({ gateway, type, eventId, attempts, lastStatus, delivered }) => ({
+            gateway,
+            type,
+            eventId,
+            attempts,
+            lastStatus: lastStatus ?? null,
+            delivered,
+          })),
+        },
+      };
+    }
+    const refund = /^\/__sandbox\/(gateway_a|gateway_b)\/payments\/([^/]+)\/refunds$/.exec(path);
+    if (method === 'POST' && refund) {
+      let parsed: unknown = {};
+      try {
+        parsed = body.trim() === '' ? {} : JSON.parse(body);
+      } catch {
+        return { status: 400, body: { error: 'Body must be JSON' } };
+      }
+      const amount = z.object({ amount: z.number().int().min(1).optional() }).safeParse(parsed);
+      if (!amount.success) return { status: 400, body: { error: z.prettifyError(amount.error) } };
+      const gateway = refund[1] as EventGateway;
+      return dashboards[gateway].refund(decodeURIComponent(refund[2] ?? ''), amount.data.amount);
+    }
     if (method === 'GET' && path === '/__sandbox/faults') {
       return { status: 200, body: { faults: faults.list() } };
     }
@@ -147,7 +209,8 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+    const url = new URL(req.url ?? '/', 'http://sandbox');
+    const path = url.pathname;
     const body = await readBody(req);
     if (body === null) return send(res, { status: 413, body: { error: 'Body too large' } });
     if (path.startsWith('/__sandbox/')) return send(res, control(method, path, body));
@@ -171,7 +234,13 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
     if (unauthorised) return send(res, unauthorised);
     if (fault?.kind === 'status') return send(res, provider.failure(fault.status));
     if (fault?.kind === 'hang' && fault.when === 'before-commit') return hold(res, fault.ms);
-    const response = route.handle({ headers: req.headers, body, params, decline: fault?.kind === 'decline' });
+    const response = route.handle({
+      headers: req.headers,
+      body,
+      params,
+      query: url.searchParams,
+      decline: fault?.kind === 'decline',
+    });
     if (fault?.kind === 'hang') return hold(res, fault.ms);
     send(res, response);
   }
@@ -196,8 +265,13 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
     faults,
     stats: context.stats,
     attempts,
+    events,
+    webhookSecrets,
+    deliverEventsTo: (baseUrl) => events.deliverTo(baseUrl),
+    dashboardRefund: (gateway, paymentId, amount) => dashboards[gateway].refund(paymentId, amount),
     reset,
     async stop() {
+      events.stop();
       held.forEach((timer) => clearTimeout(timer));
       held.clear();
       server.closeAllConnections();

@@ -1,5 +1,5 @@
 import { bearerToken, canonicalJson, IdempotencyStore, randomId } from './api.js';
-import type { ApiRequest, ApiResponse, ProviderApi, SandboxContext } from './api.js';
+import type { ApiRequest, ApiResponse, DashboardRefunds, ProviderApi, SandboxContext } from './api.js';
 import type { Store } from './journal.js';
 
 /**
@@ -55,9 +55,10 @@ function checkMetadata(metadata: unknown): ApiResponse | null {
   return null;
 }
 
-export function squareApi(context: SandboxContext): ProviderApi {
+export function squareApi(context: SandboxContext): ProviderApi & DashboardRefunds {
   const orders = context.journal.store<Json>('square.orders');
   const payments = context.journal.store<Json>('square.payments');
+  const refunds = context.journal.store<Json>('square.refunds');
   const idempotency = new IdempotencyStore(context.journal.store('square.idempotency'));
   const now = () => context.clock.now().toISOString();
 
@@ -249,6 +250,8 @@ export function squareApi(context: SandboxContext): ProviderApi {
     };
     payments.set(payment.id as string, payment);
     context.stats.paymentsCreated.gateway_b += 1;
+    context.events.square('payment.created', 'payment', payment);
+    if (completed) context.events.square('payment.updated', 'payment', payment);
     if (order && completed) {
       const tender = { id: randomId(29), type: 'CARD', amount_money: amount, payment_id: payment.id };
       orders.set(order.id as string, {
@@ -262,6 +265,62 @@ export function squareApi(context: SandboxContext): ProviderApi {
       });
     }
     return { status: 200, body: { payment } };
+  }
+
+  /**
+   * RefundPayment, or a refund in the Seller Dashboard: PENDING when made (what the response says),
+   * then COMPLETED, as Square settles card refunds shortly after; each step sends its event.
+   */
+  function createRefund(body: Json, decline: boolean): ApiResponse {
+    const paymentId = typeof body.payment_id === 'string' ? body.payment_id : '';
+    const payment = payments.get(paymentId);
+    if (!payment) return invalid('NOT_FOUND', 'Payment not found', 'payment_id');
+    const amount = readMoney(body.amount_money);
+    if (!amount || amount.amount === 0)
+      return invalid('INVALID_VALUE', 'amount_money is required', 'amount_money');
+    const total = payment.total_money as Money;
+    if (amount.currency !== total.currency)
+      return invalid('CURRENCY_MISMATCH', 'Currency differs from payment');
+    if (payment.status !== 'COMPLETED') {
+      return invalid('PAYMENT_NOT_REFUNDABLE', 'Only a completed payment can be refunded', 'payment_id');
+    }
+    const refundedSoFar = list(payment.refund_ids)
+      .map((id) => refunds.get(String(id)))
+      .filter((refund) => refund && ['PENDING', 'COMPLETED'].includes(String(refund.status)))
+      .reduce((sum, refund) => sum + (refund!.amount_money as Money).amount, 0);
+    if (amount.amount > total.amount - refundedSoFar) {
+      return invalid(
+        'REFUND_AMOUNT_INVALID',
+        'The refund exceeds what is left of the payment',
+        'amount_money',
+      );
+    }
+    if (decline) return squareError(400, 'PAYMENT_METHOD_ERROR', 'CARD_DECLINED', 'The refund was declined.');
+    const timestamp = now();
+    const refund: Json = {
+      id: `${paymentId}_${randomId(22)}`,
+      status: 'PENDING',
+      amount_money: amount,
+      payment_id: paymentId,
+      ...(payment.order_id ? { order_id: payment.order_id } : {}),
+      location_id: payment.location_id,
+      ...(typeof body.reason === 'string' ? { reason: body.reason } : {}),
+      created_at: timestamp,
+      updated_at: timestamp,
+    };
+    const refundIds = [...list(payment.refund_ids), refund.id];
+    refunds.set(refund.id as string, refund);
+    payments.set(paymentId, { ...payment, refund_ids: refundIds, updated_at: timestamp });
+    context.stats.refundsCreated.gateway_b += 1;
+    context.events.square('refund.created', 'refund', refund);
+    const completed = { ...refund, status: 'COMPLETED', updated_at: now() };
+    refunds.set(refund.id as string, completed);
+    const refunded = { amount: refundedSoFar + amount.amount, currency: amount.currency };
+    const paymentAfter = { ...payment, refund_ids: refundIds, refunded_money: refunded, updated_at: now() };
+    payments.set(paymentId, paymentAfter);
+    context.events.square('refund.updated', 'refund', completed);
+    context.events.square('payment.updated', 'payment', paymentAfter);
+    return { status: 200, body: { refund } };
   }
 
   const read =
@@ -302,6 +361,19 @@ export function squareApi(context: SandboxContext): ProviderApi {
         handle: read(payments, 'payment'),
       },
       {
+        method: 'POST',
+        pattern: /^\/v2\/refunds$/,
+        operation: 'square.refunds.create',
+        handle: (request) =>
+          idempotent(request, { max: 45, required: true }, (body) => createRefund(body, request.decline)),
+      },
+      {
+        method: 'GET',
+        pattern: /^\/v2\/refunds\/([^/]+)$/,
+        operation: 'square.refunds.get',
+        handle: read(refunds, 'refund'),
+      },
+      {
         method: 'GET',
         pattern: /^\/v2\/locations\/([^/]+)$/,
         operation: 'square.locations.get',
@@ -322,5 +394,20 @@ export function squareApi(context: SandboxContext): ProviderApi {
         ? squareError(429, 'RATE_LIMIT_ERROR', 'RATE_LIMITED', 'Sandbox fault: simulated 429')
         : squareError(status, 'API_ERROR', 'INTERNAL_SERVER_ERROR', `Sandbox fault: simulated ${status}`),
     notFound: () => squareError(404, 'INVALID_REQUEST_ERROR', 'NOT_FOUND', 'Unknown endpoint'),
+    refund: (paymentId, amount) => {
+      const payment = payments.get(paymentId);
+      const total = payment?.total_money as Money | undefined;
+      const refunded = (payment?.refunded_money as Money | undefined)?.amount ?? 0;
+      return createRefund(
+        {
+          payment_id: paymentId,
+          amount_money: {
+            amount: amount ?? (total?.amount ?? 0) - refunded,
+            currency: total?.currency ?? 'USD',
+          },
+        },
+        false,
+      );
+    },
   };
 }

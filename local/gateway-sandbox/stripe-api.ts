@@ -1,7 +1,19 @@
 import { bearerToken, canonicalJson, IdempotencyStore, randomId } from './api.js';
-import type { ApiResponse, ProviderApi, SandboxContext } from './api.js';
+import type { ApiRequest, ApiResponse, DashboardRefunds, ProviderApi, SandboxContext } from './api.js';
 
-/** The slice of Stripe's v1 wire API that lib/gateways/stripe.ts uses: form-encoded PaymentIntents. */
+/**
+ * The slice of Stripe's v1 wire API that lib/gateways/stripe.ts uses (form-encoded PaymentIntents and
+ * Refunds), plus what a till and Stripe's dashboard do: confirming an intent with a test payment
+ * method (`pm_card_visa` succeeds, `pm_card_chargeDeclined` is declined), canceling it, and refunding.
+ * Each change sends the event Stripe would (./events.ts).
+ */
+
+/** Stripe's test payment methods that decline; any other `pm_card_…` succeeds. */
+export const DECLINING_PAYMENT_METHODS = [
+  'pm_card_chargeDeclined',
+  'pm_card_chargeDeclinedInsufficientFunds',
+  'pm_card_chargeDeclinedExpiredCard',
+];
 
 type FormValue = string | FormObject;
 interface FormObject {
@@ -62,9 +74,201 @@ function checkMetadata(metadata: FormValue | undefined): ApiResponse | null {
   return null;
 }
 
-export function stripeApi(context: SandboxContext): ProviderApi {
-  const intents = context.journal.store<Record<string, unknown>>('stripe.paymentIntents');
+type Json = Record<string, unknown>;
+
+export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefunds {
+  const intents = context.journal.store<Json>('stripe.paymentIntents');
+  const charges = context.journal.store<Json>('stripe.charges');
+  const refunds = context.journal.store<Json>('stripe.refunds');
+  const intentRefunds = context.journal.store<string[]>('stripe.intentRefunds');
   const idempotency = new IdempotencyStore(context.journal.store('stripe.idempotency'));
+  const now = () => Math.floor(context.clock.now().getTime() / 1000);
+  const ok = (body: unknown): ApiResponse => ({
+    status: 200,
+    body,
+    headers: { 'Request-Id': `req_${randomId(14)}` },
+  });
+  const missing = (kind: string, id: string) =>
+    stripeError(404, {
+      type: 'invalid_request_error',
+      code: 'resource_missing',
+      param: kind === 'payment_intent' ? 'intent' : kind,
+      message: `No such ${kind}: '${id}'`,
+    });
+
+  /** Answers a request once per idempotency key, as Stripe does; without a key, every time. */
+  function idempotent(request: ApiRequest, params: FormObject, execute: () => ApiResponse): ApiResponse {
+    const key = request.headers['idempotency-key'];
+    if (typeof key !== 'string' || key.length === 0) return execute();
+    const mismatch = () =>
+      stripeError(400, {
+        type: 'idempotency_error',
+        message: `Keys for idempotent requests can only be used with the same parameters they were first used with (key '${key}').`,
+      });
+    return idempotency.run(`${request.params.join('/')}:${key}`, canonicalJson(params), mismatch, execute);
+  }
+
+  function confirmIntent(id: string, params: FormObject, decline: boolean): ApiResponse {
+    const intent = intents.get(id);
+    if (!intent) return missing('payment_intent', id);
+    if (!['requires_payment_method', 'requires_confirmation'].includes(String(intent.status))) {
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        code: 'payment_intent_unexpected_state',
+        message: `This PaymentIntent's status is ${String(intent.status)}: it cannot be confirmed.`,
+      });
+    }
+    const method = typeof params.payment_method === 'string' ? params.payment_method : '';
+    if (!method.startsWith('pm_'))
+      return invalid('payment_method', 'A payment method is required to confirm');
+    if (decline || DECLINING_PAYMENT_METHODS.includes(method)) {
+      const failed = {
+        ...intent,
+        status: 'requires_payment_method',
+        last_payment_error: {
+          type: 'card_error',
+          code: 'card_declined',
+          decline_code: 'generic_decline',
+          message: 'Your card was declined.',
+        },
+      };
+      intents.set(id, failed);
+      context.events.stripe('payment_intent.payment_failed', failed);
+      return stripeError(402, {
+        type: 'card_error',
+        code: 'card_declined',
+        decline_code: 'generic_decline',
+        message: 'Your card was declined.',
+      });
+    }
+    const chargeId = `ch_${randomId(24)}`;
+    charges.set(chargeId, {
+      id: chargeId,
+      object: 'charge',
+      amount: intent.amount,
+      amount_captured: intent.amount,
+      amount_refunded: 0,
+      currency: intent.currency,
+      payment_intent: id,
+      paid: true,
+      refunded: false,
+      status: 'succeeded',
+      created: now(),
+      livemode: false,
+      metadata: intent.metadata,
+    });
+    const succeeded = {
+      ...intent,
+      status: 'succeeded',
+      payment_method: method,
+      amount_received: intent.amount,
+      latest_charge: chargeId,
+      last_payment_error: null,
+    };
+    intents.set(id, succeeded);
+    context.events.stripe('payment_intent.succeeded', succeeded);
+    return ok(succeeded);
+  }
+
+  function cancelIntent(id: string): ApiResponse {
+    const intent = intents.get(id);
+    if (!intent) return missing('payment_intent', id);
+    if (['succeeded', 'canceled'].includes(String(intent.status))) {
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        code: 'payment_intent_unexpected_state',
+        message: `You cannot cancel this PaymentIntent because it has a status of ${String(intent.status)}.`,
+      });
+    }
+    const canceled = {
+      ...intent,
+      status: 'canceled',
+      canceled_at: now(),
+      cancellation_reason: 'requested_by_customer',
+    };
+    intents.set(id, canceled);
+    context.events.stripe('payment_intent.canceled', canceled);
+    return ok(canceled);
+  }
+
+  /** A refund of a succeeded intent's charge, through the API or the dashboard alike. */
+  function createRefund(params: FormObject, decline: boolean): ApiResponse {
+    const id = typeof params.payment_intent === 'string' ? params.payment_intent : '';
+    const intent = intents.get(id);
+    if (!intent) return missing('payment_intent', id);
+    const charge = charges.get(String(intent.latest_charge ?? ''));
+    if (intent.status !== 'succeeded' || !charge) {
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        code: 'charge_not_refundable',
+        message: 'This PaymentIntent has no succeeded charge to refund.',
+      });
+    }
+    const left = Number(charge.amount) - Number(charge.amount_refunded);
+    if (left <= 0) {
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        code: 'charge_already_refunded',
+        message: `Charge ${String(charge.id)} has already been refunded.`,
+      });
+    }
+    const amount = params.amount === undefined ? left : Number(params.amount);
+    if (!Number.isSafeInteger(amount) || amount <= 0) {
+      return invalid('amount', 'Invalid positive integer', 'parameter_invalid_integer');
+    }
+    if (amount > left) {
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        code: 'amount_too_large',
+        param: 'amount',
+        message: `Refund amount (${amount}) is greater than unrefunded amount on charge (${left})`,
+      });
+    }
+    const metadataProblem = checkMetadata(params.metadata);
+    if (metadataProblem) return metadataProblem;
+    if (decline) {
+      return stripeError(402, {
+        type: 'card_error',
+        code: 'refund_declined',
+        message: 'The refund was declined by the card issuer.',
+      });
+    }
+    const refund = {
+      id: `re_${randomId(24)}`,
+      object: 'refund',
+      amount,
+      currency: intent.currency,
+      charge: charge.id,
+      payment_intent: id,
+      status: 'succeeded',
+      reason: null,
+      created: now(),
+      metadata: typeof params.metadata === 'object' ? params.metadata : {},
+    };
+    refunds.set(refund.id, refund);
+    intentRefunds.set(id, [...(intentRefunds.get(id) ?? []), refund.id]);
+    const refunded = Number(charge.amount_refunded) + amount;
+    const updatedCharge = {
+      ...charge,
+      amount_refunded: refunded,
+      refunded: refunded >= Number(charge.amount),
+    };
+    charges.set(String(charge.id), updatedCharge);
+    context.stats.refundsCreated.gateway_a += 1;
+    // As API versions since 2022-11-15: the charge without its refunds, and the refund on its own.
+    context.events.stripe('charge.refunded', updatedCharge);
+    context.events.stripe('refund.created', refund);
+    return ok(refund);
+  }
+
+  function listRefunds(query: URLSearchParams): ApiResponse {
+    const id = query.get('payment_intent') ?? '';
+    const data = (intentRefunds.get(id) ?? []).flatMap((refundId) => {
+      const refund = refunds.get(refundId);
+      return refund ? [refund] : [];
+    });
+    return ok({ object: 'list', data: data.toReversed(), has_more: false, url: '/v1/refunds' });
+  }
 
   function createIntent(params: FormObject, decline: boolean): ApiResponse {
     const { amount, currency, metadata } = params;
@@ -124,6 +328,39 @@ export function stripeApi(context: SandboxContext): ProviderApi {
         },
       },
       {
+        method: 'POST',
+        pattern: /^\/v1\/payment_intents\/([^/]+)\/confirm$/,
+        operation: 'stripe.paymentIntents.confirm',
+        handle: (request) => {
+          const params = parseForm(request.body);
+          return idempotent(request, params, () =>
+            confirmIntent(request.params[0] ?? '', params, request.decline),
+          );
+        },
+      },
+      {
+        method: 'POST',
+        pattern: /^\/v1\/payment_intents\/([^/]+)\/cancel$/,
+        operation: 'stripe.paymentIntents.cancel',
+        handle: (request) =>
+          idempotent(request, parseForm(request.body), () => cancelIntent(request.params[0] ?? '')),
+      },
+      {
+        method: 'POST',
+        pattern: /^\/v1\/refunds$/,
+        operation: 'stripe.refunds.create',
+        handle: (request) => {
+          const params = parseForm(request.body);
+          return idempotent(request, params, () => createRefund(params, request.decline));
+        },
+      },
+      {
+        method: 'GET',
+        pattern: /^\/v1\/refunds$/,
+        operation: 'stripe.refunds.list',
+        handle: (request) => listRefunds(request.query),
+      },
+      {
         method: 'GET',
         pattern: /^\/v1\/payment_intents\/([^/]+)$/,
         operation: 'stripe.paymentIntents.retrieve',
@@ -150,5 +387,10 @@ export function stripeApi(context: SandboxContext): ProviderApi {
         message: `Sandbox fault: simulated ${status}`,
       }),
     notFound: () => stripeError(404, { type: 'invalid_request_error', message: 'Unrecognized request URL' }),
+    refund: (paymentId, amount) =>
+      createRefund(
+        { payment_intent: paymentId, ...(amount === undefined ? {} : { amount: String(amount) }) },
+        false,
+      ),
   };
 }

@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
+import Stripe from 'stripe';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
 import { routes, type RouteDefinition } from '../../functions/routes.js';
-import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { sandboxStripe, statusBecomes } from '../support/lifecycle.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { patience, pollUntil } from '../support/processes.js';
@@ -34,6 +36,7 @@ import {
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const asJson = (value: unknown): Json => JSON.parse(JSON.stringify(value)) as Json;
 const postRoutes = routes.filter((route) => route.method === 'POST');
+const gatewayEvents = routes.find((route) => route.name === 'gateway-events')!;
 /** The merchant's webhook that rotate-secret fuzzes: made in beforeAll. */
 let fuzzedWebhookId = '';
 /** One of that webhook's deliveries, which retry-webhook-delivery fuzzes. */
@@ -124,6 +127,8 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
   let envelope: ReceiptEnvelope;
   let token: string;
   let paymentId: string;
+  /** Paid payments a refund can take one cent of, per gateway: refunds are fuzzed against them. */
+  const paidPayments: Record<'gateway_a' | 'gateway_b', string> = { gateway_a: '', gateway_b: '' };
   const keyPool: { keyId: string; publicKey: string }[] = [];
   // Every escrowed receipt the fuzzing makes is announced to the merchant's webhooks: they point here,
   // so no delivery ever leaves the machine.
@@ -146,8 +151,54 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     return reply.json.data;
   };
 
+  /** A provider event signed as the gateway sandbox's provider would sign it (for a payment not of this service). */
+  const signedEvent = (variant: number): { path: string; body: Json; headers: Record<string, string> } => {
+    const now = stack.clock.now();
+    if (variant % 2 === 0) {
+      const body = {
+        id: `evt_${randomUUID().replaceAll('-', '')}`,
+        object: 'event',
+        created: Math.floor(now.getTime() / 1000),
+        type: 'payment_intent.succeeded',
+        data: { object: { id: 'pi_NotOfThisService0000', status: 'succeeded' } },
+      };
+      const header = Stripe.webhooks.generateTestHeaderString({
+        payload: JSON.stringify(body),
+        secret: stack.sandbox!.webhookSecrets.stripe,
+        timestamp: Math.floor(now.getTime() / 1000),
+      });
+      return {
+        path: fill(gatewayEvents, 'gateway_a'),
+        body,
+        headers: { ...JSON_HEADERS, 'Stripe-Signature': header },
+      };
+    }
+    const body = {
+      merchant_id: 'M',
+      type: 'payment.updated',
+      event_id: randomUUID(),
+      created_at: now.toISOString(),
+      data: {
+        type: 'payment',
+        id: 'NotOfThisService',
+        object: { payment: { id: 'NotOfThisService', status: 'COMPLETED' } },
+      },
+    };
+    const signature = createHmac('sha256', stack.sandbox!.webhookSecrets.square)
+      .update(`${stack.url}${fill(gatewayEvents, 'gateway_b')}${JSON.stringify(body)}`)
+      .digest('base64');
+    return {
+      path: fill(gatewayEvents, 'gateway_b'),
+      body,
+      headers: { ...JSON_HEADERS, 'X-Square-HmacSha256-Signature': signature },
+    };
+  };
+
   /** A body each route accepts as it is; `variant` picks between its forms and gateways. */
-  const validRequests: Record<string, (variant: number) => Promise<{ path?: string; body: Json }>> = {
+  const validRequests: Record<
+    string,
+    (variant: number) => Promise<{ path?: string; body: Json; headers?: Record<string, string> }>
+  > = {
     'generate-keys': async () => ({ body: {} }),
     register: async (variant) => {
       const pair = keyPool[variant % keyPool.length]!;
@@ -195,6 +246,15 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     'create-webhook': async () => ({
       body: { url: `${receiverUrl}/fuzz`, events: ['receipt.escrowed'] },
     }),
+    // One cent of a paid payment each time: the fuzzing never runs out of remainder.
+    'create-refund': async (variant) => {
+      const kind = variant % 2 === 0 ? 'gateway_b' : 'gateway_a';
+      return {
+        path: `/api/v1/payments/${kind}/${paidPayments[kind]}/refunds`,
+        body: { refundId: randomUUID(), amount: 1, reason: 'fuzz' },
+      };
+    },
+    'gateway-events': async (variant) => signedEvent(variant),
     'rotate-webhook-secret': async () => ({ body: {} }),
     'retry-webhook-delivery': async () => ({ body: {} }),
     'import-key': async () => ({ body: { publicKey: devicePublicKey() } }),
@@ -248,6 +308,21 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
       },
     );
     paymentId = payment.json.data.paymentId;
+    for (const kind of ['gateway_a', 'gateway_b'] as const) {
+      const body = flattenedReceipt();
+      const paid = await stack.request<SuccessEnvelope<{ paymentId: string }>>(
+        'POST',
+        `/api/v1/payments/${kind}/create`,
+        { apiKey: merchant.apiKey, body: { ...body, ...gatewayFields(kind, body) } },
+      );
+      paidPayments[kind] = paid.json.data.paymentId;
+      // The till confirms the gateway_a intent; its signed event tells the service it is paid.
+      if (kind === 'gateway_a') {
+        const till = await sandboxStripe(stack);
+        await till.paymentIntents.confirm(paidPayments.gateway_a, { payment_method: 'pm_card_visa' });
+      }
+      await statusBecomes(stack, merchant.apiKey, body.receiptId, 'succeeded');
+    }
     const webhook = await stack.request<SuccessEnvelope<{ webhookId: string }>>('POST', '/api/v1/webhooks', {
       apiKey: merchant.apiKey,
       body: { url: `${receiverUrl}/rotated`, events: ['receipt.escrowed'] },
@@ -290,8 +365,8 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     expect(Object.keys(validRequests).sort()).toEqual(postRoutes.map((route) => route.name).sort());
     for (const route of postRoutes) {
       for (const variant of [0, 1]) {
-        const { path = fill(route), body } = await validRequests[route.name]!(variant + 2);
-        const reply = await post(path, keyFor(route), JSON.stringify(body));
+        const { path = fill(route), body, headers } = await validRequests[route.name]!(variant + 2);
+        const reply = await post(path, keyFor(route), JSON.stringify(body), headers);
         const success = route.response.status ?? 200;
         expect({
           route: route.name,
@@ -310,6 +385,8 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
 
   describe.each(postRoutes.map((route) => [route.name, route] as const))('%s', (_name, route) => {
     const hasBody = route.request.body !== undefined;
+    // A raw body is a provider's signed event: anything unsigned is refused by its signature first.
+    const signed = route.request.body?.raw === true;
 
     it('answers random JSON values and objects with a 400 envelope', async () => {
       const value = fc.oneof(
@@ -321,8 +398,8 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
           const text = JSON.stringify(body);
           const reply = await post(fill(route), keyFor(route), text);
           assertServiceReply(reply, describeRequest('POST', fill(route), text), route.response.status);
-          expect(reply.status).toBe(hasBody ? 400 : 200);
-          if (hasBody) expect(errorOf(reply)?.code).toBe('INVALID_REQUEST');
+          expect(reply.status).toBe(signed ? 401 : hasBody ? 400 : 200);
+          if (hasBody) expect(errorOf(reply)?.code).toBe(signed ? 'invalid_signature' : 'INVALID_REQUEST');
         }),
         fuzzOptions(runsFor(route, 20)),
       );
@@ -336,9 +413,9 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
       });
       await fc.assert(
         fc.asyncProperty(plan, async ({ variant, mutations, raw }) => {
-          const { path = fill(route), body } = await validRequests[route.name]!(variant);
+          const { path = fill(route), body, headers } = await validRequests[route.name]!(variant);
           const text = damage(JSON.stringify(mutations.reduce(applyMutation, body)), raw);
-          const reply = await post(path, keyFor(route), text);
+          const reply = await post(path, keyFor(route), text, headers);
           assertServiceReply(reply, describeRequest('POST', path, text), route.response.status);
         }),
         fuzzOptions(runsFor(route, 40)),
@@ -359,7 +436,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
             describeRequest('POST', fill(route), `[${contentType}] ${rawBody}`),
             route.response.status,
           );
-          if (hasBody) expect([400, 413, 415]).toContain(reply.status);
+          if (hasBody) expect(signed ? [401, 413] : [400, 413, 415]).toContain(reply.status);
         }),
         fuzzOptions(runsFor(route, 15)),
       );

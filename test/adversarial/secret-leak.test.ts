@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
+import { eventsSettled, sandboxStripe, statusBecomes } from '../support/lifecycle.js';
 import { logsWhile } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import type { SuccessEnvelope } from './support.js';
@@ -179,6 +180,59 @@ describe('secrets and receipt content never reach the logs', () => {
     expect(text).toContain('"route":"decrypt-payment"');
     // 4 API key values, and per gateway 5 private key values, the hashedPan and the token id.
     expect(secrets.size).toBe(4 + 2 * 7);
+    expectNoLeaks(text, secrets);
+  });
+
+  it('logs the payment lifecycle (confirmation, refunds, gateway events, forged ones) at DEBUG without a secret or receipt content', async () => {
+    const secrets = secretsOf();
+    secrets.set('stripe webhook secret', stack.sandbox!.webhookSecrets.stripe);
+    secrets.set('square webhook signature key', stack.sandbox!.webhookSecrets.square);
+    const { text } = await logsWhile(async () => {
+      const user = await onboardUser(stack, issuer.apiKey, newHashedPan());
+      rememberUser(secrets, 'lifecycle', user);
+      const till = await sandboxStripe(stack);
+      for (const [gateway, extra] of [
+        ['gateway_a', { amount: 1548 }],
+        ['gateway_b', { cardNonce: 'cnon:card-nonce-ok' }],
+      ] as const) {
+        const body = flattened(user.hashedPan);
+        const created = await stack.request<SuccessEnvelope<{ paymentId: string }>>(
+          'POST',
+          `/api/v1/payments/${gateway}/create`,
+          { apiKey: merchant.apiKey, body: { ...body, ...extra } },
+        );
+        expect(created.status).toBe(200);
+        const { paymentId } = created.json.data;
+        if (gateway === 'gateway_a')
+          await till.paymentIntents.confirm(paymentId, { payment_method: 'pm_card_visa' });
+        await statusBecomes(stack, merchant.apiKey, body.receiptId, 'succeeded');
+        const items = body.items as { lineItemId: string }[];
+        const refunded = await stack.request('POST', `/api/v1/payments/${gateway}/${paymentId}/refunds`, {
+          apiKey: merchant.apiKey,
+          body: {
+            refundId: randomUUID(),
+            items: [{ lineItemId: items[0]!.lineItemId, quantity: 1 }],
+            reason: RECEIPT.notes,
+          },
+        });
+        expect(refunded.status).toBe(201);
+        expect(stack.sandbox!.dashboardRefund(gateway, paymentId).status).toBe(200);
+        await statusBecomes(stack, merchant.apiKey, body.receiptId, 'refunded');
+        // A forged event takes the refusal path: its signature is not the provider's.
+        const forged = await stack.request('POST', `/api/v1/gateways/${gateway}/events`, {
+          rawBody: JSON.stringify({ id: 'evt_forged', type: 'refund.created', note: RECEIPT.notes }),
+          headers: {
+            'Content-Type': 'application/json',
+            'Stripe-Signature': 't=1,v1=00',
+            'X-Square-HmacSha256-Signature': 'AA==',
+          },
+        });
+        expect(forged.status).toBe(401);
+      }
+      await eventsSettled(stack);
+    });
+    expect(text).toContain('"route":"gateway-events"');
+    expect(text).toContain('"route":"create-refund"');
     expectNoLeaks(text, secrets);
   });
 

@@ -43,15 +43,24 @@ describe('developer console in a browser', () => {
     lastKeys = [merchant.apiKey, issuer.apiKey];
     await page.click('#run');
     await page.waitForSelector('#steps[data-done]', { timeout: 100_000 });
+    const done = await page.$eval('#steps', (steps) => steps.getAttribute('data-done'));
+    if (done !== 'ok') {
+      // The page says where the flow stopped; the test fails on `done` below with it in view.
+      console.error(String(await page.evaluate('document.body.innerText')));
+    }
     return {
-      done: await page.$eval('#steps', (steps) => steps.getAttribute('data-done')),
+      done,
       receipt: await page.$eval('#receipt pre', (pre) => pre.textContent ?? ''),
+      refundReceipt: await page.$eval('#refund-receipt pre', (pre) => pre.textContent ?? ''),
+      statuses: await page.$$eval('.status', (shown) =>
+        shown.map((entry) => entry.getAttribute('data-status')),
+      ),
       text: String(await page.evaluate('document.body.innerText')),
       keys: [merchant.apiKey, issuer.apiKey],
     };
   };
 
-  it('runs the device flow: key made in the browser, envelope opened by the SDK, inbox and deliveries', async () => {
+  it('runs the device flow: key made in the browser, envelope opened by the SDK, confirmed, refunded in part', async () => {
     const result = await run('device', 'ECDH-ES+A256KW', 'gateway_a');
     await screenshot(page, 'console-device-flow', { fullPage: true });
     expect(result.done).toBe('ok');
@@ -68,9 +77,21 @@ describe('developer console in a browser', () => {
       'GET /api/v1/users/',
       'POST /api/v1/webhooks',
       '/deliveries',
+      'Confirm the payment in the gateway sandbox',
+      '/refunds',
     ]) {
       expect(result.text).toContain(step);
     }
+    // The lifecycle: confirmed in the sandbox, then one of two flat whites refunded, with its receipt.
+    expect(result.statuses).toEqual(['succeeded', 'partially_refunded']);
+    const sale = JSON.parse(result.receipt) as { receiptId: string };
+    expect(JSON.parse(result.refundReceipt)).toMatchObject({
+      type: 'refund',
+      relatedReceiptId: sale.receiptId,
+      items: [{ name: 'Flat white', quantity: 1, totalPrice: 450 }],
+      summary: { subtotal: 450, totalTax: 39, total: 489 },
+      notes: 'One coffee was cold',
+    });
     expect(await page.$$eval('.step.failed', (failed) => failed.length)).toBe(0);
     // The webhook's signing secret is in the response, not on the page.
     expect(result.text).toContain('(signing secret,');
@@ -98,6 +119,10 @@ describe('developer console in a browser', () => {
     expect(result.done).toBe('ok');
     expect(JSON.parse(result.receipt)).toMatchObject({ merchant: { name: 'Corner Coffee' } });
     expect(result.text).toContain('POST /api/v1/payments/decrypt');
+    // gateway_b completes at creation; the refund receipt is opened on the server like the sale.
+    expect(result.statuses).toEqual(['succeeded', 'partially_refunded']);
+    expect(JSON.parse(result.refundReceipt)).toMatchObject({ type: 'refund', summary: { total: 489 } });
+    expect(result.text).toContain('POST /api/v1/receipts/decrypt');
     // The private key generate-keys returned is never put on the page.
     expect(result.text).toContain('(private key,');
   }, 120_000);

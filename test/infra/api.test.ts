@@ -67,7 +67,8 @@ describe('routes', () => {
     }
     const open = routes.filter((route) => !route.apiKeyRequired).map((route) => route.name);
     expect(open).toContain('health');
-    for (const name of open) expect(['health', 'openapi', 'api-docs']).toContain(name);
+    // The gateways' events are verified by their providers' signatures instead (test/infra/gateway-events.test.ts).
+    for (const name of open) expect(['health', 'openapi', 'api-docs', 'gateway-events']).toContain(name);
   });
 
   it('declares and validates path parameters', () => {
@@ -201,8 +202,8 @@ describe('stage', () => {
           HttpMethod: route.method,
           ResourcePath: `/${route.path.replaceAll('/', '~1')}`,
           LoggingLevel: 'ERROR',
-          ThrottlingRateLimit: 20,
-          ThrottlingBurstLimit: 40,
+          ThrottlingRateLimit: route.keylessBudget?.edge.ratePerSecond ?? 20,
+          ThrottlingBurstLimit: route.keylessBudget?.edge.burst ?? 40,
         }),
       );
     }

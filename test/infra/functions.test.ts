@@ -104,6 +104,10 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     read: ['dynamodb:GetItem'],
     write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
+  payments: {
+    read: ['dynamodb:GetItem', 'dynamodb:Query'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
 };
 
 const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =>
@@ -409,7 +413,9 @@ describe('least privilege', () => {
       expect(secretStatements).toHaveLength(1);
       expect(secretStatements[0]?.Action).toBe('secretsmanager:GetSecretValue');
       const resources = JSON.stringify(secretStatements[0]?.Resource);
-      expect(asArray(secretStatements[0]?.Resource)).toHaveLength(2);
+      // The gateways' webhook signing secrets too, for the function that verifies their events only
+      // (test/infra/gateway-events.test.ts).
+      expect(asArray(secretStatements[0]?.Resource)).toHaveLength(route.gatewayEvents ? 4 : 2);
       expect(resources).toContain(':secret:/test/receipt-service/stripe-secret-key-??????');
       expect(resources).toContain(':secret:/test/receipt-service/square-access-token-??????');
     },

@@ -59,7 +59,13 @@ describe('envelope fetch: GET /receipts/{receiptId} and GET /payments/{gateway}/
     for (const apiKey of [merchant.apiKey, issuer.apiKey]) {
       const reply = await fetchReceipt(envelope.receiptId, apiKey);
       expect(reply.status).toBe(200);
-      expect(reply.json.data).toEqual({ envelope, mapping: null });
+      // receipts/encrypt made it: no payment, so no paymentStatus.
+      expect(reply.json.data).toEqual({
+        envelope,
+        mapping: null,
+        paymentStatus: null,
+        relatedReceiptId: null,
+      });
     }
     // The issuer's app opens it on the device: the envelope is the one that decrypts.
     const token = await grantToken(stack, issuer.apiKey, user);

@@ -95,6 +95,9 @@ describe('GET /users/{userId}/receipts: the inbox', () => {
           keyId: user.keyId,
           paymentGateway: 'gateway_b',
           paymentId: bySquare.paymentId,
+          // gateway_b completes at creation; gateway_a's intent waits for the till to confirm it.
+          paymentStatus: 'succeeded',
+          relatedReceiptId: null,
         },
         {
           receiptId: byCard.body.receiptId,
@@ -104,6 +107,8 @@ describe('GET /users/{userId}/receipts: the inbox', () => {
           keyId: user.keyId,
           paymentGateway: 'gateway_a',
           paymentId: byCard.paymentId,
+          paymentStatus: 'pending',
+          relatedReceiptId: null,
         },
         {
           receiptId: nested.receipt.receiptId,
@@ -113,6 +118,8 @@ describe('GET /users/{userId}/receipts: the inbox', () => {
           keyId: user.keyId,
           paymentGateway: null,
           paymentId: null,
+          paymentStatus: null,
+          relatedReceiptId: null,
         },
       ],
       nextCursor: null,

@@ -96,7 +96,7 @@ describe('the README walk-through', () => {
     await rm(dataDir, { recursive: true, force: true });
   }, 30_000);
 
-  it('runs with curl and jq, writes no file, and ends by printing the decrypted receipt', async () => {
+  it('runs with curl and jq, writes no file, and prints the receipt, then a refund and its refund receipt', async () => {
     for (const command of ['bash', 'curl', 'jq']) {
       expect({ command, installed: hasCommand(command) }).toEqual({ command, installed: true });
     }
@@ -126,7 +126,7 @@ describe('the README walk-through', () => {
       stderr: '',
     });
 
-    const [payment, receipt, ...rest] = printedDocuments(stdout);
+    const [payment, receipt, refund, refundReceipt, ...rest] = printedDocuments(stdout);
     expect(rest).toEqual([]);
     expect(payment).toMatchObject({
       gateway: 'gateway_a',
@@ -138,6 +138,15 @@ describe('the README walk-through', () => {
       merchant: { name: 'Corner Coffee' },
       items: [{ name: 'Flat white', quantity: 2, unitPrice: 450, totalPrice: 900 }],
       summary: { subtotal: 900, totalTax: 78, total: 978, currency: 'USD' },
+    });
+    // After the sale: confirmed in the sandbox (its event made the receipt succeeded), one line refunded.
+    expect(stdout).toContain('\nsucceeded\n');
+    expect(refund).toMatchObject({ amount: 489, status: 'succeeded', receiptId: expect.any(String) });
+    expect(refundReceipt).toMatchObject({
+      type: 'refund',
+      relatedReceiptId: (receipt as { receiptId: string }).receiptId,
+      items: [{ name: 'Flat white', quantity: 1, totalPrice: 450 }],
+      summary: { subtotal: 450, totalTax: 39, total: 489 },
     });
     expect(stdout.trimEnd().endsWith('}')).toBe(true);
   }, 120_000);

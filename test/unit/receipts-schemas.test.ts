@@ -99,10 +99,10 @@ describe('encrypt request forms', () => {
     expect(fieldsOf(createPaymentBody.safeParse({ ...flattenedReceipt(), amount: 1.5 }))).toContain('amount');
   });
 
-  it('defaults currency to USD, version to 1.0 and paymentMethod to card', () => {
+  it('defaults currency to USD, version to 1.1 and paymentMethod to card', () => {
     const { currency: _c, version: _v, paymentMethod: _p, ...rest } = flattenedReceipt();
     const parsed = encryptBody.parse(rest);
-    expect(parsed).toMatchObject({ currency: 'USD', version: '1.0', paymentMethod: 'card' });
+    expect(parsed).toMatchObject({ currency: 'USD', version: '1.1', paymentMethod: 'card' });
   });
 });
 

@@ -135,6 +135,84 @@ describe('events of a receipts stream record', () => {
   });
 });
 
+describe('receipt.updated', () => {
+  const sale = (extra: Record<string, unknown> = {}) =>
+    receipt({ recipientUserId: 'user-1', paymentStatus: 'pending', ...extra });
+
+  it('raises one for the issuer of its user and one for its merchant when the paymentStatus changes', () => {
+    const events = eventsOf(record('MODIFY', sale({ paymentStatus: 'succeeded' }), sale()));
+    const data = {
+      receiptId: 'rcpt-1',
+      merchantId: 'merchant-1',
+      transactionId: 'txn-1',
+      paymentStatus: 'succeeded',
+      previousPaymentStatus: 'pending',
+    };
+    expect(events).toEqual([
+      {
+        type: 'receipt.updated',
+        audience: 'issuer',
+        userId: 'user-1',
+        merchantClientId: 'client-merchant',
+        data,
+      },
+      { type: 'receipt.updated', audience: 'merchant', merchantClientId: 'client-merchant', data },
+    ]);
+    // Both audiences hear the same update: a client that is both gets one delivery per webhook.
+    expect(deliveryIdOf('wh_1', events[0]!)).toBe(deliveryIdOf('wh_1', events[1]!));
+  });
+
+  it('names the refund receipt when a refund is added, even when the status stays', () => {
+    const before = sale({ paymentStatus: 'succeeded' });
+    const [issuerEvent] = eventsOf(
+      record(
+        'MODIFY',
+        sale({ paymentStatus: 'succeeded', refundReceiptIds: ['refund-1'], lastRefundReceiptId: 'refund-1' }),
+        before,
+      ),
+    );
+    expect(issuerEvent?.data).toMatchObject({ paymentStatus: 'succeeded', refundReceiptId: 'refund-1' });
+    const [settled] = eventsOf(
+      record(
+        'MODIFY',
+        sale({ paymentStatus: 'refunded', refundReceiptIds: ['refund-1'], lastRefundReceiptId: 'refund-1' }),
+        sale({ paymentStatus: 'succeeded', refundReceiptIds: ['refund-1'], lastRefundReceiptId: 'refund-1' }),
+      ),
+    );
+    expect(settled?.data).toMatchObject({
+      paymentStatus: 'refunded',
+      previousPaymentStatus: 'succeeded',
+      refundReceiptId: 'refund-1',
+    });
+    // Each change is its own delivery; the same stream record read again is the same one.
+    expect(deliveryIdOf('wh_1', issuerEvent!)).not.toBe(deliveryIdOf('wh_1', settled!));
+  });
+
+  it('goes to the merchant only for an escrowed sale, and names the sale of a refund receipt', () => {
+    const events = eventsOf(
+      record(
+        'MODIFY',
+        receipt({ paymentStatus: 'succeeded', relatedReceiptId: 'sale-1' }, { isEscrowed: true }),
+        receipt({ paymentStatus: 'pending', relatedReceiptId: 'sale-1' }, { isEscrowed: true }),
+      ),
+    );
+    expect(events.map((event) => [event.type, 'audience' in event ? event.audience : null])).toEqual([
+      ['receipt.updated', 'merchant'],
+    ]);
+    expect(events[0]?.data).toMatchObject({ relatedReceiptId: 'sale-1' });
+  });
+
+  it('raises nothing for a receipt without a status, or a write that changes neither status nor refunds', () => {
+    expect(eventsOf(record('MODIFY', receipt({ recipientUserId: 'user-1' }), receipt({})))).toHaveLength(1);
+    expect(
+      eventsOf(record('MODIFY', sale({ paymentStatus: 'succeeded' }), sale({ paymentStatus: 'succeeded' }))),
+    ).toEqual([]);
+    expect(eventsOf(record('INSERT', sale()))).toEqual([
+      expect.objectContaining({ type: 'receipt.available' }),
+    ]);
+  });
+});
+
 describe('delivery ids', () => {
   const [available] = eventsOf(record('INSERT', receipt({ recipientUserId: 'user-1' })));
   const [escrowEvent] = eventsOf(record('INSERT', escrowed));

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime, pagingCursor, uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
+import { paymentStatusSchema } from '../../../lib/transactions/schemas.js';
 
 export const receiptSummarySchema = z
   .strictObject({
@@ -16,6 +17,10 @@ export const receiptSummarySchema = z
       .meta({ description: 'The gateway of the transaction mapping, or null when the receipt has none.' }),
     paymentId: z.string().nullable().meta({
       description: "The gateway's payment id when the payment was made through this service, else null.",
+    }),
+    paymentStatus: paymentStatusSchema,
+    relatedReceiptId: uuid.nullable().meta({
+      description: 'A refund receipt: the receiptId of the sale it refunds. null for any other receipt.',
     }),
   })
   .meta({

@@ -39,8 +39,8 @@ export const createWebhookRoute = defineRoute({
     summary: 'Register a webhook',
     description:
       'Registers an endpoint for signed events (Standard Webhooks: webhook-id, webhook-timestamp and ' +
-      'webhook-signature headers, HMAC-SHA256). receipt.available needs the issuer role and receipt.escrowed the ' +
-      'merchant role. The URL is checked now and again before every delivery: https only, and refused when its ' +
+      'webhook-signature headers, HMAC-SHA256). receipt.available needs the issuer role, receipt.escrowed the ' +
+      'merchant role, and receipt.updated either. The URL is checked now and again before every delivery: https only, and refused when its ' +
       'host is or resolves to a private, loopback, link-local (the cloud metadata address), unique-local, CGNAT, ' +
       `multicast or reserved address. A client may have ${maxWebhooksPerClient} webhooks. The secret is answered ` +
       'here and on rotation only.',

@@ -117,10 +117,16 @@ async function runFlow(): Promise<void> {
   const gateway = element<HTMLSelectElement>('gateway').value;
 
   // Webhook first, so the receipt below raises a delivery; its failure does not stop the flow.
-  const webhook = await call('Webhook: receipt.available to this console', 'POST', '/webhooks', issuer, {
-    url: `${location.origin}/console/webhook-sink`,
-    events: ['receipt.available'],
-  });
+  const webhook = await call(
+    'Webhook: receipt.available and receipt.updated to this console',
+    'POST',
+    '/webhooks',
+    issuer,
+    {
+      url: `${location.origin}/console/webhook-sink`,
+      events: ['receipt.available', 'receipt.updated'],
+    },
+  );
   const webhookId = webhook.status < 300 ? (dataOf(webhook, 'webhook').webhookId as string) : undefined;
 
   const card = testCard();
@@ -173,6 +179,7 @@ async function runFlow(): Promise<void> {
   const userId = registered.userId as string;
 
   const receiptId = crypto.randomUUID();
+  const lineItemId = crypto.randomUUID();
   const payment = dataOf(
     await call(
       `3. Payment with the itemised receipt on ${gateway}`,
@@ -193,7 +200,7 @@ async function runFlow(): Promise<void> {
         amount: 978,
         items: [
           {
-            lineItemId: crypto.randomUUID(),
+            lineItemId,
             name: 'Flat white',
             quantity: 2,
             unitPrice: 450,
@@ -214,18 +221,34 @@ async function runFlow(): Promise<void> {
     'grant-access',
   );
 
-  let receipt: unknown;
-  if (deviceKey) {
+  /** Opens a stored receipt the way this flow's path does: on this device, or on the server with the token. */
+  const open = async (title: string, id: string): Promise<unknown> => {
     const fetched = dataOf(
-      await call('5. Fetch the envelope', 'GET', `/receipts/${receiptId}`, issuer),
+      await call(`${title}: fetch the envelope`, 'GET', `/receipts/${id}`, issuer),
       'get-receipt',
     );
-    const step = addStep('5b. Open it on this device (SDK openEnvelope, WebCrypto)');
-    receipt = await openEnvelope(fetched.envelope, deviceKey.privateKey);
-    step.section.classList.add('ok');
-    step.log('the receipt, decrypted here: the private key never left this page', receipt);
+    if (deviceKey) {
+      const step = addStep(`${title}: open it on this device (SDK openEnvelope, WebCrypto)`);
+      const opened = await openEnvelope(fetched.envelope, deviceKey.privateKey);
+      step.section.classList.add('ok');
+      step.log('decrypted here: the private key never left this page', opened);
+      return opened;
+    }
+    return dataOf(
+      await call(`${title}: decrypt on the server (receipts/decrypt)`, 'POST', '/receipts/decrypt', issuer, {
+        envelope: fetched.envelope as Json,
+        accessTokenId: token.tokenId as string,
+        privateKey: privateKeyPkcs8 ?? '',
+      }),
+      'receipts/decrypt',
+    );
+  };
+
+  let receipt: unknown;
+  if (deviceKey) {
+    receipt = await open('5. The receipt', receiptId);
   } else {
-    const decrypted = dataOf(
+    receipt = dataOf(
       await call('5. Decrypt on the server (payments/decrypt)', 'POST', '/payments/decrypt', issuer, {
         paymentId: payment.paymentId as string,
         gateway,
@@ -234,15 +257,84 @@ async function runFlow(): Promise<void> {
       }),
       'payments/decrypt',
     );
-    receipt = decrypted;
   }
   const shown = addStep('Receipt');
   shown.section.id = 'receipt';
   shown.section.classList.add('ok');
   shown.log('', receipt);
 
+  // The receipt follows its payment: confirmed at the till (in the gateway sandbox), then refunded in part.
+  const paymentId = payment.paymentId as string;
+  if (gateway === 'gateway_a') {
+    const step = addStep('6. Confirm the payment in the gateway sandbox (pm_card_visa), as the till would');
+    const confirmed = await fetch('/console/sandbox/confirm', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ paymentId, paymentMethod: 'pm_card_visa' }),
+    });
+    step.log(`← ${confirmed.status}`, await confirmed.json().catch(() => ({})));
+    step.section.classList.add(confirmed.ok ? 'ok' : 'failed');
+    if (!confirmed.ok) throw new Error('the sandbox did not confirm the payment');
+  }
+  await statusBecomes(issuer, receiptId, 'succeeded', '6b. Status from the gateway’s signed event');
+  const refund = dataOf(
+    await call(
+      '7. Refund one flat white (itemised)',
+      'POST',
+      `/payments/${gateway}/${paymentId}/refunds`,
+      merchant,
+      {
+        refundId: crypto.randomUUID(),
+        items: [{ lineItemId, quantity: 1 }],
+        reason: 'One coffee was cold',
+      },
+    ),
+    'refund',
+  );
+  await statusBecomes(issuer, receiptId, 'partially_refunded', '8. Status of the sale');
+  const refundReceipt = await open('9. The refund receipt', refund.receiptId as string);
+  const refundShown = addStep('Refund receipt');
+  refundShown.section.id = 'refund-receipt';
+  refundShown.section.classList.add('ok');
+  refundShown.log('', refundReceipt);
+
   await call('Inbox of the user', 'GET', `/users/${userId}/receipts`, issuer);
   if (webhookId) await call('Webhook deliveries', 'GET', `/webhooks/${webhookId}/deliveries`, issuer);
+}
+
+/**
+ * Reads the receipt until its paymentStatus is `status`: the gateway's event reaches the service a
+ * moment after the call that caused it. Gives up after 30 s.
+ */
+async function statusBecomes(
+  issuer: { name: string; value: string },
+  receiptId: string,
+  status: string,
+  title: string,
+): Promise<void> {
+  const step = addStep(title);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const response = await fetch(`${api}/receipts/${receiptId}`, { headers: { 'X-API-Key': issuer.value } });
+    const body = (await response.json()) as { data?: { paymentStatus?: string | null } };
+    const current = body.data?.paymentStatus ?? null;
+    if (current === status) {
+      step.log(`GET ${api}/receipts/${receiptId} → paymentStatus`, current);
+      const shown = document.createElement('div');
+      shown.className = 'status';
+      shown.dataset.status = current;
+      shown.textContent = `paymentStatus: ${current}`;
+      step.section.append(shown);
+      step.section.classList.add('ok');
+      return;
+    }
+    if (Date.now() > deadline) {
+      step.log('still', current);
+      step.section.classList.add('failed');
+      throw new Error(`the receipt did not become ${status}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 element<HTMLFormElement>('settings').addEventListener('submit', (event) => {

@@ -20,6 +20,7 @@ export {
 export {
   verifyWebhook,
   WebhookVerificationError,
+  type PaymentStatus,
   type WebhookEvent,
   type WebhookEventType,
   type WebhookHeaders,

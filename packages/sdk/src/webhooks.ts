@@ -7,9 +7,13 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 
 export { WebhookVerificationError };
 
-export type WebhookEventType = 'receipt.available' | 'receipt.escrowed';
+export type WebhookEventType = 'receipt.available' | 'receipt.escrowed' | 'receipt.updated';
 
-/** What the service delivers: identifiers only, never receipt content. Fetch the envelope by receiptId. */
+/** A receipt's paymentStatus: the state of the money it records. */
+export type PaymentStatus =
+  'pending' | 'succeeded' | 'failed' | 'canceled' | 'partially_refunded' | 'refunded';
+
+/** What the service delivers: identifiers and statuses only, never receipt content. Fetch the envelope by receiptId. */
 export interface WebhookEvent {
   type: WebhookEventType;
   timestamp: string;
@@ -17,11 +21,19 @@ export interface WebhookEvent {
     receiptId: string;
     merchantId: string;
     transactionId: string;
-    createdAt: string;
+    /** receipt.available and receipt.escrowed. */
+    createdAt?: string;
     /** receipt.available only. */
     userId?: string;
     /** receipt.available only: the key the envelope is wrapped for. */
     keyId?: string;
+    /** receipt.updated only: the receipt's status now, and before. */
+    paymentStatus?: PaymentStatus;
+    previousPaymentStatus?: PaymentStatus | null;
+    /** receipt.updated of a sale, when it is about a refund: the refund receipt. */
+    refundReceiptId?: string;
+    /** receipt.updated of a refund receipt: the sale it refunds. */
+    relatedReceiptId?: string;
   };
 }
 

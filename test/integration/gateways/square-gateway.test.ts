@@ -69,6 +69,7 @@ describe('SquareGateway (gateway_b) with the real square SDK against the sandbox
       clientSecret: null,
       orderId: expect.any(String),
       status: 'COMPLETED',
+      state: 'succeeded',
       amount: request.amount,
       currency: 'USD',
     });
@@ -81,6 +82,7 @@ describe('SquareGateway (gateway_b) with the real square SDK against the sandbox
       amount: request.amount,
       currency: 'USD',
       status: 'COMPLETED',
+      state: 'succeeded',
       pointers: request.pointers,
     });
     expect(() => JSON.stringify(retrieved)).not.toThrow();

@@ -41,6 +41,7 @@ describe('StripeGateway (gateway_a) with the real stripe SDK against the sandbox
       clientSecret: expect.stringMatching(new RegExp(`^${created.paymentId}_secret_`)),
       orderId: null,
       status: 'requires_payment_method',
+      state: 'pending',
       amount: 4_250,
       currency: 'EUR',
     });
@@ -50,6 +51,7 @@ describe('StripeGateway (gateway_a) with the real stripe SDK against the sandbox
       amount: 4_250,
       currency: 'EUR',
       status: 'requires_payment_method',
+      state: 'pending',
       pointers: request.pointers,
     });
     expect(sandbox.stats.paymentsCreated.gateway_a).toBe(1);

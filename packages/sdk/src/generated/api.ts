@@ -439,7 +439,7 @@ export interface paths {
     put?: never;
     /**
      * Register a webhook
-     * @description Registers an endpoint for signed events (Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature headers, HMAC-SHA256). receipt.available needs the issuer role and receipt.escrowed the merchant role. The URL is checked now and again before every delivery: https only, and refused when its host is or resolves to a private, loopback, link-local (the cloud metadata address), unique-local, CGNAT, multicast or reserved address. A client may have 10 webhooks. The secret is answered here and on rotation only.
+     * @description Registers an endpoint for signed events (Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature headers, HMAC-SHA256). receipt.available needs the issuer role, receipt.escrowed the merchant role, and receipt.updated either. The URL is checked now and again before every delivery: https only, and refused when its host is or resolves to a private, loopback, link-local (the cloud metadata address), unique-local, CGNAT, multicast or reserved address. A client may have 10 webhooks. The secret is answered here and on rotation only.
      *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
@@ -560,6 +560,56 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/gateways/{gateway}/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Receive a payment gateway's own events
+     * @description Where Stripe (gateway_a) and Square (gateway_b) send their webhooks: register this URL with each provider (docs/DEPLOY.md). Each event is verified with the provider's SDK: `Stripe-Signature` by stripe.webhooks.constructEvent, `X-Square-HmacSha256-Signature` by the square SDK's WebhooksHelper over the registered notification URL and the body; a missing or wrong signature, or an event older than 300 s, is 401 invalid_signature and changes nothing. Followed: payment_intent.succeeded, .payment_failed and .canceled, charge.refunded, refund.created, .updated and .failed (gateway_a); payment.created and .updated, refund.created and .updated (gateway_b). Each event is applied once however often it comes, and in whatever order events come the payment ends in the same state: a status only moves forward, refunds are counted by their own ids. Events about payments this service did not make are acknowledged and ignored. A refund made in the provider's dashboard is recorded like one made through the service, with its refund receipt. Counted per gateway (6,000 a minute), not per sender.
+     *
+     *     No API key.
+     */
+    post: operations['gatewayEvents'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/payments/{gateway}/{paymentId}/refunds': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a payment's refunds
+     * @description The payment's refunds, oldest first, whether made through the service or in the provider's dashboard, with their status and refund receipt. For the merchant client that made the payment only: anyone else, and any other payment, gets the same 404.
+     *
+     *     Requires an X-API-Key with the role `merchant`.
+     */
+    get: operations['listRefunds'];
+    put?: never;
+    /**
+     * Refund a payment
+     * @description A full, partial or itemised refund of a payment this merchant client made with payments/create (any other client, and any other payment, gets the same 404). `refundId` is the idempotency key: the same refundId again returns the first refund, and with another body is 409. An itemised refund names sale lines and quantities; its amount is derived from them and their share of the tax (docs/API.md, "Refunds"), and an `amount` sent with them must agree. More than what is left of the payment (a payment not yet paid has nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's paymentStatus becomes partially_refunded or refunded as refunds succeed.
+     *
+     *     Requires an X-API-Key with the role `merchant`.
+     */
+    post: operations['createRefund'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -636,7 +686,7 @@ export interface components {
     CreatedWebhook: {
       webhookId: string;
       url: string;
-      events: ('receipt.available' | 'receipt.escrowed')[];
+      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated')[];
       /** @description The Standard Webhooks signing secret (whsec_ + base64 of 32 bytes). Shown only when it is made: store it. */
       secret: string;
       /** Format: date-time */
@@ -644,7 +694,7 @@ export interface components {
     };
     /** @description The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form. */
     CreatePaymentRequest: {
-      /** @default 1.0 */
+      /** @default 1.1 */
       version: string;
       /** Format: uuid */
       receiptId: string;
@@ -697,10 +747,31 @@ export interface components {
       amount?: number;
       cardNonce?: string;
     };
+    /** @description A full, partial or itemised refund. The amount of an itemised refund is derived from the sale lines and their share of tax (docs/API.md, "Refunds"). */
+    CreateRefundRequest: {
+      /**
+       * Format: uuid
+       * @description Your id for this refund, and its idempotency key: the same refundId again returns the first refund.
+       */
+      refundId: string;
+      /** @description Minor units to give back. Without it, the amount is derived from `items`; with both, they must agree. */
+      amount?: number;
+      /** @description Why, in words the cardholder reads on the refund receipt (at most 192 characters). */
+      reason?: string;
+      /** @description The sale's lines given back, and how many of each. */
+      items?: {
+        /**
+         * Format: uuid
+         * @description A line of the sale receipt.
+         */
+        lineItemId: string;
+        quantity: number;
+      }[];
+    };
     CreateWebhookRequest: {
       /** @description https URL whose host is and resolves only to public addresses. Plain http to 127.0.0.1 or ::1 is accepted on the local stack only. */
       url: string;
-      events: ('receipt.available' | 'receipt.escrowed')[];
+      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated')[];
     };
     DecryptPaymentRequest: {
       paymentId: string;
@@ -732,11 +803,21 @@ export interface components {
       /** @description Why it is down: an error name or "timed out", never a message. */
       detail?: string;
     };
-    /** @description The plaintext receipt. summary.subtotal must equal the sum of the items' totalPrice. */
+    /** @description The plaintext receipt. summary.subtotal must equal the sum of the items' totalPrice (a refund of an amount lists no items). A refund receipt (`type: "refund"`) names its sale in relatedReceiptId and gives the refunded lines and totals as positive amounts. */
     DigitalReceipt: {
       version: string;
       /** Format: uuid */
       receiptId: string;
+      /**
+       * @description "refund" for a refund receipt, which names its sale in relatedReceiptId; a sale may say "sale" or nothing.
+       * @enum {string}
+       */
+      type?: 'sale' | 'refund';
+      /**
+       * Format: uuid
+       * @description A refund receipt: the receiptId of the sale it refunds.
+       */
+      relatedReceiptId?: string;
       merchant: components['schemas']['ReceiptMerchant'];
       transaction: components['schemas']['ReceiptTransaction'];
       items: components['schemas']['ReceiptLineItem'][];
@@ -862,12 +943,30 @@ export interface components {
          * @enum {string}
          */
         paymentGateway: 'gateway_a' | 'gateway_b' | 'other';
+        /** @description What the gateway said when the payment was made (its status then, amount, currency); paymentStatus is today's. */
         gatewayMetadata: {
           [key: string]: unknown;
         };
         /** Format: date-time */
         createdAt: string;
+        /**
+         * @description The state of the money this receipt records, in clear beside the envelope: pending, succeeded, failed, canceled, partially_refunded or refunded for a sale made by payments/create; a refund receipt carries its refund's pending, succeeded, failed or canceled; null for a receipt made by receipts/encrypt.
+         * @enum {string|null}
+         */
+        paymentStatus:
+          'pending' | 'succeeded' | 'failed' | 'canceled' | 'partially_refunded' | 'refunded' | null;
       } | null;
+      /**
+       * @description The state of the money this receipt records, in clear beside the envelope: pending, succeeded, failed, canceled, partially_refunded or refunded for a sale made by payments/create; a refund receipt carries its refund's pending, succeeded, failed or canceled; null for a receipt made by receipts/encrypt.
+       * @enum {string|null}
+       */
+      paymentStatus:
+        'pending' | 'succeeded' | 'failed' | 'canceled' | 'partially_refunded' | 'refunded' | null;
+      /**
+       * Format: uuid
+       * @description A refund receipt: the receiptId of the sale it refunds. null for any other receipt.
+       */
+      relatedReceiptId: string | null;
     };
     /** @description The envelope as answered to the flattened encrypt form: the spec shows it without expiresAt and escrowKeyId. It is otherwise identical and is accepted wherever an envelope is. */
     FlattenedEncryptedReceiptEnvelope: {
@@ -917,7 +1016,7 @@ export interface components {
     };
     /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
-      /** @default 1.0 */
+      /** @default 1.1 */
       version: string;
       /** Format: uuid */
       receiptId: string;
@@ -983,6 +1082,23 @@ export interface components {
         amount?: number;
       }[];
     };
+    /** @description The provider's own webhook, byte for byte as it signed it: a Stripe Event (gateway_a) or a Square event notification (gateway_b). */
+    GatewayEvent: {
+      [key: string]: unknown;
+    };
+    /** @description The event was verified and handled; nothing more to send. */
+    GatewayEventReceipt: {
+      /** @enum {boolean} */
+      received: true;
+      eventId: string;
+      /** @description The provider's event type. */
+      type: string;
+      /**
+       * @description `applied`: it changed a payment or recorded a refund; `unchanged`: what it says was known already (or is older than what is known); `ignored`: not about a payment this service made, or a type it does not follow; `duplicate`: this event was applied before.
+       * @enum {string}
+       */
+      outcome: 'applied' | 'unchanged' | 'ignored' | 'duplicate';
+    };
     GrantAccessRequest: {
       /** Format: uuid */
       userId: string;
@@ -1043,6 +1159,17 @@ export interface components {
       paymentGateway: 'gateway_a' | 'gateway_b' | 'other' | null;
       /** @description The gateway's payment id when the payment was made through this service, else null. */
       paymentId: string | null;
+      /**
+       * @description The state of the money this receipt records, in clear beside the envelope: pending, succeeded, failed, canceled, partially_refunded or refunded for a sale made by payments/create; a refund receipt carries its refund's pending, succeeded, failed or canceled; null for a receipt made by receipts/encrypt.
+       * @enum {string|null}
+       */
+      paymentStatus:
+        'pending' | 'succeeded' | 'failed' | 'canceled' | 'partially_refunded' | 'refunded' | null;
+      /**
+       * Format: uuid
+       * @description A refund receipt: the receiptId of the sale it refunds. null for any other receipt.
+       */
+      relatedReceiptId: string | null;
     };
     /** @description A freshly generated RSA-2048 key pair. */
     KeyPair: {
@@ -1202,6 +1329,36 @@ export interface components {
       type: 'email' | 'phone' | 'national_id' | 'bank_account';
       value: string;
     };
+    /** @description A refund of a payment made through the service. */
+    Refund: {
+      /**
+       * Format: uuid
+       * @description Yours, or for a refund made in the provider's dashboard one the service derived from it.
+       */
+      refundId: string;
+      paymentId: string;
+      /** @enum {string} */
+      gateway: 'gateway_a' | 'gateway_b';
+      /** @description Minor units given back. */
+      amount: number;
+      currency: string;
+      /**
+       * @description pending until the provider settles it; succeeded refunds count towards the sale status.
+       * @enum {string}
+       */
+      status: 'pending' | 'succeeded' | 'failed' | 'canceled';
+      /**
+       * Format: uuid
+       * @description The refund receipt, sealed for the sale's recipient (fetch it with GET /receipts/{receiptId}); null for a refund that moved no money or whose sale was erased.
+       */
+      receiptId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+    };
+    /** @description The payment's refunds, oldest first, however they were made. */
+    RefundList: {
+      refunds: components['schemas']['Refund'][];
+    };
     RegisterRequest: {
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
@@ -1260,11 +1417,18 @@ export interface components {
        * @enum {string}
        */
       paymentGateway: 'gateway_a' | 'gateway_b' | 'other';
+      /** @description What the gateway said when the payment was made (its status then, amount, currency); paymentStatus is today's. */
       gatewayMetadata: {
         [key: string]: unknown;
       };
       /** Format: date-time */
       createdAt: string;
+      /**
+       * @description The state of the money this receipt records, in clear beside the envelope: pending, succeeded, failed, canceled, partially_refunded or refunded for a sale made by payments/create; a refund receipt carries its refund's pending, succeeded, failed or canceled; null for a receipt made by receipts/encrypt.
+       * @enum {string|null}
+       */
+      paymentStatus:
+        'pending' | 'succeeded' | 'failed' | 'canceled' | 'partially_refunded' | 'refunded' | null;
     };
     /** @description A registered user. The hashed PAN is never echoed back. */
     User: {
@@ -1299,7 +1463,7 @@ export interface components {
     Webhook: {
       webhookId: string;
       url: string;
-      events: ('receipt.available' | 'receipt.escrowed')[];
+      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated')[];
       /** Format: date-time */
       createdAt: string;
       /**
@@ -1313,7 +1477,7 @@ export interface components {
       deliveryId: string;
       webhookId: string;
       /** @enum {string} */
-      eventType: 'receipt.available' | 'receipt.escrowed';
+      eventType: 'receipt.available' | 'receipt.escrowed' | 'receipt.updated';
       /** @enum {string} */
       status: 'pending' | 'succeeded' | 'failed';
       attemptCount: number;
@@ -3606,6 +3770,351 @@ export interface operations {
       405: components['responses']['MethodNotAllowed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
+    };
+  };
+  gatewayEvents: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description gateway_a: t=…,v1=… */
+        'Stripe-Signature'?: string;
+        /** @description gateway_b: base64 HMAC-SHA256 of notification URL + body. */
+        'X-Square-HmacSha256-Signature'?: string;
+      };
+      path: {
+        /** @description gateway_a or gateway_b; the aliases stripe and square are accepted for them. */
+        gateway: 'gateway_a' | 'gateway_b' | 'stripe' | 'square';
+      };
+      cookie?: never;
+    };
+    /** @description The provider's event, exactly as it signed it. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['GatewayEvent'];
+      };
+    };
+    responses: {
+      /** @description Verified and handled. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['GatewayEventReceipt'];
+          };
+        };
+      };
+      /** @description An unknown gateway, or a gateway not configured here. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      /** @description The signature is missing or wrong, or the event is older than 300 s: nothing changed. */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'invalid_signature' | 'unauthorized';
+            };
+          };
+        };
+      };
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      /** @description The event is about a refund this service is still asking the gateway for, or the payment is changing under many requests at once (`details.retryable: true`): the provider delivers it again. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'CONFLICT';
+            };
+          };
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      /** @description The gateway could not be reached to read the refunds the event is about. */
+      502: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'GATEWAY_ERROR';
+            };
+          };
+        };
+      };
+    };
+  };
+  listRefunds: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description gateway_a or gateway_b; the aliases stripe and square are accepted for them. */
+        gateway: 'gateway_a' | 'gateway_b' | 'stripe' | 'square';
+        paymentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The refunds. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['RefundList'];
+          };
+        };
+      };
+      /** @description An unknown gateway. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No such payment made by this merchant client on this gateway. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createRefund: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description gateway_a or gateway_b; the aliases stripe and square are accepted for them. */
+        gateway: 'gateway_a' | 'gateway_b' | 'stripe' | 'square';
+        paymentId: string;
+      };
+      cookie?: never;
+    };
+    /** @description How much to give back: an amount, sale lines, or both. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateRefundRequest'];
+      };
+    };
+    responses: {
+      /** @description The refund. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['Refund'];
+          };
+        };
+      };
+      /** @description Invalid body or path; items that are not lines of the sale or ask for more than is left of a line; an amount that does not match the items; more than the refundable remainder (REFUND_EXCEEDS_PAYMENT, with `details.refundable`). */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'REFUND_EXCEEDS_PAYMENT' | 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      /** @description The gateway declined the refund; nothing is stored. */
+      402: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'PAYMENT_DECLINED';
+            };
+          };
+        };
+      };
+      403: components['responses']['Forbidden'];
+      /** @description No such payment made by this merchant client on this gateway. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description This refundId was used with a different refund, or the payment is changing under many requests at once (`details.retryable: true`). */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'CONFLICT';
+            };
+          };
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      /** @description The gateway could not be reached or did not complete the refund; nothing is stored. */
+      502: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'GATEWAY_ERROR';
+            };
+          };
+        };
+      };
+      503: components['responses']['ServiceUnavailable'];
     };
   };
 }

@@ -1,0 +1,60 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { paymentGatewayKind } from '../../../lib/kernel/fields.js';
+import { platformTables } from '../../../lib/kernel/route-tables.js';
+import { createRefundBody, refundResponse } from '../../../lib/payments/refunds.js';
+
+export const createRefundRoute = defineRoute({
+  name: 'create-refund',
+  method: 'POST',
+  path: '/api/v1/payments/{gateway}/{paymentId}/refunds',
+  entry: 'functions/payments/create-refund/handler.ts',
+  apiKeyRequired: true,
+  roles: ['merchant'],
+  tables: { ...platformTables, payments: 'readWrite', receipts: 'readWrite', users: 'read' },
+  escrow: 'wrap',
+  cardTags: true,
+  gateways: true,
+  rateGroup: 'payments',
+  timeoutSeconds: 29,
+  docs: {
+    tag: 'payments',
+    summary: 'Refund a payment',
+    description:
+      'A full, partial or itemised refund of a payment this merchant client made with payments/create (any other ' +
+      'client, and any other payment, gets the same 404). `refundId` is the idempotency key: the same refundId ' +
+      'again returns the first refund, and with another body is 409. An itemised refund names sale lines and ' +
+      'quantities; its amount is derived from them and their share of the tax (docs/API.md, "Refunds"), and an ' +
+      '`amount` sent with them must agree. More than what is left of the payment (a payment not yet paid has ' +
+      'nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway ' +
+      'refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for ' +
+      "the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's " +
+      'paymentStatus becomes partially_refunded or refunded as refunds succeed.',
+  },
+  request: {
+    params: z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),
+    body: { description: 'How much to give back: an amount, sale lines, or both.', schema: createRefundBody },
+  },
+  response: { description: 'The refund.', schema: refundResponse, enveloped: true, status: 201 },
+  errors: {
+    400: {
+      description:
+        'Invalid body or path; items that are not lines of the sale or ask for more than is left of a line; an ' +
+        'amount that does not match the items; more than the refundable remainder (REFUND_EXCEEDS_PAYMENT, with ' +
+        '`details.refundable`).',
+      codes: ['REFUND_EXCEEDS_PAYMENT'],
+    },
+    402: { description: 'The gateway declined the refund; nothing is stored.', codes: ['PAYMENT_DECLINED'] },
+    404: { description: 'No such payment made by this merchant client on this gateway.' },
+    409: {
+      description:
+        'This refundId was used with a different refund, or the payment is changing under many requests at ' +
+        'once (`details.retryable: true`).',
+      codes: ['CONFLICT'],
+    },
+    502: {
+      description: 'The gateway could not be reached or did not complete the refund; nothing is stored.',
+      codes: ['GATEWAY_ERROR'],
+    },
+  },
+});

@@ -1,0 +1,86 @@
+import * as z from 'zod';
+import { defineRoute } from '../../../lib/kernel/route.js';
+import { paymentGatewayKind } from '../../../lib/kernel/fields.js';
+import {
+  gatewayEventBody,
+  gatewayEventDocumented,
+  gatewayEventResponse,
+} from '../../../lib/payments/gateway-events.js';
+
+/**
+ * The providers' own webhooks. No API key: each is verified with its provider's SDK instead, and it
+ * has its own budget, counted per gateway (a provider posts from a few shared addresses).
+ */
+export const gatewayEventsRoute = defineRoute({
+  name: 'gateway-events',
+  method: 'POST',
+  path: '/api/v1/gateways/{gateway}/events',
+  entry: 'functions/payments/gateway-events/handler.ts',
+  apiKeyRequired: false,
+  roles: [],
+  tables: {
+    apiKeys: 'read',
+    rateLimits: 'readWrite',
+    audit: 'write',
+    payments: 'readWrite',
+    receipts: 'readWrite',
+    users: 'read',
+  },
+  escrow: 'wrap',
+  cardTags: true,
+  gateways: true,
+  gatewayEvents: true,
+  keylessBudget: { byParam: 'gateway', requestsPerMinute: 6_000, edge: { ratePerSecond: 100, burst: 200 } },
+  timeoutSeconds: 29,
+  docs: {
+    tag: 'payments',
+    summary: "Receive a payment gateway's own events",
+    description:
+      'Where Stripe (gateway_a) and Square (gateway_b) send their webhooks: register this URL with each provider ' +
+      "(docs/DEPLOY.md). Each event is verified with the provider's SDK: `Stripe-Signature` by " +
+      "stripe.webhooks.constructEvent, `X-Square-HmacSha256-Signature` by the square SDK's WebhooksHelper over " +
+      'the registered notification URL and the body; a missing or wrong signature, or an event older than 300 s, ' +
+      'is 401 invalid_signature and changes nothing. Followed: payment_intent.succeeded, .payment_failed and ' +
+      '.canceled, charge.refunded, refund.created, .updated and .failed (gateway_a); payment.created and ' +
+      '.updated, refund.created and .updated (gateway_b). Each event is applied once however often it comes, and ' +
+      'in whatever order events come the payment ends in the same state: a status only moves forward, refunds ' +
+      'are counted by their own ids. Events about payments this service did not make are acknowledged and ' +
+      "ignored. A refund made in the provider's dashboard is recorded like one made through the service, with " +
+      'its refund receipt. Counted per gateway (6,000 a minute), not per sender.',
+  },
+  request: {
+    params: z.object({ gateway: paymentGatewayKind }),
+    headers: z.object({
+      'Stripe-Signature': z.string().max(8192).optional().meta({ description: 'gateway_a: t=…,v1=…' }),
+      'X-Square-HmacSha256-Signature': z
+        .string()
+        .max(512)
+        .optional()
+        .meta({ description: 'gateway_b: base64 HMAC-SHA256 of notification URL + body.' }),
+    }),
+    body: {
+      description: "The provider's event, exactly as it signed it.",
+      schema: gatewayEventBody,
+      documented: gatewayEventDocumented,
+      raw: true,
+    },
+  },
+  response: { description: 'Verified and handled.', schema: gatewayEventResponse, enveloped: true },
+  errors: {
+    400: { description: 'An unknown gateway, or a gateway not configured here.' },
+    401: {
+      description: 'The signature is missing or wrong, or the event is older than 300 s: nothing changed.',
+      codes: ['invalid_signature'],
+    },
+    409: {
+      description:
+        'The event is about a refund this service is still asking the gateway for, or the payment is changing ' +
+        'under many requests at once (`details.retryable: true`): the provider delivers it again.',
+      codes: ['CONFLICT'],
+    },
+    502: {
+      description: 'The gateway could not be reached to read the refunds the event is about.',
+      codes: ['GATEWAY_ERROR'],
+    },
+  },
+});

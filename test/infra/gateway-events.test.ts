@@ -1,0 +1,120 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import type { Template } from 'aws-cdk-lib/assertions';
+import cdkNag from 'cdk-nag';
+import { findRoute, routes } from '../../functions/routes.js';
+import {
+  asArray,
+  functionByName,
+  methodAt,
+  referencedId,
+  resourcesOf,
+  sharedTemplate,
+  statementsOfRole,
+  type Resource,
+} from './support.js';
+import { buildVariant, synthVariant } from './variants.js';
+
+/**
+ * The gateways' own webhooks in the deployed stack: a route without an API key (the providers sign
+ * instead) with a budget of its own at the edge, and the webhook signing secrets readable by the
+ * function that verifies them and no other.
+ */
+const { AwsSolutionsChecks } = cdkNag;
+const route = findRoute('gateway-events');
+const eventsFunction = `receipt-service-test-${route.name}`;
+const webhookSecrets = [
+  '/test/receipt-service/stripe-webhook-secret',
+  '/test/receipt-service/square-webhook-signature-key',
+];
+
+let template: Template;
+
+beforeAll(() => {
+  template = sharedTemplate();
+});
+
+const roleOf = (name: string): string =>
+  referencedId(functionByName(template, name)[1].Properties.Role) ?? '';
+const variablesOf = (name: string): Record<string, unknown> =>
+  (functionByName(template, name)[1].Properties.Environment as { Variables: Record<string, unknown> })
+    .Variables;
+
+/** The secret names a role may read with GetSecretValue, from the ARNs CloudFormation builds. */
+function readableSecrets(roleId: string): string[] {
+  return statementsOfRole(template, roleId)
+    .filter((statement) => asArray(statement.Action).includes('secretsmanager:GetSecretValue'))
+    .flatMap((statement) => asArray(statement.Resource))
+    .map((resource) => JSON.stringify(resource))
+    .flatMap((text) => [...text.matchAll(/secret:([^"]+?)-\?\?\?\?\?\?/g)].map((match) => match[1]!));
+}
+
+describe('the gateways’ events route', () => {
+  it('needs no API key and no authorizer: each event is verified by its provider’s signature', () => {
+    const method = methodAt(template, route.path, 'POST');
+    expect(method.Properties.ApiKeyRequired).toBe(false);
+    expect(method.Properties.AuthorizationType ?? 'NONE').toBe('NONE');
+    expect(method.Properties.AuthorizerId).toBeUndefined();
+    expect((method.Properties.Integration as { Type: string }).Type).toBe('AWS_PROXY');
+  });
+
+  it('has a throttle of its own at the edge, apart from the other keyless routes', () => {
+    const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGateway::Stage')) as Resource[];
+    const settings = stage?.Properties.MethodSettings as Record<string, unknown>[];
+    expect(settings).toContainEqual(
+      expect.objectContaining({
+        HttpMethod: 'POST',
+        ResourcePath: `/${route.path.replaceAll('/', '~1')}`,
+        ThrottlingRateLimit: route.keylessBudget!.edge.ratePerSecond,
+        ThrottlingBurstLimit: route.keylessBudget!.edge.burst,
+      }),
+    );
+    expect(route.keylessBudget!.edge.ratePerSecond).not.toBe(20);
+  });
+
+  it('lets the events function alone read the webhook signing secrets', () => {
+    expect(readableSecrets(roleOf(eventsFunction)).sort()).toEqual(
+      expect.arrayContaining([...webhookSecrets].sort()),
+    );
+    for (const other of routes.filter((candidate) => candidate.name !== route.name)) {
+      const readable = readableSecrets(roleOf(`receipt-service-test-${other.name}`));
+      expect([other.name, readable.filter((name) => webhookSecrets.includes(name))]).toEqual([
+        other.name,
+        [],
+      ]);
+    }
+    for (const name of ['edge-authorizer', 'webhook-dispatch', 'webhook-sweep']) {
+      expect(readableSecrets(roleOf(`receipt-service-test-${name}`))).toEqual([]);
+    }
+  });
+
+  it('tells only the events function where the secrets are and which URL Square signs', () => {
+    const variables = variablesOf(eventsFunction);
+    expect(variables).toMatchObject({
+      STRIPE_WEBHOOK_SECRET_NAME: webhookSecrets[0],
+      SQUARE_WEBHOOK_SECRET_NAME: webhookSecrets[1],
+    });
+    // The stage's own events URL on execute-api, built from the API's id.
+    expect(JSON.stringify(variables.SQUARE_WEBHOOK_URL)).toContain('/test/api/v1/gateways/gateway_b/events');
+    for (const other of routes.filter((candidate) => candidate.name !== route.name)) {
+      expect(variablesOf(`receipt-service-test-${other.name}`)).not.toHaveProperty(
+        'STRIPE_WEBHOOK_SECRET_NAME',
+      );
+    }
+    const custom = synthVariant({
+      settings: { squareWebhookUrl: 'https://api.example.com/v1/square' },
+    }).templates.template;
+    const customVariables = (
+      functionByName(custom, eventsFunction)[1].Properties.Environment as {
+        Variables: Record<string, unknown>;
+      }
+    ).Variables;
+    expect(customVariables.SQUARE_WEBHOOK_URL).toBe('https://api.example.com/v1/square');
+  });
+
+  it('leaves cdk-nag nothing unacknowledged', () => {
+    const { data, service } = buildVariant();
+    for (const stack of [data, service]) {
+      expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
+    }
+  });
+});
