@@ -6,7 +6,7 @@ import {
   asArray,
   functionByName,
   methodAt,
-  referencedId,
+  roleIdOf,
   resourcesOf,
   sharedTemplate,
   statementsOfRole,
@@ -33,8 +33,8 @@ beforeAll(() => {
   template = sharedTemplate();
 });
 
-const roleOf = (name: string): string =>
-  referencedId(functionByName(template, name)[1].Properties.Role) ?? '';
+// A function that uses escrow runs as a role of the data stack, named beside the key (roleIdOf).
+const roleOf = (name: string): string => roleIdOf(functionByName(template, name)[1]);
 const variablesOf = (name: string): Record<string, unknown> =>
   (functionByName(template, name)[1].Properties.Environment as { Variables: Record<string, unknown> })
     .Variables;
