@@ -1,4 +1,12 @@
 export { createClient, type ClientOptions, type ReceiptServiceClient } from './client.js';
+export {
+  DEFAULT_RETRY,
+  DEFAULT_TIMEOUT_MS,
+  RequestTimeoutError,
+  systemClock,
+  type RetryClock,
+  type RetryOptions,
+} from './retry.js';
 export type { components, operations, paths } from './generated/api.js';
 export {
   EnvelopeError,
