@@ -32,3 +32,7 @@ export {
   type WebhookEventType,
   type WebhookHeaders,
 } from './webhooks.js';
+export { renderReceiptHtml, type HtmlRenderOptions } from './render/html.js';
+export { renderReceiptPdf } from './render/pdf.js';
+export { renderReceiptText } from './render/text.js';
+export type { Receipt, RenderOptions } from './render/view.js';
