@@ -54,8 +54,8 @@ export const RECEIPT_STYLE = [
   '.num{text-align:right;white-space:nowrap;padding-left:1rem;font-variant-numeric:tabular-nums}',
   '.name{font-weight:600;overflow-wrap:anywhere}',
   '.detail{display:block;font-weight:400;font-size:.8125rem;color:#6b7280}',
-  '.totals{border-top:1px dashed #d1d5db;padding-top:.75rem;margin-bottom:0}',
-  '.totals dd{font-variant-numeric:tabular-nums}',
+  '.totals{border-top:1px dashed #d1d5db;padding-top:.75rem;margin-bottom:0;column-gap:0}',
+  '.totals dd{font-variant-numeric:tabular-nums;padding-left:1rem}',
   '.totals .grand{font-weight:700;font-size:1.125rem;color:#111827;border-top:1px solid #111827;padding-top:.5rem}',
   '.notes{margin-top:1rem;font-size:.875rem;color:#374151}',
   '.notes p{margin:.5rem 0 0;overflow-wrap:anywhere;white-space:pre-line}',
@@ -69,7 +69,7 @@ export const RECEIPT_STYLE = [
 ].join('\n');
 
 /** base64 SHA-256 of RECEIPT_STYLE, for the policy (a test recomputes it). */
-export const RECEIPT_STYLE_HASH = 'sha256-X7N4CQs3Q1/yVsTW9OJqTqQzm7z1ZD2qCB77WPCdC68=';
+export const RECEIPT_STYLE_HASH = 'sha256-nl1c3Rap3wH0CmLjJP81UVAc0EkhsCLOMYPxgn82gf4=';
 
 function policy(allowLogo: boolean): string {
   return [
