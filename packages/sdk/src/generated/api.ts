@@ -2348,7 +2348,7 @@ export interface operations {
       };
       404: components['responses']['NotFound'];
       405: components['responses']['MethodNotAllowed'];
-      /** @description The idempotency key was used with a different body, the same request is still running (`details.retryable: true`), or the receiptId or transactionId is taken by different content. */
+      /** @description One payment per receipt per merchant: the receiptId already has a payment (named in `details.paymentId` and `details.paymentGateway`) and this request is not a repeat of the one that made it (another body, gateway or Idempotency-Key); an Idempotency-Key that was sent was used with a different body; the same request is still running (`details.retryable: true`); or the transactionId is taken by another receipt. */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
