@@ -54,28 +54,8 @@ export const paymentBody = {
 } satisfies PaymentBody;
 
 /** The flattened encrypt body: the same fields without the payment's `amount`, as the README says. */
-export const encryptBody = {
-  receiptId: '6f1c2f9e-3b0e-4c55-9d1a-2f7d4e0b9a11',
-  merchantId: '0b8e2a44-8f31-4d3c-a2f4-6c1f1d7e5b22',
-  merchantName: 'Corner Coffee',
-  transactionId: 'c3d9e8f7-1a2b-4c5d-8e9f-0a1b2c3d4e5f',
-  paymentMethod: 'card',
-  cardLast4: '4567',
-  cardBrand: 'visa',
-  subtotal: 900,
-  taxAmount: 78,
-  totalAmount: 978,
-  items: [
-    {
-      lineItemId: '5d2c7b1a-9e8f-4a3b-8c2d-1e0f9a8b7c6d',
-      name: 'Flat white',
-      quantity: 2,
-      unitPrice: 450,
-      totalPrice: 900,
-    },
-  ],
-  recipientHashedPan: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
-} satisfies EncryptBody;
+const { amount: _amount, ...flattened } = paymentBody;
+export const encryptBody = flattened satisfies EncryptBody;
 
 /** A merchant's payment and encrypt calls, and an issuer's device opening what it fetched. */
 export async function integrate(pkcs8: string): Promise<void> {
