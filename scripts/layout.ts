@@ -35,7 +35,7 @@ const described: Record<string, string> = {
   'test/contract/': 'the OpenAPI document against the service, lint rules and boundaries',
   'test/adversarial/': 'fuzzing, tampering, OWASP checks, secrets in logs and tables',
   'test/infra/': 'CDK assertions on the synthesized stacks, bundles',
-  'test/browser/': 'headless Chromium: the API reference, the console, the SDK',
+  'test/browser/': 'headless Chromium: the API reference, the console, the SDK, rendered receipts',
   'test/sdk/': 'the SDK against the service',
   'test/support/': 'test helpers: the local stack, processes, fixtures',
   'test/vendor/': 'third-party test vectors',

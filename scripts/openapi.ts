@@ -42,7 +42,13 @@ export async function renderSdkTypes(): Promise<string> {
   const document = JSON.parse(JSON.stringify(buildOpenApiDocument(routes))) as Parameters<
     typeof openapiTS
   >[0];
-  const ast = await openapiTS(document, { silent: true, alphabetize: false });
+  // A property's `?` follows the document's `required` lists and nothing else. openapi-typescript's
+  // default (defaultNonNullable) makes a property with a `default` required wherever the schema is
+  // a component, as if every schema were a response; our request schemas are input-side (a field
+  // the service defaults is not in `required`), so the integrator may leave it out. Response
+  // schemas list every field the service always sends in `required` (a contract test holds them
+  // to it), so they keep their required fields.
+  const ast = await openapiTS(document, { silent: true, alphabetize: false, defaultNonNullable: false });
   const options = (await resolveConfig(sdkTypesPath)) ?? {};
   return format(SDK_TYPES_HEADER + astToString(ast), { ...options, filepath: sdkTypesPath });
 }

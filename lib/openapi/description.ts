@@ -14,6 +14,27 @@ const endpointsOf = (routes: readonly RouteDeclaration[], group: RateGroup): str
     .map((route) => `\`${route.method} ${route.path}\``)
     .join(', ');
 
+/** The path of the receipt match operation (DECISIONS.md, Round 3, "The issuer's view"). */
+export const MATCH_PATH = '/api/v1/users/{userId}/receipts/match';
+
+/**
+ * Match, whether or not this deployment has it yet: the paragraph is written from the route table, so
+ * it says "coming" exactly while the operation is not among the routes.
+ */
+function describeMatch(routes: readonly RouteDeclaration[]): string[] {
+  const available = routes.some((route) => route.path === MATCH_PATH);
+  return [
+    `\`POST ${MATCH_PATH}\` (issuer owning the user) puts receipts beside the lines of a card statement without`,
+    "decrypting anything: it takes up to 100 of the card's transactions as the issuer's ledger has them (`reference`,",
+    "the ledger's own id, echoed back; `amount`, `currency`, `transactionDate`, `cardLast4`?) and answers, per",
+    "`reference`, the ids of the user's receipts whose evidence matches, by the same keyed look-up as claims",
+    '(escrowed receipts need a claim first), spending the same per-card allowance.',
+    available
+      ? 'See the operation below.'
+      : 'It is being added in this round: until this document lists the operation, the service answers its path 404.',
+  ];
+}
+
 /**
  * The document's description: the choices the spec leaves open ("not shown") and how this service
  * settled them (docs/API.md), written for the integrator who reads only this document.
@@ -23,30 +44,70 @@ export function describeApi(tiers: TierTable, routes: readonly RouteDeclaration[
     ([name, tier]) =>
       `| ${name} | ${rateGroups.map((group) => tier.requestsPerMinute[group]).join(' | ')} | ${tier.ratePerSecond} | ${tier.burst} | ${tier.dailyQuota} |`,
   );
+  const created = routes
+    .filter((route) => route.response.status === 201)
+    .map((route) => `\`${route.method} ${route.path}\``)
+    .join(', ');
   const groupRows = rateGroups
     .filter((group) => group !== 'general')
     .map((group) => `- ${groupTitles[group]}: ${endpointsOf(routes, group)}`);
   return [
     'End-to-end encrypted digital receipts. Merchants encrypt receipts for cardholders identified only by the',
-    "SHA-256 hash of their card number; the cardholder's issuer application decrypts them with the user's",
-    'private key and a short-lived access token. The service never sees a card number and never stores a',
-    'private key or a plaintext receipt.',
+    'SHA-256 hash of their card number (`hashedPan`: 64 lower-case hex characters, computed by the issuer). The',
+    "cardholder's issuer opens them either on the cardholder's device, with a key that never leaves it (the",
+    'device flow), or through the service with the private key and a short-lived access token (the',
+    "specification's flow). The service never sees a card number and never stores a private key or a",
+    'plaintext receipt. Both flows run side by side, per user.',
     '',
-    '## Flow',
+    "## The specification's flow",
     '',
     '1. `POST /api/v1/onboarding/generate-keys` (issuer): keyId, publicKey, privateKey (returned once).',
     '2. `POST /api/v1/onboarding/register` (issuer): hashedPan + publicKey + keyId → userId.',
     '3. `POST /api/v1/payments/{gateway}/create` (merchant, `recipientHashedPan` = the registered hashedPan) →',
-    '   paymentId and gateway.',
+    '   paymentId and gateway. (`POST /api/v1/receipts/encrypt` stores a receipt without a payment.)',
     '4. `POST /api/v1/keys/grant-access` (issuer, after user consent) → tokenId.',
     '5. `POST /api/v1/payments/decrypt` (issuer, tokenId as `accessTokenId`, the private key) → the receipt.',
+    '',
+    '## The device flow',
+    '',
+    "1. On the device: a P-256 (or RSA) key pair whose private half cannot leave it (the SDK's",
+    '   `generateDeviceKey`).',
+    '2. `POST /api/v1/onboarding/keys` (issuer): the public key → 201 with its keyId; then',
+    '   `POST /api/v1/onboarding/register` with hashedPan, keyId and publicKey → userId.',
+    '3. A merchant pays (`payments/{gateway}/create`) or encrypts (`receipts/encrypt`) as above.',
+    '4. The issuer hears of the receipt (a `receipt.available` webhook, or the inbox), fetches its envelope with',
+    '   `GET /api/v1/receipts/{receiptId}` or `GET /api/v1/payments/{gateway}/{paymentId}/receipt`, and the device',
+    "   opens it (the SDK's `openEnvelope`): no token, and no private key sent anywhere.",
+    '',
+    '## The inbox, escrow and claims',
+    '',
+    "`GET /api/v1/users/{userId}/receipts` lists a user's receipts newest first: identifiers only, with an",
+    'opaque cursor. A receipt for a card that is not registered is escrowed (`isEscrowed: true`). Registering the',
+    'card releases nothing: the service cannot tell whether the client registering a card issues it. The',
+    "card's issuer releases escrowed receipts with `POST /api/v1/receipts/claim`, showing the card transactions",
+    "they were paid with; released receipts are re-wrapped for the user's current key.",
+    '',
+    '## Matching receipts to card transactions',
+    '',
+    ...describeMatch(routes),
+    '',
+    '## Webhooks',
+    '',
+    '`POST /api/v1/webhooks` registers an https endpoint (201, with its signing secret, shown once) for the',
+    'events its body lists: `receipt.available` to the issuer owning the user a receipt was stored or released',
+    'for, `receipt.escrowed` to the merchant whose receipt was escrowed. Events carry identifiers only, are',
+    'signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), and are retried on',
+    'a back-off schedule until a 2xx; `GET /api/v1/webhooks/{webhookId}/deliveries` lists the attempts.',
     '',
     '## Bodies',
     '',
     '- Requests are JSON sent with `Content-Type: application/json`; another content type is 415, malformed',
-    '  JSON 400, a body over 128 KiB 413. Unknown request fields are ignored (and never encrypted or stored).',
-    '- Success: `{"success": true, "data": …}` with 200. Error: `{"success": false, "error": {"code",',
-    '  "message", "details"?, "timestamp", "request_id"}}`, one body satisfying both error shapes of the spec.',
+    '  JSON 400, a body over 128 KiB 413. Unknown request fields are refused: 400 `INVALID_REQUEST` naming each',
+    '  in `details.fields` (with the closest known name), so a misspelt field is never dropped silently.',
+    `- Success: \`{"success": true, "data": …}\` with 200, or 201 where a resource is created (${created}).`,
+    '  Each operation documents the one status it answers on success. Error: `{"success": false, "error":',
+    '  {"code", "message", "details"?, "timestamp", "request_id"}}`, one body satisfying both error shapes of',
+    '  the spec.',
     '- Response objects list every field the service sends today (`additionalProperties: false`, which the',
     '  contract tests enforce). Adding an optional field is a non-breaking change, so clients must ignore',
     '  fields they do not know.',
@@ -57,7 +118,8 @@ export function describeApi(tiers: TierTable, routes: readonly RouteDeclaration[
     '',
     'Every operation but `GET /api/v1/health` and `GET /api/v1/openapi.json` needs `X-API-Key`. A key belongs',
     'to a client with roles: `merchant` (encrypt, payment creation, storing transactions) and `issuer`',
-    '(onboarding, grant-access, both decrypts). Reading a transaction needs either. A missing or invalid key',
+    '(onboarding, keys and tokens, both decrypts, the inbox, claims, users). Reading a transaction or a stored',
+    'receipt, and webhooks, take either. A missing or invalid key',
     'is 401 `unauthorized`; a valid key without the role is 403 `forbidden`. Decryption also needs a live',
     'access token and the private key of the user the receipt is for.',
     '',
@@ -93,7 +155,8 @@ export function describeApi(tiers: TierTable, routes: readonly RouteDeclaration[
     '  `timestamp`: there is no error oracle. `payments/decrypt` answers 404 only for a payment the gateway',
     '  does not know or one that carries no receipt of this service.',
     '- 409: `ALREADY_REGISTERED` (hashedPan or keyId already registered), `CONFLICT` (a different receipt',
-    '  under a receiptId or transactionId already used, an idempotency key reused with another body).',
+    '  under a receiptId or transactionId already used; a payment for a receipt that already has one, named in',
+    '  `details`; an `Idempotency-Key` reused with another body).',
     '- A 6th active token for one user: 429 `GRANT_ERROR` with `Retry-After` (seconds until a token expires).',
     '- 402 `PAYMENT_DECLINED`, 502 `GATEWAY_ERROR` (gateway down or timing out), 500 `ENCRYPTION_ERROR`,',
     '  500 `KEY_GENERATION_FAILED`, 500 `internal_server_error` (details never leave the service), 503',
@@ -104,8 +167,9 @@ export function describeApi(tiers: TierTable, routes: readonly RouteDeclaration[
     '',
     '## Encryption',
     '',
-    'AES-256-GCM (fresh key and 12-byte IV per receipt, 16-byte tag) with the key wrapped by RSA-OAEP,',
-    "SHA-256, MGF1-SHA-256 (`RSA-OAEP-256`). The envelope's `protected` field is a JWE protected header",
+    'AES-256-GCM (fresh key and 12-byte IV per receipt, 16-byte tag) with the key wrapped for the recipient:',
+    'RSA-OAEP with SHA-256 and MGF1-SHA-256 (`RSA-OAEP-256`) for RSA keys, ECDH-ES+A256KW with an ephemeral',
+    "key per receipt for P-256 keys (`keyBundle.algorithm`). The envelope's `protected` field is a JWE protected header",
     'binding version, receiptId, merchantId and transactionId as additional data, so an envelope is also a',
     'flattened JWE (convert the other fields from base64 to base64url).',
     '',
@@ -113,9 +177,9 @@ export function describeApi(tiers: TierTable, routes: readonly RouteDeclaration[
     '  any other the flattened form. The nested-form response carries `expiresAt` and `escrowKeyId`; the',
     '  flattened-form response omits both, as in the spec.',
     '- The recipient is the user registered with `recipientHashedPan`. With no such user (or, in the nested',
-    '  form, only a `recipientIdentifier`, which never selects a user and is kept only as a hash) the receipt',
-    '  is encrypted with the escrow key and `isEscrowed` is true. Escrowed envelopes cannot be decrypted',
-    '  through the API; when the hashedPan registers, its escrowed receipts are re-wrapped for the new key.',
+    '  form, only a `recipientIdentifier`, which never selects a user and is not stored in any form) the',
+    '  receipt is encrypted with the escrow key and `isEscrowed` is true. Escrowed envelopes cannot be',
+    '  decrypted through the API until a claim releases them (registering the card releases nothing).',
     '',
     '## Tokens',
     '',
@@ -128,7 +192,8 @@ export function describeApi(tiers: TierTable, routes: readonly RouteDeclaration[
     '  taxAmount`; for gateway_a `amount` is required and must equal `totalAmount`; for gateway_b the charge',
     '  is the items plus tax. `currency` defaults to USD. A mismatch is 400 naming the fields.',
     '- Payment creation is idempotent: the same receiptId (or `Idempotency-Key`) from the same client never',
-    '  charges twice and returns the first result for 24 hours; the same key with a different body is 409.',
+    '  charges twice and returns the first result for 24 hours. One payment per receipt per merchant: another',
+    '  create for a receiptId that has a payment is 409 naming it; a key reused with another body is 409.',
     '- Encrypting an identical request again returns the first envelope; storing the same transaction',
     '  mapping again returns the first mapping.',
     '- Envelopes are kept until `expiresAt`: 90 days for escrowed receipts that nobody claims, about 7 years',

@@ -60,6 +60,32 @@ const paymentFailure = (error: unknown): PaymentFailure =>
       ? 'refused'
       : 'error';
 
+const ONE_PAYMENT = 'a merchant makes one payment per receipt';
+
+/**
+ * The 409 for a create that repeats an earlier one's key with a different body. Without an
+ * Idempotency-Key the key was the receiptId, so the receipt is what is taken: the error names its
+ * payment and says why, and speaks of an Idempotency-Key only when the client sent one.
+ */
+export function repeatedPaymentConflict(
+  first: PaymentResult | undefined,
+  idempotencyKeySent: boolean,
+): ConflictError {
+  const payment = first ? ` (${first.paymentId} on ${first.gateway})` : '';
+  const named = first ? { paymentId: first.paymentId, paymentGateway: first.gateway } : {};
+  if (idempotencyKeySent) {
+    return new ConflictError(
+      `This Idempotency-Key was already used with a different request body; its payment${payment} stands`,
+      { field: 'Idempotency-Key', ...named },
+    );
+  }
+  return new ConflictError(
+    `This receipt already has a payment${payment}: ${ONE_PAYMENT}. This request differs from the one that ` +
+      'made it; repeat that one exactly to get its result, or send a new receiptId for a new payment',
+    { field: 'receiptId', ...named },
+  );
+}
+
 /**
  * One payment per (merchant client, receiptId), whatever the gateway or Idempotency-Key: the
  * mapping of the receipt's transaction is written before the charge. Only the request that wrote it
@@ -95,8 +121,8 @@ async function reserveMapping(
   if (sameReceipt) {
     throw new ConflictError(
       existing.paymentId
-        ? `This receipt already has a payment (${existing.paymentId} on ${existing.paymentGateway})`
-        : `A payment for this receipt is already being created on ${existing.paymentGateway}`,
+        ? `This receipt already has a payment (${existing.paymentId} on ${existing.paymentGateway}): ${ONE_PAYMENT}`
+        : `A payment for this receipt is already being created on ${existing.paymentGateway}: ${ONE_PAYMENT}`,
       { field: 'receiptId', paymentGateway: existing.paymentGateway, paymentId: existing.paymentId ?? null },
     );
   }

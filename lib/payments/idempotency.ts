@@ -10,7 +10,19 @@ import type { DynamoClients } from '../db/client.js';
 import { ConflictError } from '../kernel/errors.js';
 
 export interface IdempotentCall<Input, Output> {
-  run(input: { key: string; body: unknown; payload: Input }, context: Context): Promise<Output>;
+  run(
+    input: {
+      key: string;
+      body: unknown;
+      payload: Input;
+      /**
+       * The 409 for a repeat with a different body, given the first call's result when it has one;
+       * without it, the error blames a reused Idempotency-Key.
+       */
+      mismatch?: (first: Output | undefined) => Error;
+    },
+    context: Context,
+  ): Promise<Output>;
 }
 
 /**
@@ -43,7 +55,8 @@ export function idempotent<Input, Output>(
       // The remaining time bounds how long an in-progress record can block a retry after a crash.
       config.registerLambdaContext(context);
       try {
-        return (await wrapped(input as never)) as Output;
+        const { mismatch: _mismatch, ...event } = input;
+        return (await wrapped(event as never)) as Output;
       } catch (error) {
         if (error instanceof IdempotencyAlreadyInProgressError) {
           throw new ConflictError('The same request is still being processed; retry shortly', {
@@ -51,9 +64,13 @@ export function idempotent<Input, Output>(
           });
         }
         if (error instanceof IdempotencyValidationError) {
-          throw new ConflictError('This idempotency key was already used with a different request body', {
-            field: 'Idempotency-Key',
-          });
+          const first = (error.existingRecord?.getResponse() ?? undefined) as Output | undefined;
+          throw (
+            input.mismatch?.(first) ??
+            new ConflictError('This idempotency key was already used with a different request body', {
+              field: 'Idempotency-Key',
+            })
+          );
         }
         throw error;
       }

@@ -155,6 +155,46 @@ describe('the OpenAPI document against the route table', () => {
     ).toBe(true);
   });
 
+  it('describes requests input-side and responses output-side: a defaulted field is optional to send, and always sent back', () => {
+    // The SDK's types follow `required` alone (scripts/openapi.ts), so this is what makes a request
+    // field the service defaults optional in them, and a response field it always sends required.
+    const components = (document.components?.schemas ?? {}) as Record<string, unknown>;
+    const defaulted = (root: unknown) => {
+      const found: { at: string; required: boolean }[] = [];
+      const seen = new Set<unknown>();
+      const walk = (node: unknown, at: string): void => {
+        if (typeof node !== 'object' || node === null || seen.has(node)) return;
+        seen.add(node);
+        const schema = node as Record<string, unknown>;
+        if (typeof schema.$ref === 'string') {
+          const name = schema.$ref.replace('#/components/schemas/', '');
+          walk(components[name], name);
+          return;
+        }
+        const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
+        for (const [name, property] of Object.entries((schema.properties ?? {}) as Record<string, object>)) {
+          if ('default' in property) found.push({ at: `${at}.${name}`, required: required.includes(name) });
+        }
+        for (const [key, value] of Object.entries(schema)) {
+          if (key !== 'properties') walk(value, at);
+          else
+            for (const [name, property] of Object.entries(value as object)) walk(property, `${at}.${name}`);
+        }
+      };
+      walk(root, 'body');
+      return found;
+    };
+    const requests = documented.flatMap(({ operation }) =>
+      defaulted(operation.requestBody?.content['application/json']?.schema),
+    );
+    const responses = documented.flatMap(({ operation }) => defaulted(operation.responses));
+    expect(requests.map(({ at }) => at)).toEqual(
+      expect.arrayContaining(['CreatePaymentRequest.currency', 'FlattenedEncryptRequest.mockItems']),
+    );
+    expect(requests.filter(({ required }) => required)).toEqual([]);
+    expect(responses.filter(({ required }) => !required)).toEqual([]);
+  });
+
   it('is committed up to date in docs/openapi.json (run `npm run openapi` after changing a schema)', async () => {
     const committed = await readFile(openApiPath, 'utf8').catch(() => '(docs/openapi.json is missing)');
     // Comparing text, not objects: a hand edit or a formatting change to the file is stale too.

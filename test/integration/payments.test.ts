@@ -144,6 +144,57 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
     expect([reused.status, reused.json.error.code]).toEqual([409, 'CONFLICT']);
   });
 
+  it.each(['gateway_a', 'gateway_b'] as const)(
+    'answers a create re-sent for the same receipt without an Idempotency-Key, changed, with a 409 naming the payment (first on %s)',
+    async (kind) => {
+      type Conflict = { error: { code: string; message: string; details: Record<string, unknown> } };
+      const body = paymentBody(kind);
+      const first = await create(kind, body);
+      expect(first.status).toBe(200);
+      const { paymentId } = first.json.data;
+      // The till sends it again with a line renamed, and again on the other gateway: no key either time.
+      const renamed = await create<Conflict>(kind, { ...body, merchantName: 'Corner Coffee (till 2)' });
+      const other = kind === 'gateway_a' ? 'gateway_b' : 'gateway_a';
+      const { amount: _amount, cardNonce: _nonce, ...receiptFields } = body as Record<string, unknown>;
+      const elsewhere = await create<Conflict>(
+        other,
+        other === 'gateway_a'
+          ? { ...receiptFields, amount: body.totalAmount }
+          : { ...receiptFields, cardNonce: 'cnon:card-nonce-ok' },
+      );
+      for (const conflict of [renamed, elsewhere]) {
+        expect([conflict.status, conflict.json.error.code]).toEqual([409, 'CONFLICT']);
+        expect(conflict.json.error.details).toEqual({ field: 'receiptId', paymentId, paymentGateway: kind });
+        expect(conflict.json.error.message).toContain(
+          `This receipt already has a payment (${paymentId} on ${kind})`,
+        );
+        expect(conflict.json.error.message).toContain('one payment per receipt');
+        expect(conflict.json.error.message).not.toMatch(/idempotency/i);
+      }
+      expect(stack.sandbox!.stats.paymentsCreated).toMatchObject({ [kind]: 1, [other]: 0 });
+    },
+  );
+
+  it('names the payment of a reused Idempotency-Key, and blames the key only because it was sent', async () => {
+    const key = `pos-8-${randomUUID()}`;
+    const first = await create('gateway_b', paymentBody('gateway_b'), { 'Idempotency-Key': key });
+    expect(first.status).toBe(200);
+    const reused = await create<{ error: { message: string; details: Record<string, unknown> } }>(
+      'gateway_b',
+      paymentBody('gateway_b'),
+      { 'Idempotency-Key': key },
+    );
+    expect(reused.status).toBe(409);
+    expect(reused.json.error.details).toEqual({
+      field: 'Idempotency-Key',
+      paymentId: first.json.data.paymentId,
+      paymentGateway: 'gateway_b',
+    });
+    expect(reused.json.error.message).toMatch(
+      /^This Idempotency-Key was already used with a different request body/,
+    );
+  });
+
   it('makes one payment per receipt: another gateway or Idempotency-Key is 409 naming it, and charges nothing', async () => {
     const body = paymentBody('gateway_a');
     const first = await create('gateway_a', body, { 'Idempotency-Key': `pos-${randomUUID()}` });

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from '@jest/globals';
 import type Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
+import type { Envelope } from '../../packages/sdk/src/index.js';
 import { createStripeClient, loadStripeSdk } from '../../lib/gateways/stripe-client.js';
 import { gatewayFields, flattenedReceipt, type FlattenedFixture } from './fixtures.js';
 import { patience, pollUntil } from './processes.js';
@@ -47,7 +48,7 @@ export async function pay(
 }
 
 export interface Fetched {
-  envelope: Record<string, unknown> & { isEscrowed: boolean; keyId: string };
+  envelope: Envelope;
   mapping: Record<string, unknown> | null;
   paymentStatus: string | null;
   relatedReceiptId: string | null;

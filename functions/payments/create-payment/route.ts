@@ -85,8 +85,11 @@ export const createPaymentRoute = defineRoute({
     },
     409: {
       description:
-        'The idempotency key was used with a different body, the same request is still running ' +
-        '(`details.retryable: true`), or the receiptId or transactionId is taken by different content.',
+        'One payment per receipt per merchant: the receiptId already has a payment (named in ' +
+        '`details.paymentId` and `details.paymentGateway`) and this request is not a repeat of the one ' +
+        'that made it (another body, gateway or Idempotency-Key); an Idempotency-Key that was sent was ' +
+        'used with a different body; the same request is still running (`details.retryable: true`); or ' +
+        'the transactionId is taken by another receipt.',
       codes: ['CONFLICT'],
     },
     500: { description: 'Encryption failed.', codes: ['ENCRYPTION_ERROR'] },

@@ -5,40 +5,36 @@
  * oracle. docs/ENVELOPE.md describes the format.
  */
 import { decodeBase64, decodeBase64Url } from './base64.js';
+import type { components } from './generated/api.js';
 import { subtle as platformSubtle, type KeyAlgorithmMembers, type WebCryptoKey } from './webcrypto.js';
 
 export type KeyWrapAlgorithm = 'RSA-OAEP-256' | 'ECDH-ES+A256KW';
 export const KEY_WRAP_ALGORITHMS: readonly KeyWrapAlgorithm[] = ['RSA-OAEP-256', 'ECDH-ES+A256KW'];
 
+type StoredEnvelope = components['schemas']['EncryptedReceiptEnvelope'];
+
 /** Ephemeral public key of an ECDH-ES+A256KW key bundle (RFC 7518 §4.6.1.1). */
-export interface EphemeralPublicKey {
-  kty: 'EC';
-  crv: 'P-256';
-  x: string;
-  y: string;
-}
+export type EphemeralPublicKey = NonNullable<StoredEnvelope['keyBundle']['epk']>;
 
 /**
- * An envelope as the service returns it (receipts/encrypt, the receipt read endpoints). Members are
- * standard base64 except `protected`, which is the JWE's base64url protected header.
+ * An envelope as the service returns it: receipts/encrypt's answer (either form), or the `envelope`
+ * member of a receipt fetch (`GET /receipts/{receiptId}`, `GET /payments/{gateway}/{paymentId}/receipt`).
+ * The members openEnvelope reads, typed from the OpenAPI document, so a whole response
+ * (`{ success, data }`) or a fetch's `{ envelope, mapping }` does not compile where an envelope is due.
+ * Members are standard base64 except `protected`, the JWE's base64url protected header.
  */
-export interface Envelope {
-  version: string;
-  receiptId: string;
-  merchantId: string;
-  transactionId: string;
-  keyId?: string;
-  keyBundle: {
-    encryptedAesKey: string;
-    keyId?: string;
-    algorithm: KeyWrapAlgorithm;
-    epk?: EphemeralPublicKey;
-  };
-  ciphertext: string;
-  iv: string;
-  authTag: string;
-  protected: string;
-}
+export type Envelope = Pick<
+  StoredEnvelope,
+  | 'version'
+  | 'receiptId'
+  | 'merchantId'
+  | 'transactionId'
+  | 'keyBundle'
+  | 'ciphertext'
+  | 'iv'
+  | 'authTag'
+  | 'protected'
+>;
 
 const ENVELOPE_ERROR_MESSAGE = 'The receipt envelope could not be opened with this key.';
 
@@ -338,8 +334,12 @@ async function decrypt(prepared: Prepared, privateKey: WebCryptoKey): Promise<Ui
   return plaintext;
 }
 
-/** Opens an envelope and returns the plaintext bytes. Throws EnvelopeError, always the same, on any failure. */
-export async function openEnvelopeBytes(envelope: unknown, privateKey: WebCryptoKey): Promise<Uint8Array> {
+/**
+ * Opens an envelope and returns the plaintext bytes. Throws EnvelopeError, always the same, on any
+ * failure. The envelope is checked member by member whatever its static type says: it came over the
+ * network.
+ */
+export async function openEnvelopeBytes(envelope: Envelope, privateKey: WebCryptoKey): Promise<Uint8Array> {
   try {
     const prepared = prepare(envelope);
     return await decrypt(prepared, checkPrivateKey(privateKey, prepared));
@@ -350,7 +350,7 @@ export async function openEnvelopeBytes(envelope: unknown, privateKey: WebCrypto
 
 /** Opens an envelope and parses the receipt JSON inside. Throws EnvelopeError on any failure. */
 export async function openEnvelope<T = Record<string, unknown>>(
-  envelope: unknown,
+  envelope: Envelope,
   privateKey: WebCryptoKey,
 ): Promise<T> {
   const plaintext = await openEnvelopeBytes(envelope, privateKey);

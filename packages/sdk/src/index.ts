@@ -1,4 +1,12 @@
 export { createClient, type ClientOptions, type ReceiptServiceClient } from './client.js';
+export {
+  DEFAULT_RETRY,
+  DEFAULT_TIMEOUT_MS,
+  RequestTimeoutError,
+  systemClock,
+  type RetryClock,
+  type RetryOptions,
+} from './retry.js';
 export type { components, operations, paths } from './generated/api.js';
 export {
   EnvelopeError,
@@ -25,3 +33,7 @@ export {
   type WebhookEventType,
   type WebhookHeaders,
 } from './webhooks.js';
+export { renderReceiptHtml, type HtmlRenderOptions } from './render/html.js';
+export { renderReceiptPdf } from './render/pdf.js';
+export { renderReceiptText } from './render/text.js';
+export type { Receipt, RenderOptions } from './render/view.js';

@@ -695,7 +695,7 @@ export interface components {
     /** @description The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form. */
     CreatePaymentRequest: {
       /** @default 1.1 */
-      version: string;
+      version?: string;
       /** Format: uuid */
       receiptId: string;
       /** Format: uuid */
@@ -722,7 +722,7 @@ export interface components {
        * @default card
        * @enum {string}
        */
-      paymentMethod: 'card' | 'cash' | 'mobile_wallet' | 'bank_transfer' | 'other';
+      paymentMethod?: 'card' | 'cash' | 'mobile_wallet' | 'bank_transfer' | 'other';
       cardLast4?: string;
       /** @enum {string} */
       cardBrand?: 'visa' | 'mastercard' | 'amex' | 'discover' | 'other';
@@ -731,14 +731,14 @@ export interface components {
        * @default USD
        * @example USD
        */
-      currency: string;
+      currency?: string;
       subtotal: number;
       taxAmount: number;
       totalAmount: number;
       /** @default [] */
-      items: components['schemas']['FlattenedLineItem'][];
+      items?: components['schemas']['FlattenedLineItem'][];
       /** @default false */
-      mockItems: boolean;
+      mockItems?: boolean;
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
@@ -1017,7 +1017,7 @@ export interface components {
     /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
       /** @default 1.1 */
-      version: string;
+      version?: string;
       /** Format: uuid */
       receiptId: string;
       /** Format: uuid */
@@ -1044,7 +1044,7 @@ export interface components {
        * @default card
        * @enum {string}
        */
-      paymentMethod: 'card' | 'cash' | 'mobile_wallet' | 'bank_transfer' | 'other';
+      paymentMethod?: 'card' | 'cash' | 'mobile_wallet' | 'bank_transfer' | 'other';
       cardLast4?: string;
       /** @enum {string} */
       cardBrand?: 'visa' | 'mastercard' | 'amex' | 'discover' | 'other';
@@ -1053,14 +1053,14 @@ export interface components {
        * @default USD
        * @example USD
        */
-      currency: string;
+      currency?: string;
       subtotal: number;
       taxAmount: number;
       totalAmount: number;
       /** @default [] */
-      items: components['schemas']['FlattenedLineItem'][];
+      items?: components['schemas']['FlattenedLineItem'][];
       /** @default false */
-      mockItems: boolean;
+      mockItems?: boolean;
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
@@ -2512,7 +2512,7 @@ export interface operations {
       };
       404: components['responses']['NotFound'];
       405: components['responses']['MethodNotAllowed'];
-      /** @description The idempotency key was used with a different body, the same request is still running (`details.retryable: true`), or the receiptId or transactionId is taken by different content. */
+      /** @description One payment per receipt per merchant: the receiptId already has a payment (named in `details.paymentId` and `details.paymentGateway`) and this request is not a repeat of the one that made it (another body, gateway or Idempotency-Key); an Idempotency-Key that was sent was used with a different body; the same request is still running (`details.retryable: true`); or the transactionId is taken by another receipt. */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
