@@ -15,6 +15,7 @@ import { errorResponse } from '../lib/http/error-envelope.js';
 import { httpEndpoint, type HttpHandler, type ServiceContext } from '../lib/http/pipeline.js';
 import { routes, type RouteDeclaration } from '../functions/routes.js';
 import { serveConsole } from './console/console.js';
+import type { InvocationScope } from './invocation-scope.js';
 
 /**
  * A stand-in for API Gateway's REST proxy integration: it turns HTTP requests into the events API
@@ -213,7 +214,14 @@ export interface HttpServerHandle {
 
 export async function startHttpServer(
   deps: AppDeps,
-  options: { host: string; port: number; routes?: readonly RouteDeclaration[]; sandboxUrl?: string },
+  options: {
+    host: string;
+    port: number;
+    routes?: readonly RouteDeclaration[];
+    sandboxUrl?: string;
+    /** Gives each request a logger of its own, as each Lambda invocation has (local/invocation-scope.ts). */
+    invocationScope?: InvocationScope;
+  },
 ): Promise<HttpServerHandle> {
   const loaded = await loadRoutes(deps, options.routes);
   const notFound = fallbackHandler(deps, () => new NotFoundError('No such resource'));
@@ -283,10 +291,9 @@ export async function startHttpServer(
         resourcePath = candidates[0].route.path;
       }
       const event = toEvent(request, url, body, resourcePath, pathParameters);
-      const result = await handler(
-        event,
-        lambdaContext(match?.route.name ?? 'fallback', match?.route.timeoutSeconds ?? 10),
-      );
+      const invoke = () =>
+        handler(event, lambdaContext(match?.route.name ?? 'fallback', match?.route.timeoutSeconds ?? 10));
+      const result = await (options.invocationScope ? options.invocationScope.run(invoke) : invoke());
       send(response, result);
     })().catch((error: unknown) => {
       deps.logger.error('local adapter failed', { error: error instanceof Error ? error : String(error) });

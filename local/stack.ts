@@ -21,6 +21,7 @@ import { loadOrCreateWebhookSecrets, newWebhookSecrets } from './gateway-webhook
 import { gatewayConfigFromEnv } from './gateway-settings.js';
 import { ensurePrivateDir } from './private-files.js';
 import type { RouteDeclaration } from '../lib/kernel/route.js';
+import { invocationScope } from './invocation-scope.js';
 import { startHttpServer } from './server.js';
 import type { HostResolver } from '../lib/webhooks/url-guard.js';
 import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
@@ -116,7 +117,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       TABLE_PREFIX: options.tablePrefix ?? env.TABLE_PREFIX ?? 'local-',
       LOCAL_ESCROW_DIR: dataDir,
     });
-    const logger = createLogger({ level: options.logLevel ?? config.logLevel });
+    // One logger per request served (local/invocation-scope.ts), as Lambda has one per invocation.
+    const scope = invocationScope(createLogger({ level: options.logLevel ?? config.logLevel }));
+    const logger = scope.logger;
     const dynamo = createDynamoClients({ region: config.region, endpoint });
     await ensureTables(dynamo.client, requireAllTables(config));
 
@@ -168,6 +171,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         logger.info('data folder moved from hashed card numbers to card tags', { ...migrated });
     }
     const http = await startHttpServer(deps, {
+      invocationScope: scope,
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
       ...(options.routes ? { routes: options.routes } : {}),

@@ -159,4 +159,33 @@ describe('correlation keys on log lines and trace annotations', () => {
     }
     expect(Object.keys(annotations).sort()).toEqual(['requestId', 'route']);
   });
+
+  it('keeps each request its own keys when the local server serves several at once', async () => {
+    // Lambda runs one invocation per instance; the local server runs them together in one process,
+    // each with a logger of its own (local/invocation-scope.ts), so no line borrows another's keys.
+    const { value: replies, text } = await logsWhile(() =>
+      Promise.all(
+        Array.from({ length: 12 }, (_, index) => {
+          const caller = index % 2 === 0 ? merchant : issuer;
+          return stack
+            .request('GET', `/api/v1/receipts/${randomUUID()}`, { apiKey: caller.apiKey })
+            .then((reply) => ({ reply, caller }));
+        }),
+      ),
+    );
+    const byRequest = new Map(
+      replies.map(({ reply, caller }) => [reply.headers.get('x-request-id'), caller]),
+    );
+    const lines = text
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Line)
+      .filter((line) => line.route === 'get-receipt');
+    expect(lines.length).toBeGreaterThanOrEqual(replies.length);
+    for (const line of lines) {
+      const caller = byRequest.get(String(line.requestId));
+      expect(caller).toBeDefined();
+      expect(line.clientId).toBe(caller!.clientId);
+    }
+  });
 });

@@ -393,7 +393,9 @@ describe('receipts that follow their payments', () => {
           },
           { timeoutMs: patience(15_000), intervalMs: 50 },
         );
-        expect(updates.at(-1)?.data).toMatchObject({ paymentStatus: 'refunded' });
+        // Deliveries are at least once and not ordered (each has its own retry schedule): the update
+        // that says refunded is among them, and the receipt itself says so.
+        expect(updates.map((event) => event.data.paymentStatus)).toContain('refunded');
 
         // A third refund finds nothing left: refused before the gateway is asked.
         const third = await refund(kind, sale.paymentId, { refundId: randomUUID(), amount: 1 });
