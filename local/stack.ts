@@ -21,7 +21,8 @@ import { gatewayConfigFromEnv } from './gateway-settings.js';
 import { ensurePrivateDir } from './private-files.js';
 import type { RouteDeclaration } from '../lib/kernel/route.js';
 import { startHttpServer } from './server.js';
-import type { HostResolver } from '../lib/webhooks/url-guard.js';
+import { systemResolver, type HostResolver } from '../lib/webhooks/url-guard.js';
+import { localWebhookUrlGuard } from './webhook-url-guard.js';
 import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
 import { DEFAULT_DISPATCHER_INTERVAL_MS, startDispatcher, type Dispatcher } from './stream-poller.js';
 
@@ -133,6 +134,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         cursorKey,
         ...(options.tracer ? { tracer: options.tracer } : {}),
         ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+        // Plain http to loopback, for the local receivers: decided here, by the local stack, never by a stage.
+        webhookUrlGuard: localWebhookUrlGuard(options.resolveHost ?? systemResolver),
       }),
       escrow,
       gateways,

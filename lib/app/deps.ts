@@ -23,7 +23,7 @@ import type { Logger } from '../kernel/log.js';
 import type { Telemetry } from '../kernel/telemetry.js';
 import type { TableKey } from '../kernel/tables.js';
 import type { TierTable } from '../kernel/tiers.js';
-import { systemResolver, type HostResolver } from '../kernel/dns.js';
+import { systemResolver, type HostResolver, type WebhookUrlGuard } from '../kernel/dns.js';
 
 export interface Repositories {
   apiKeys: ApiKeyRepository;
@@ -62,6 +62,11 @@ export interface CoreDeps extends PlatformDeps {
   cursors: CursorCodec;
   /** DNS for webhook URLs; a test maps names to private addresses with it (no DNS runs there). */
   resolveHost: HostResolver;
+  /**
+   * A webhook URL guard other than the service's strict one: only the local stack's wiring passes one
+   * (plain http to its loopback receivers). Never set in AWS, whatever the stage.
+   */
+  webhookUrlGuard?: WebhookUrlGuard;
 }
 
 /** The whole service: the local server hands this to every handler; a Lambda builds only its part. */
@@ -85,6 +90,7 @@ export function createCoreDeps(input: {
   /** Where the paging cursors' key is kept (Secrets Manager, the local key file, or a test's). */
   cursorKey?: CursorKeySource;
   resolveHost?: HostResolver;
+  webhookUrlGuard?: WebhookUrlGuard;
 }): CoreDeps {
   const { config, dynamo, clock } = input;
   const { doc } = dynamo;

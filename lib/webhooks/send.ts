@@ -7,7 +7,7 @@ import { signingSecrets, type WebhookRecord, type WebhookRepository } from '../d
 import type { Logger } from '../kernel/log.js';
 import type { Telemetry } from '../kernel/telemetry.js';
 import type { PostResult, WebhookTransport } from './transport.js';
-import { checkWebhookUrl, type UrlPolicy } from './url-guard.js';
+import type { WebhookUrlGuard } from './url-guard.js';
 
 /** What delivering needs: the stream dispatcher, the sweeper and the retry route all build this. */
 export interface DeliveryDeps {
@@ -18,7 +18,8 @@ export interface DeliveryDeps {
   deliveries: WebhookDeliveryRepository;
   users: Pick<UserRepository, 'getById'>;
   transport: WebhookTransport;
-  urlPolicy: UrlPolicy;
+  /** The URL guard, again at every attempt. */
+  checkUrl: WebhookUrlGuard;
 }
 
 /**
@@ -69,7 +70,7 @@ async function post(deps: DeliveryDeps, delivery: DeliveryRecord, at: Date): Pro
   if (!webhook || webhook.clientId !== delivery.clientId)
     return { result: { error: 'webhook_deleted' }, final: true };
   // Again at every attempt: the name may point somewhere else than when the webhook was registered.
-  const check = await checkWebhookUrl(webhook.url, deps.urlPolicy);
+  const check = await deps.checkUrl(webhook.url);
   if (!check.ok) {
     // A name that does not resolve may come back; one that resolves into our network is refused for good.
     const transient = /does not resolve/.test(check.reason);

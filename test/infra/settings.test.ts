@@ -72,6 +72,10 @@ describe('settings', () => {
 
   it.each([
     [{ stage: 'Prod Stage' }, 'stage'],
+    // Issue 20: a deployment named like the local stack is refused at synth (a stack named `local`
+    // was accepted before, and its functions loosened the webhook URL guard by that name).
+    [{ stage: 'local' }, 'stage'],
+    [{ stage: 'local-eu' }, 'stage'],
     [{ tokenTtlSeconds: 60 }, 'tokenTtlSeconds'],
     [{ logRetentionDays: 31 }, 'logRetentionDays'],
     [{ alarmEmail: 'not-an-address' }, 'alarmEmail'],
