@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from './admin/card-tags.js';
+import { auditStoredKeys } from './admin/keys.js';
 import { unbindUser, UnknownUserError } from './admin/users.js';
 import { systemClock } from '../lib/kernel/clock.js';
 import {
@@ -23,6 +24,7 @@ import { LocalCardTagKeyFile } from '../local/card-tag-key.js';
 
 export const cardholderUsage = `Usage: npm run admin -- card-key <rotate|retag> [--aws] [--json]
        npm run admin -- users unbind --user USER_ID --reason TEXT [--aws] [--json]
+       npm run admin -- keys audit [--aws] [--json]
 
 card-key rotate  starts a new card-tag key version and re-tags every stored card tag (card guards,
                  users, escrowed receipts). Functions read the key again within 5 minutes (5 s on
@@ -31,6 +33,9 @@ card-key retag   re-tags what is not under the current version yet; safe to run 
 users unbind     undoes a registration made by the wrong client (after a register conflict): the
                  user and its card guard go, so the card's issuer can register it. Audited with
                  the reason under the user's client.
+keys audit       lists the stored public keys (key pairs and users) that today's import rules
+                 refuse (RSA exponent other than 65537, even modulus, size; EC off P-256; no
+                 envelope can be sealed to it) or that are not stored in canonical form. Read-only.
 
 --aws needs AWS_REGION, TABLE_USERS, TABLE_KEY_PAIRS, TABLE_RECEIPTS, TABLE_AUDIT and, for card-key,
 CARD_TAG_SECRET_NAME (see docs/DEPLOY.md).`;
@@ -115,7 +120,8 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
   const [group, command] = positionals;
   const valid =
     (group === 'card-key' && (command === 'rotate' || command === 'retag')) ||
-    (group === 'users' && command === 'unbind');
+    (group === 'users' && command === 'unbind') ||
+    (group === 'keys' && command === 'audit');
   if (!valid) throw new CardholderUsageError(cardholderUsage);
   if (group === 'users' && (!values.user || !values.reason?.trim()))
     throw new CardholderUsageError('users unbind needs --user USER_ID and --reason TEXT');
@@ -123,6 +129,22 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
   const audit = new AuditLog(target.doc, () => target.tables.audit, systemClock, 400);
   const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
 
+  if (group === 'keys') {
+    const report = await auditStoredKeys({ doc: target.doc, tables: target.tables });
+    print(
+      report.findings.length === 0
+        ? `All ${report.keysChecked} stored public keys keep the import rules.`
+        : [
+            `${report.findings.length} of ${report.keysChecked} stored public keys break the import rules:`,
+            ...report.findings.map(
+              (finding) =>
+                `  ${finding.source.padEnd(8)} ${finding.keyId}  client ${finding.clientId}${finding.userId ? `  user ${finding.userId}` : ''}: ${finding.problem}`,
+            ),
+          ].join('\n'),
+      report,
+    );
+    return;
+  }
   if (group === 'users') {
     try {
       const result = await unbindUser(

@@ -29,6 +29,10 @@ export interface MetricDimensions {
   RateLimitRefusals: { group: RateGroup | 'anonymous' };
   /** A webhook delivery given up: its back-off schedule ran out, or its URL was refused at delivery. */
   WebhookDeliveriesFailed: Record<string, never>;
+  /** A receipt escrowed because its registered recipient's stored key could not be sealed to. */
+  RecipientSealFailures: Record<string, never>;
+  /** A card registered again by the client that erased its user within 30 days (claim allowance grind). */
+  ReRegistrations: Record<string, never>;
 }
 
 export type MetricName = keyof MetricDimensions;

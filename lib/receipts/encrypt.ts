@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Caller } from '../api-keys/authenticator.js';
 import { parsePublicKey } from '../crypto/keys.js';
-import { sealEnvelope, type Recipient } from '../crypto/envelope.js';
+import { sealEnvelope, type Recipient, type SealedEnvelope } from '../crypto/envelope.js';
 import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
+import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import { ConflictError, EncryptionError, ForbiddenError } from '../kernel/errors.js';
 import type { DigitalReceipt } from './schemas.js';
@@ -49,32 +50,53 @@ export function claimFactsOf(receipt: DigitalReceipt): ClaimFacts {
   };
 }
 
-async function recipientFor(
+/** The card's registered user, and the card's tag and keyring, when the request names a card. */
+async function cardOf(
   deps: EncryptDeps,
   hashedPan: string | undefined,
-): Promise<{
-  recipient: Recipient;
-  userId: string | null;
-  cardTag: CardTag | null;
-  keyring: CardTagKeyring | null;
-}> {
-  const keyring = hashedPan ? await deps.cardTags.keyring() : null;
-  const tags = hashedPan && keyring ? keyring.tagsOf(hashedPan) : [];
-  const cardTag = tags[0] ?? null;
-  const user = tags.length > 0 ? await deps.repos.users.getByCardTags(tags) : null;
-  if (user)
-    return {
-      recipient: { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) },
+): Promise<{ user: UserRecord | null; cardTag: CardTag | null; keyring: CardTagKeyring | null }> {
+  if (!hashedPan) return { user: null, cardTag: null, keyring: null };
+  const keyring = await deps.cardTags.keyring();
+  const tags = keyring.tagsOf(hashedPan);
+  const user = await deps.repos.users.getByCardTags(tags);
+  return { user, cardTag: user ? user.cardTag : tags[0]!, keyring };
+}
+
+/**
+ * Seals for the card's registered user. One recipient's key can never fail a merchant's request
+ * (DECISIONS, "Keys that cannot hurt others"): a stored key that no longer parses or cannot be sealed
+ * to (one stored before import proved keys, or forced into the table) gives undefined, and the receipt
+ * is escrowed instead, audited, counted and alarmed; the user's issuer rotates the key and claims it.
+ */
+async function sealForUser(
+  deps: EncryptDeps,
+  user: UserRecord,
+  seal: (recipient: Recipient) => SealedEnvelope,
+  input: Pick<EncryptInput, 'requestId' | 'caller' | 'receipt'>,
+): Promise<SealedEnvelope | undefined> {
+  try {
+    return seal({ keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) });
+  } catch (error) {
+    const reason = error instanceof Error ? error.name : 'unknown';
+    deps.logger.warn("sealing for the card's registered user failed: escrowed instead", {
+      requestId: input.requestId,
       userId: user.userId,
-      cardTag: user.cardTag,
-      keyring,
-    };
-  return {
-    recipient: { keyId: deps.escrow.keyId, publicKey: await deps.escrow.publicKey() },
-    userId: null,
-    cardTag,
-    keyring,
-  };
+      keyId: user.keyId,
+      error: reason,
+    });
+    deps.telemetry.count('RecipientSealFailures');
+    await deps.audit.record({
+      action: 'receipt.encrypt',
+      outcome: 'failure',
+      reason: `the recipient's key could not be sealed to (${reason}): escrowed instead`,
+      requestId: input.requestId,
+      clientId: input.caller.clientId,
+      receiptId: input.receipt.receiptId,
+      userId: user.userId,
+      keyId: user.keyId,
+    });
+    return undefined;
+  }
 }
 
 /**
@@ -97,16 +119,15 @@ export async function claimMerchant(
  */
 export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): Promise<EncryptOutcome> {
   const { receipt, caller } = input;
-  const [{ recipient, userId, cardTag, keyring }] = await Promise.all([
-    recipientFor(deps, input.recipientHashedPan),
+  const [{ user, cardTag: userOrCardTag, keyring }] = await Promise.all([
+    cardOf(deps, input.recipientHashedPan),
     claimMerchant(deps, receipt.merchant.merchantId, caller),
   ]);
-  const isEscrowed = userId === null;
   const now = deps.clock.now();
-  let sealed;
-  try {
-    sealed = sealEnvelope(
-      Buffer.from(JSON.stringify(receipt), 'utf8'),
+  const plaintext = Buffer.from(JSON.stringify(receipt), 'utf8');
+  const seal = (recipient: Recipient): SealedEnvelope =>
+    sealEnvelope(
+      plaintext,
       {
         version: receipt.version,
         receiptId: receipt.receiptId,
@@ -115,12 +136,22 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
       },
       recipient,
     );
-  } catch (error) {
-    deps.logger.error('sealing failed', {
-      error: error instanceof Error ? error.name : 'unknown',
-      requestId: input.requestId,
-    });
-    throw new EncryptionError();
+  let sealed = user ? await sealForUser(deps, user, seal, input) : undefined;
+  const userId = sealed && user ? user.userId : null;
+  const isEscrowed = userId === null;
+  // Escrowed for the card when its user's key failed: the card's current tag, as for an unknown card.
+  const cardTag = user && isEscrowed && keyring ? keyring.tagOf(input.recipientHashedPan!) : userOrCardTag;
+  const recipientKeyId = isEscrowed ? deps.escrow.keyId : user!.keyId;
+  if (!sealed) {
+    try {
+      sealed = seal({ keyId: deps.escrow.keyId, publicKey: await deps.escrow.publicKey() });
+    } catch (error) {
+      deps.logger.error('sealing failed', {
+        error: error instanceof Error ? error.name : 'unknown',
+        requestId: input.requestId,
+      });
+      throw new EncryptionError();
+    }
   }
   const retentionDays = isEscrowed ? deps.config.escrowRetentionDays : deps.config.receiptRetentionDays;
   const expiresAt = new Date(now.getTime() + retentionDays * DAY_MS);
@@ -160,7 +191,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
       clientId: caller.clientId,
       receiptId: receipt.receiptId,
       transactionId: receipt.transaction.transactionId,
-      keyId: recipient.keyId,
+      keyId: recipientKeyId,
       ...(userId ? { userId } : {}),
       ...(isEscrowed ? { escrowKeyId: deps.escrow.keyId } : {}),
       ...(cardTag ? { cardTagPrefix: cardTagPrefix(cardTag) } : {}),
