@@ -35,6 +35,8 @@ export interface SecurityThresholds {
   decryptionErrors: number;
   grantErrors: number;
   registerConflicts: number;
+  /** Cards registered again by the client that erased their user within 30 days. */
+  reRegistrations: number;
 }
 
 export interface MonitoringProps {
@@ -70,6 +72,8 @@ export const thresholds = {
   durationShareOfTimeout: 0.8,
   /** On-demand tables throttle only past their previous peak's double or a hot partition. */
   dynamoThrottleEvents: 1,
+  /** A receipt escrowed because its recipient's stored key could not be sealed to: a key to fix. */
+  recipientSealFailures: 1,
 } as const;
 
 /**
@@ -286,9 +290,39 @@ export class Monitoring extends Construct {
           ]
         : []),
     ];
-    return watched.map(({ id, alarmName, metricName, description, logGroups, pattern, threshold }) => {
-      countFrom(id, logGroups, pattern, metricName);
-      const metric = metricOf(metricName);
+    const fromLogs = watched.map(
+      ({ id, alarmName, metricName, description, logGroups, pattern, threshold }) => {
+        countFrom(id, logGroups, pattern, metricName);
+        const metric = metricOf(metricName);
+        this.alarm(id, {
+          alarmName,
+          alarmDescription: `At least ${threshold} ${description} in five minutes`,
+          metric,
+          threshold,
+          evaluationPeriods: 1,
+        });
+        // A label would turn the alarm into a metric-math alarm; the dashboard needs one.
+        return metric.with({ label: id });
+      },
+    );
+    // Counted by the use cases themselves (lib/kernel/telemetry.ts, EMF with the service dimension).
+    const counted = [
+      {
+        id: 'ReRegistrations',
+        alarmName: `${prefix}-re-registrations`,
+        description:
+          'cards registered again by the client that erased their user 30 days or less before (claim allowance grinding, or a cardholder back)',
+        threshold: limits.reRegistrations,
+      },
+      {
+        id: 'RecipientSealFailures',
+        alarmName: `${prefix}-recipient-seal-failures`,
+        description:
+          "receipts escrowed because their registered recipient's stored key could not be sealed to",
+        threshold: thresholds.recipientSealFailures,
+      },
+    ].map(({ id, alarmName, description, threshold }) => {
+      const metric = this.serviceCount(id);
       this.alarm(id, {
         alarmName,
         alarmDescription: `At least ${threshold} ${description} in five minutes`,
@@ -296,8 +330,19 @@ export class Monitoring extends Construct {
         threshold,
         evaluationPeriods: 1,
       });
-      // A label would turn the alarm into a metric-math alarm; the dashboard needs one.
       return metric.with({ label: id });
+    });
+    return [...fromLogs, ...counted];
+  }
+
+  /** A count a use case makes (lib/kernel/telemetry.ts), as EMF publishes it: the service dimension alone. */
+  private serviceCount(metricName: string): Metric {
+    return new Metric({
+      namespace: METRIC_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: 'receipt-service' },
+      period: FIVE_MINUTES,
+      statistic: 'Sum',
     });
   }
 
@@ -311,13 +356,7 @@ export class Monitoring extends Construct {
       alarmName: `${prefix}-webhook-deliveries-failed`,
       alarmDescription: 'Webhook deliveries marked failed after their last attempt',
       // The count lib/webhooks/send.ts makes (EMF, the service dimension alone).
-      metric: new Metric({
-        namespace: METRIC_NAMESPACE,
-        metricName: 'WebhookDeliveriesFailed',
-        dimensionsMap: { service: 'receipt-service' },
-        period: FIVE_MINUTES,
-        statistic: 'Sum',
-      }),
+      metric: this.serviceCount('WebhookDeliveriesFailed'),
       threshold: 1,
       evaluationPeriods: 1,
     });

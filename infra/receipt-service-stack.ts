@@ -215,6 +215,7 @@ export class ReceiptServiceStack extends Stack {
         decryptionErrors: settings.decryptionErrorAlarmThreshold,
         grantErrors: settings.grantErrorAlarmThreshold,
         registerConflicts: settings.registerConflictAlarmThreshold,
+        reRegistrations: settings.reRegistrationAlarmThreshold,
       },
     });
 

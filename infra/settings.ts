@@ -87,6 +87,7 @@ const settingsSchema = z.object({
   decryptionErrorAlarmThreshold: alarmThreshold(20),
   grantErrorAlarmThreshold: alarmThreshold(20),
   registerConflictAlarmThreshold: alarmThreshold(1),
+  reRegistrationAlarmThreshold: alarmThreshold(1),
 });
 
 export type SettingsInput = Partial<z.input<typeof settingsSchema>>;

@@ -136,6 +136,24 @@ export class CardTagKeyring {
     return tagVersion(tag) === this.currentVersion;
   }
 
+  /** A key derived from a version's key for one use: no output of one use can stand in for another's. */
+  private derived(version: number, use: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key(version), Buffer.alloc(0), use, 32));
+  }
+
+  /**
+   * What a card's claim allowance is counted under (with the issuer client): the same for every
+   * registration of the card, whatever its user, and opaque, so the rate-limit table (not under the
+   * card-tag tables' key) holds no card tag.
+   */
+  allowanceSubject(tag: CardTag): string {
+    const current = this.advance(tag);
+    const mac = createHmac('sha256', this.derived(this.currentVersion, 'claim-allowance'))
+      .update(current)
+      .digest('base64url');
+    return `v${this.currentVersion}.${mac}`;
+  }
+
   private factsKey(tag: CardTag): Buffer {
     const version = tagVersion(tag);
     if (version === undefined) throw new CardTagKeyError('not a card tag');

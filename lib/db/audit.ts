@@ -23,7 +23,9 @@ export type AuditAction =
   | 'access.revoke'
   | 'webhook.create'
   | 'webhook.delete'
-  | 'webhook.rotate-secret';
+  | 'webhook.rotate-secret'
+  | 'user.re-register'
+  | 'evidence.backfill';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only

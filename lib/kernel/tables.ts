@@ -25,8 +25,9 @@ export interface TableDefinition {
 export const tableDefinitions = {
   apiKeys: { name: 'api-keys', partitionKey: 'keyId', durable: true },
   keyPairs: { name: 'key-pairs', partitionKey: 'keyId', durable: true },
-  // Holds USER#<userId> records and CARD#<cardTag> uniqueness guards, written in one transaction.
-  users: { name: 'users', partitionKey: 'pk', durable: true },
+  // Holds USER#<userId> records and CARD#<cardTag> uniqueness guards, written in one transaction;
+  // ERASED-CARD#<cardTag>#<clientId> records expire (`ttl`) 30 days after an erasure.
+  users: { name: 'users', partitionKey: 'pk', ttlAttribute: 'ttl', durable: true },
   // TOKEN#<sha256(tokenId)> records and SLOT#<userId>#<n> active-token slots.
   accessTokens: { name: 'access-tokens', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
   // Receipt and transaction ids are the merchant client's own: keyed under it, another client's

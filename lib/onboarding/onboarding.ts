@@ -12,7 +12,7 @@ import {
 import { sealingProblem } from '../crypto/envelope.js';
 import { InvalidPublicKeyError } from '../crypto/errors.js';
 import type { KeyPairRecord } from '../db/key-pairs.js';
-import type { UserRecord } from '../db/users.js';
+import { ERASED_CARD_DAYS, type UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import type { registerBody } from './schemas.js';
 import {
@@ -170,5 +170,25 @@ export async function registerUser(
     keyId: user.keyId,
     cardTagPrefix: cardTagPrefix(user.cardTag),
   });
+  // Erase then register the same card again: a client grinding claims (the allowance is per card and
+  // client, so it gains nothing) or a cardholder who came back. Either way an operator looks (alarm).
+  const erased = await deps.repos.users.recentErasureOfCard(
+    [cardTag!, ...olderTags],
+    caller.clientId,
+    deps.clock.now(),
+  );
+  if (erased) {
+    deps.telemetry.count('ReRegistrations');
+    await deps.audit.record({
+      action: 'user.re-register',
+      outcome: 'success',
+      reason: `card registered again ${ERASED_CARD_DAYS} days or less after this client erased its user ${erased.userId} (${erased.erasedAt})`,
+      requestId,
+      clientId: caller.clientId,
+      userId: user.userId,
+      keyId: user.keyId,
+      cardTagPrefix: cardTagPrefix(user.cardTag),
+    });
+  }
   return { user };
 }

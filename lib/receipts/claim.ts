@@ -71,8 +71,11 @@ export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput):
   }
 
   const now = deps.clock.now();
+  const keyring = await deps.cardTags.keyring();
+  // Per card and client, not per user (DECISIONS, round 3): erasing the user and registering the card
+  // again must not give anyone a fresh allowance.
   const quota = await deps.repos.claimQuota.spend(
-    user.userId,
+    `${keyring.allowanceSubject(user.cardTag)}#${caller.clientId}`,
     input.transactions.length,
     deps.config.claimDailyLimit,
     now,
@@ -91,7 +94,6 @@ export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput):
     throw new ClaimLimitError(quota.retryAfterSeconds, deps.config.claimDailyLimit);
   }
 
-  const keyring = await deps.cardTags.keyring();
   const windowMs = deps.config.claimWindowMinutes * 60_000;
   const recipient = { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) };
   const released = new Set<string>();

@@ -314,6 +314,20 @@ describe('operations', () => {
     expect(referencedId(counting[0]?.Properties.LogGroupName)).toBe(functionLogGroupId('register'));
   });
 
+  it.each([
+    ['ReRegistrations', 're-registrations'],
+    ['RecipientSealFailures', 'recipient-seal-failures'],
+  ])('alarms on the first %s, as the use cases count them', (metric, name) => {
+    expect(alarmNamed(`receipt-service-test-${name}`)?.Properties).toMatchObject({
+      MetricName: metric,
+      Namespace: 'ReceiptService',
+      Dimensions: [{ Name: 'service', Value: 'receipt-service' }],
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+  });
+
   it('takes the security thresholds from the settings', () => {
     const { template: tuned } = synth({
       context: {
@@ -322,6 +336,7 @@ describe('operations', () => {
         decryptionErrorAlarmThreshold: '13',
         grantErrorAlarmThreshold: '14',
         registerConflictAlarmThreshold: '15',
+        reRegistrationAlarmThreshold: '16',
       },
     });
     const thresholds = Object.fromEntries(
@@ -336,6 +351,7 @@ describe('operations', () => {
       'receipt-service-test-decryption-errors': 13,
       'receipt-service-test-grant-errors': 14,
       'receipt-service-test-register-conflicts': 15,
+      'receipt-service-test-re-registrations': 16,
     });
   });
 

@@ -32,6 +32,7 @@ describe('settings', () => {
       decryptionErrorAlarmThreshold: 20,
       grantErrorAlarmThreshold: 20,
       registerConflictAlarmThreshold: 1,
+      reRegistrationAlarmThreshold: 1,
     });
     expect(settings.alarmEmail).toBeUndefined();
     expect(settings.squareLocationId).toBeUndefined();

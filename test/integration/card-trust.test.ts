@@ -328,6 +328,41 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     expect((await claim(issuerA.apiKey, user.userId, transactions.slice(0, 1))).status).toBe(200);
   });
 
+  it("repeats the review's grind: register, spend the allowance, erase, register again, claim again: 429, nothing released, the re-registration counted", async () => {
+    // Issue 20, HIGH: the allowance was counted per user, so erasing the user and registering the card
+    // again gave 200 more guesses (with no 409, so no alarm). Now it is per card and issuer client.
+    const hashedPan = newHashedPan();
+    const { receipt } = await encrypt(hashedPan);
+    const first = await onboardUser(stack, issuerA.apiKey, hashedPan);
+    const guesses = (offset: number) =>
+      Array.from({ length: 50 }, (_, index) => ({
+        amount: 5_000 + offset + index,
+        currency: 'USD',
+        transactionDate: receipt.transaction.datetime,
+      }));
+    for (let round = 0; round < 4; round += 1) {
+      const spent = await claim(issuerA.apiKey, first.userId, guesses(round * 50));
+      expect([spent.status, spent.json.data.released]).toEqual([200, 0]);
+    }
+    const erased = await stack.request('DELETE', `/api/v1/users/${first.userId}`, { apiKey: issuerA.apiKey });
+    expect(erased.status).toBe(200);
+    const before = telemetry.total('ReRegistrations');
+    const again = await onboardUser(stack, issuerA.apiKey, hashedPan);
+    expect(telemetry.total('ReRegistrations')).toBe(before + 1);
+    const reRegistered = (await stack.deps.audit.forClient(issuerA.clientId, 50)).find(
+      (record) => record.action === 'user.re-register' && record.userId === again.userId,
+    );
+    expect(reRegistered).toMatchObject({ cardTagPrefix: expect.stringMatching(/^v\d+\.[\w-]{6}$/) });
+    expect(reRegistered?.reason).toContain(first.userId);
+
+    // The receipt's true evidence, which would release it with a fresh allowance.
+    const refused = await claim(issuerA.apiKey, again.userId, [
+      { amount: receipt.summary.total, currency: 'USD', transactionDate: receipt.transaction.datetime },
+    ]);
+    expect([refused.status, refused.json.error.code]).toEqual([429, 'CLAIM_LIMIT_EXCEEDED']);
+    expect((await stored(receipt.receiptId))?.envelope.isEscrowed).toBe(true);
+  });
+
   it('audits and counts a register conflict, and after an operator unbinds the wrong registration the rightful issuer registers', async () => {
     const hashedPan = newHashedPan();
     // A fintech app (issuer B) registers a card that issuer A issues.
