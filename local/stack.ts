@@ -15,6 +15,8 @@ import { LocalCardTagKeyFile } from './card-tag-key.js';
 import { inMemoryCursorKey, type CursorKeySource } from '../lib/crypto/cursor.js';
 import { localCursorKeyFile } from './cursor-key.js';
 import { migrateLegacyCardData } from './legacy-card-data.js';
+import { backfillEvidence } from '../scripts/admin/evidence.js';
+import { evidenceWidthMs } from '../lib/receipts/evidence.js';
 import { LocalEscrowKey } from './escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { gatewayConfigFromEnv } from './gateway-settings.js';
@@ -150,6 +152,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       });
       if (Object.values(migrated).some((count) => count > 0))
         logger.info('data folder moved from hashed card numbers to card tags', { ...migrated });
+      // Escrowed receipts stored before the evidence index get their entries (and lose the card tag
+      // and time they carried); entries of an older key version or claim window are re-keyed.
+      const indexed = await backfillEvidence({
+        doc: dynamo.doc,
+        tables: requireAllTables(config),
+        keyring: await deps.cardTags.keyring(),
+        widthMs: evidenceWidthMs({ config }),
+        audit: deps.audit,
+      });
+      if (Object.values(indexed).some((count) => count > 0))
+        logger.info('evidence index brought up to date', { ...indexed });
     }
     const http = await startHttpServer(deps, {
       host: options.host ?? '127.0.0.1',

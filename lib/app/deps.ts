@@ -9,6 +9,7 @@ import { AccessTokenRepository } from '../db/access-tokens.js';
 import { ApiKeyRepository } from '../db/api-keys.js';
 import { AuditLog } from '../db/audit.js';
 import { ClaimQuota } from '../db/claim-quota.js';
+import { EvidenceRepository } from '../db/evidence.js';
 import type { DynamoClients } from '../db/client.js';
 import { KeyPairRepository } from '../db/key-pairs.js';
 import { MerchantRepository } from '../db/merchants.js';
@@ -37,6 +38,8 @@ export interface Repositories {
   merchants: MerchantRepository;
   webhooks: WebhookRepository;
   webhookDeliveries: WebhookDeliveryRepository;
+  /** The keyed evidence index (lib/receipts/evidence.ts). */
+  evidence: EvidenceRepository;
 }
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
@@ -102,12 +105,13 @@ export function createCoreDeps(input: {
     keyPairs: () => new KeyPairRepository(doc, table('keyPairs')),
     users: () => new UserRepository(doc, table('users'), config.tables.keyPairs),
     accessTokens: () => new AccessTokenRepository(doc, table('accessTokens'), config.maxActiveTokens),
-    receipts: () => new ReceiptRepository(doc, table('receipts')),
+    receipts: () => new ReceiptRepository(doc, table('receipts'), config.tables.evidence),
     transactions: () => new TransactionRepository(doc, table('transactions')),
     claimQuota: () => new ClaimQuota(doc, table('rateLimits')),
     merchants: () => new MerchantRepository(doc, table('merchants')),
     webhooks: () => new WebhookRepository(doc, table('webhooks')),
     webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
+    evidence: () => new EvidenceRepository(doc, table('evidence')),
   });
   const { cardTagKeys, cardTagKeysMaxAgeMs, cursorKey, resolveHost, ...rest } = input;
   return {

@@ -136,8 +136,11 @@ export class CardTagKeyring {
     return tagVersion(tag) === this.currentVersion;
   }
 
-  /** A key derived from a version's key for one use: no output of one use can stand in for another's. */
-  private derived(version: number, use: string): Buffer {
+  /**
+   * A key derived from a version's key for one use (HKDF-SHA256, the use as info): no output of one
+   * use can stand in for another's, and none gives the version's key back.
+   */
+  derivedKey(version: number, use: string): Buffer {
     return Buffer.from(hkdfSync('sha256', this.key(version), Buffer.alloc(0), use, 32));
   }
 
@@ -148,7 +151,7 @@ export class CardTagKeyring {
    */
   allowanceSubject(tag: CardTag): string {
     const current = this.advance(tag);
-    const mac = createHmac('sha256', this.derived(this.currentVersion, 'claim-allowance'))
+    const mac = createHmac('sha256', this.derivedKey(this.currentVersion, 'claim-allowance'))
       .update(current)
       .digest('base64url');
     return `v${this.currentVersion}.${mac}`;

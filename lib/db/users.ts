@@ -43,7 +43,6 @@ export const USER_CACHE_MAX_AGE_MS = 30_000;
  */
 export interface ErasedCardRecord {
   clientId: string;
-  userId: string;
   erasedAt: string;
   /** Epoch seconds. */
   ttl: number;
@@ -225,9 +224,9 @@ export class UserRepository {
       keyIds: [...(user.retiredKeyIds ?? []), user.keyId],
       erasedAt,
     };
+    // Not the userId: the erased user is linked to its card no longer (the audit has the erasure).
     const erasedCard: ErasedCardRecord = {
       clientId: user.clientId,
-      userId: user.userId,
       erasedAt,
       ttl: Math.floor(Date.parse(erasedAt) / 1000) + ERASED_CARD_DAYS * 86_400,
     };

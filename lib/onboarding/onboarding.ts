@@ -182,7 +182,7 @@ export async function registerUser(
     await deps.audit.record({
       action: 'user.re-register',
       outcome: 'success',
-      reason: `card registered again ${ERASED_CARD_DAYS} days or less after this client erased its user ${erased.userId} (${erased.erasedAt})`,
+      reason: `card registered again ${ERASED_CARD_DAYS} days or less after this client erased its user (at ${erased.erasedAt})`,
       requestId,
       clientId: caller.clientId,
       userId: user.userId,

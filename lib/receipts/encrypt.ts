@@ -7,6 +7,7 @@ import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import { ConflictError, EncryptionError, ForbiddenError } from '../kernel/errors.js';
+import { evidenceEntriesFor, evidenceWidthMs } from './evidence.js';
 import type { DigitalReceipt } from './schemas.js';
 
 export type EncryptDeps = Pick<
@@ -50,7 +51,7 @@ export function claimFactsOf(receipt: DigitalReceipt): ClaimFacts {
   };
 }
 
-/** The card's registered user, and the card's tag and keyring, when the request names a card. */
+/** The card's registered user, and its current tag and the keyring, when the request names a card. */
 async function cardOf(
   deps: EncryptDeps,
   hashedPan: string | undefined,
@@ -59,7 +60,7 @@ async function cardOf(
   const keyring = await deps.cardTags.keyring();
   const tags = keyring.tagsOf(hashedPan);
   const user = await deps.repos.users.getByCardTags(tags);
-  return { user, cardTag: user ? user.cardTag : tags[0]!, keyring };
+  return { user, cardTag: tags[0]!, keyring };
 }
 
 /**
@@ -119,7 +120,7 @@ export async function claimMerchant(
  */
 export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): Promise<EncryptOutcome> {
   const { receipt, caller } = input;
-  const [{ user, cardTag: userOrCardTag, keyring }] = await Promise.all([
+  const [{ user, cardTag, keyring }] = await Promise.all([
     cardOf(deps, input.recipientHashedPan),
     claimMerchant(deps, receipt.merchant.merchantId, caller),
   ]);
@@ -139,8 +140,6 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
   let sealed = user ? await sealForUser(deps, user, seal, input) : undefined;
   const userId = sealed && user ? user.userId : null;
   const isEscrowed = userId === null;
-  // Escrowed for the card when its user's key failed: the card's current tag, as for an unknown card.
-  const cardTag = user && isEscrowed && keyring ? keyring.tagOf(input.recipientHashedPan!) : userOrCardTag;
   const recipientKeyId = isEscrowed ? deps.escrow.keyId : user!.keyId;
   if (!sealed) {
     try {
@@ -162,28 +161,32 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     isEscrowed,
     escrowKeyId: isEscrowed ? deps.escrow.keyId : null,
   };
+  const ttl = Math.floor(expiresAt.getTime() / 1000);
+  // Nothing on the receipt names its card: a claim (escrowed) or a match (the user's own) finds it by
+  // its evidence entries, written in the same transaction, keyed and sealed under the card-tag key.
   const stored: StoredReceipt = {
     receiptId: receipt.receiptId,
     envelope,
     merchantClientId: caller.clientId,
     ...(userId ? { recipientUserId: userId } : {}),
-    // Nothing here shows the amount beside the card: the facts a claim matches are sealed under the
-    // card-tag key; only the transaction time, which the envelope's createdAt all but gives, is clear.
-    ...(isEscrowed && cardTag && keyring
-      ? {
-          pendingRecipient: cardTag,
-          claimAt: claimFactsOf(receipt).at,
-          claimFacts: keyring.sealFacts(cardTag, claimFactsOf(receipt)),
-        }
-      : {}),
     requestDigest: input.requestDigest,
     createdAt: now.toISOString(),
-    ttl: Math.floor(expiresAt.getTime() / 1000),
+    ttl,
   };
+  const evidence =
+    cardTag && keyring
+      ? evidenceEntriesFor(keyring, {
+          tag: cardTag,
+          facts: claimFactsOf(receipt),
+          receipt: stored,
+          ttl,
+          widthMs: evidenceWidthMs(deps),
+        })
+      : [];
   // The audit record is of the cryptographic operation, which has happened whatever storing finds, so
   // the two writes go out together rather than one after the other.
   const [outcome] = await Promise.all([
-    deps.repos.receipts.putIfAbsent(stored),
+    deps.repos.receipts.putIfAbsent(stored, evidence),
     deps.audit.record({
       action: isEscrowed ? 'escrow.wrap' : 'receipt.encrypt',
       outcome: 'success',

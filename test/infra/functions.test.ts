@@ -91,6 +91,10 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'],
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
+  evidence: {
+    read: ['dynamodb:Query'],
+    write: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
   merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
   rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },

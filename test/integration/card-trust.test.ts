@@ -6,7 +6,9 @@ import { unbindUser } from '../../scripts/admin/users.js';
 import { requireAllTables } from '../../lib/kernel/config.js';
 import { LogTelemetry } from '../../lib/kernel/telemetry.js';
 import { migrateLegacyCardData } from '../../local/legacy-card-data.js';
-import { CANDIDATES_PER_TRANSACTION } from '../../lib/receipts/claim.js';
+import { backfillEvidence } from '../../scripts/admin/evidence.js';
+import { claimFactsOf } from '../../lib/receipts/encrypt.js';
+import { evidenceWidthMs } from '../../lib/receipts/evidence.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { logsWhile } from '../support/logs.js';
@@ -155,7 +157,9 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
       }
     });
     const tables = await dumpTables();
-    expect(tables).toContain('"pendingRecipient":"v1.');
+    // Evidence entries, opaque; no receipt carries its card's tag (issue 20).
+    expect(tables).toContain('"evidenceId":"v1.');
+    expect(tables).not.toContain('pendingRecipient');
     for (const pan of pans) {
       expect([tables.includes(pan), tables.includes(pan.slice(0, 8))]).toEqual([false, false]);
       expect([text.includes(pan), text.includes(pan.slice(0, 8))]).toEqual([false, false]);
@@ -295,15 +299,47 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     });
   });
 
-  it('bounds the receipts one claimed transaction examines', async () => {
+  it('releases every matching receipt, however many non-matching ones share its window', async () => {
+    // Issue 20, LOW: a claimed transaction examined the 10 oldest escrowed receipts in its window, so
+    // ten older non-matching ones hid a matching one from every claim (this released 0, then 10 of 12).
     const hashedPan = newHashedPan();
-    for (let index = 0; index < CANDIDATES_PER_TRANSACTION + 2; index += 1) await encrypt(hashedPan);
+    const at = (minute: number) => `2026-11-21T09:${String(minute).padStart(2, '0')}:00Z`;
+    const receiptAt = (minute: number, total: number) => {
+      const base = sampleReceipt();
+      return sampleReceipt({
+        transaction: { ...base.transaction, datetime: at(minute) },
+        summary: { ...base.summary, tipAmount: null, total },
+      });
+    };
+    for (let minute = 0; minute < 10; minute += 1)
+      await encrypt(hashedPan, receiptAt(minute, 2_000 + minute));
+    const hidden = await encrypt(hashedPan, receiptAt(12, 999));
+    const same: string[] = [];
+    for (let index = 0; index < 12; index += 1)
+      same.push((await encrypt(hashedPan, receiptAt(5, 777))).receipt.receiptId);
     const user = await onboardUser(stack, issuerA.apiKey, hashedPan);
-    const evidence = { amount: 1748, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' };
-    const first = await claim(issuerA.apiKey, user.userId, [evidence]);
-    expect(first.json.data.released).toBe(CANDIDATES_PER_TRANSACTION);
-    const rest = await claim(issuerA.apiKey, user.userId, [evidence]);
-    expect(rest.json.data.released).toBe(2);
+    const found = await claim(issuerA.apiKey, user.userId, [
+      { amount: 999, currency: 'USD', transactionDate: at(14) },
+    ]);
+    expect(found.json.data.results[0]!.receiptIds).toEqual([hidden.receipt.receiptId]);
+    const all = await claim(issuerA.apiKey, user.userId, [
+      { amount: 777, currency: 'USD', transactionDate: at(6) },
+    ]);
+    expect(all.json.data.results[0]!.receiptIds.sort()).toEqual(same.sort());
+  });
+
+  it('refuses a claim dated where no receipt can be (near 9999-12-31, or before any kept one) with 400', async () => {
+    // Issue 20, LOW: a transactionDate near 9999-12-31 made the window's upper bound a "+010000-…"
+    // string, DynamoDB refused the key condition, and the claim answered 500.
+    const user = await onboardUser(stack, issuerA.apiKey);
+    for (const transactionDate of ['9999-12-31T23:59:59Z', '9999-12-31T23:50:00Z', '1970-01-01T00:00:00Z']) {
+      const reply = await claim(issuerA.apiKey, user.userId, [
+        { amount: 100, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' },
+        { amount: 100, currency: 'USD', transactionDate },
+      ]);
+      expect([reply.status, reply.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
+      expect(reply.text).toContain('transactions.1.transactionDate');
+    }
   });
 
   it('holds the daily claim allowance of 200 transactions under concurrent claims', async () => {
@@ -353,7 +389,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
       (record) => record.action === 'user.re-register' && record.userId === again.userId,
     );
     expect(reRegistered).toMatchObject({ cardTagPrefix: expect.stringMatching(/^v\d+\.[\w-]{6}$/) });
-    expect(reRegistered?.reason).toContain(first.userId);
+    expect(reRegistered?.reason).toContain('erased its user');
 
     // The receipt's true evidence, which would release it with a fresh allowance.
     const refused = await claim(issuerA.apiKey, again.userId, [
@@ -424,16 +460,18 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     const tables = requireAllTables(stack.config);
     const admin = {
       doc: stack.deps.dynamo.doc,
-      tables: { users: tables.users, receipts: tables.receipts },
+      tables: { users: tables.users, receipts: tables.receipts, evidence: tables.evidence },
       store: stack.cardTagKeys,
       audit: stack.deps.audit,
+      widthMs: evidenceWidthMs(stack),
     };
     const rotated = await rotateCardTagKey(admin);
     expect(rotated.version).toBe(2);
     expect(rotated.counts.skipped).toBe(0);
+    expect(rotated.counts.evidence).toBeGreaterThan(0);
     stack.deps.cardTags.invalidate();
     const dump = await dumpTables();
-    expect(dump).not.toMatch(/"(pendingRecipient|cardTag)":"v1\./);
+    expect(dump).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v1\./);
     expect(dump).not.toMatch(/"pk":"CARD#v1\./);
 
     // The registered card is found (its guard is under version 2 now): encrypted for the user.
@@ -460,7 +498,62 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     expect(twice.status).toBe(409);
     const counts = await retagCardRecords(admin);
     expect(counts.guards).toBeGreaterThan(0);
-    expect(await dumpTables()).not.toMatch(/"(pendingRecipient|cardTag)":"v[12]\./);
+    expect(await dumpTables()).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v[12]\./);
+  });
+
+  /** The receipt as stored before the evidence index: no entries of its own. */
+  const forgetEvidence = async (receiptId: string) => {
+    const key = { merchantClientId: merchantA.clientId, receiptId };
+    await stack.deps.repos.evidence.deleteAll(await stack.deps.repos.evidence.keysOfReceipt(key));
+  };
+
+  /** What `npm start` and `npm run admin -- evidence backfill` run. */
+  const backfill = async () =>
+    backfillEvidence({
+      doc: stack.deps.dynamo.doc,
+      tables: requireAllTables(stack.config),
+      keyring: await stack.deps.cardTags.keyring(),
+      widthMs: evidenceWidthMs(stack),
+      audit: stack.deps.audit,
+    });
+
+  it('indexes escrowed receipts stored before the evidence index, once, and leaves them no card, time or facts', async () => {
+    const hashedPan = newHashedPan();
+    const { receipt } = await encrypt(hashedPan);
+    await forgetEvidence(receipt.receiptId);
+    // As the previous version stored it: the card's tag, the time and the sealed facts on the receipt.
+    const keyring = await stack.deps.cardTags.keyring();
+    const tag = keyring.tagOf(hashedPan);
+    await stack.deps.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: requireAllTables(stack.config).receipts,
+        Key: { merchantClientId: merchantA.clientId, receiptId: receipt.receiptId },
+        UpdateExpression: 'SET pendingRecipient = :tag, claimAt = :at, claimFacts = :facts',
+        ExpressionAttributeValues: {
+          ':tag': tag,
+          ':at': claimFactsOf(receipt).at,
+          ':facts': keyring.sealFacts(tag, claimFactsOf(receipt)),
+        },
+      }),
+    );
+    const user = await onboardUser(stack, issuerA.apiKey, hashedPan);
+    const evidence = {
+      amount: receipt.summary.total,
+      currency: 'USD',
+      transactionDate: receipt.transaction.datetime,
+    };
+    // Not found before the backfill (the claim counts; the receipt stays escrowed).
+    expect((await claim(issuerA.apiKey, user.userId, [evidence])).json.data.released).toBe(0);
+    expect(await backfill()).toEqual({ receiptsIndexed: 1, entriesRekeyed: 0, skipped: 0 });
+    expect(await backfill()).toEqual({ receiptsIndexed: 0, entriesRekeyed: 0, skipped: 0 });
+    const dump = await dumpTables();
+    expect(dump).not.toMatch(/pendingRecipient|claimAt|claimFacts/);
+    const audited = (await stack.deps.audit.forClient('operator', 10)).find(
+      (record) => record.action === 'evidence.backfill',
+    );
+    expect(audited?.counts).toMatchObject({ receiptsIndexed: 1 });
+    const released = await claim(issuerA.apiKey, user.userId, [evidence]);
+    expect(released.json.data.results[0]!.receiptIds).toEqual([receipt.receiptId]);
   });
 
   it('moves a data folder written with hashed card numbers to card tags, keeping registrations and escrow', async () => {
@@ -483,6 +576,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     for (const pk of [`USER#${legacyUser.userId}`, `PAN#${registeredPan}`])
       await doc.send(new PutCommand({ TableName: tables.users, Item: { pk, ...legacyUser } }));
     const { receipt } = await encrypt(escrowedPan);
+    await forgetEvidence(receipt.receiptId);
     await doc.send(
       new UpdateCommand({
         TableName: tables.receipts,
@@ -510,6 +604,8 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
       escrow: stack.deps.escrow,
     });
     expect(migrated).toMatchObject({ users: 1, guards: 1, receipts: 1, identifiers: 1, auditRecords: 1 });
+    // `npm start` then indexes what it moved (local/stack.ts).
+    expect(await backfill()).toMatchObject({ receiptsIndexed: 1, skipped: 0 });
     const dump = await dumpTables();
     for (const pan of [registeredPan, escrowedPan]) expect(dump.includes(pan.slice(0, 8))).toBe(false);
     expect(dump).not.toContain('recipientIdentifierHash');
