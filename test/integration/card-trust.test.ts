@@ -328,6 +328,35 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     expect(all.json.data.results[0]!.receiptIds.sort()).toEqual(same.sort());
   });
 
+  it("keeps no amount beside a card at rest: an escrowed payment's mapping joins with no card tag", async () => {
+    // Issue 20, LOW: the transactions table's amount and currency joined, by receiptId, with the escrowed
+    // receipt's card tag and time (pendingRecipient, claimAt): the full claim evidence, at rest. Now
+    // the card's tag is in no table at all, and its evidence entries show neither card, amount nor time.
+    const hashedPan = newHashedPan();
+    const body = flattenedReceipt({ recipientHashedPan: hashedPan });
+    const created = await stack.request('POST', '/api/v1/payments/gateway_a/create', {
+      apiKey: merchantA.apiKey,
+      body: { ...body, amount: 1548 },
+    });
+    expect(created.status).toBe(200);
+    const tags = (await stack.deps.cardTags.keyring()).tagsOf(hashedPan);
+    const items = (await dumpTables()).split('\n').flatMap((page) => JSON.parse(page) as unknown[]);
+    const mentioning = items
+      .map((item) => JSON.stringify(item))
+      .filter((item) => item.includes(body.receiptId as string));
+    // The receipt, its mapping (with the amount), its audit records and its evidence entries.
+    expect(mentioning.length).toBeGreaterThan(4);
+    expect(mentioning.some((item) => /amount\\*":1548/.test(item))).toBe(true);
+    for (const tag of tags) expect(items.some((item) => JSON.stringify(item).includes(tag))).toBe(false);
+    const stored = await stack.deps.repos.receipts.get({
+      merchantClientId: merchantA.clientId,
+      receiptId: body.receiptId as string,
+    });
+    expect(stored).not.toHaveProperty('pendingRecipient');
+    expect(stored).not.toHaveProperty('claimAt');
+    expect(stored).not.toHaveProperty('claimFacts');
+  });
+
   it('refuses a claim dated where no receipt can be (near 9999-12-31, or before any kept one) with 400', async () => {
     // Issue 20, LOW: a transactionDate near 9999-12-31 made the window's upper bound a "+010000-…"
     // string, DynamoDB refused the key condition, and the claim answered 500.
