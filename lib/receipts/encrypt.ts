@@ -24,7 +24,11 @@ export interface EncryptInput {
   recipientHashedPan?: string;
   caller: Caller;
   requestId: string;
-  /** A digest of the validated request: an identical retry returns the first envelope. */
+  /**
+   * digestOf the validated request without its card (no recipientHashedPan, no recipientIdentifier):
+   * an identical retry returns the first envelope. What is stored binds it to the card's tag
+   * (boundDigest), so a table copy holds no hash a card number can be tried against.
+   */
   requestDigest: string;
 }
 
@@ -38,6 +42,14 @@ const DAY_MS = 86_400_000;
 /** sha256 of a canonical rendering of the request, for idempotent retries; never stored with content. */
 export const digestOf = (value: unknown): string =>
   createHash('sha256').update(JSON.stringify(value)).digest('hex');
+
+/**
+ * The stored digest: the request's (made without the card) bound to the card's tag. An unkeyed hash
+ * over a body holding recipientHashedPan gave the card number back by brute force from a table copy
+ * (issue 20); the tag needs the card-tag key.
+ */
+const boundDigest = (requestDigest: string, cardTag: CardTag | null): string =>
+  createHash('sha256').update(`${requestDigest}\n${cardTag ?? ''}`).digest('hex');
 
 /** What a claim is matched on: the total, and the total before tip when there is a tip. */
 export function claimFactsOf(receipt: DigitalReceipt): ClaimFacts {
@@ -169,7 +181,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
     envelope,
     merchantClientId: caller.clientId,
     ...(userId ? { recipientUserId: userId } : {}),
-    requestDigest: input.requestDigest,
+    requestDigest: boundDigest(input.requestDigest, cardTag),
     createdAt: now.toISOString(),
     ttl,
   };
@@ -202,7 +214,12 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
   ]);
   if (!outcome.stored) {
     const { existing } = outcome;
-    if (existing.merchantClientId === caller.clientId && existing.requestDigest === input.requestDigest) {
+    // Under any version of the card's tag: a retry across a card-tag key rotation is still a retry.
+    const digests =
+      keyring && input.recipientHashedPan
+        ? keyring.tagsOf(input.recipientHashedPan).map((tag) => boundDigest(input.requestDigest, tag))
+        : [boundDigest(input.requestDigest, null)];
+    if (existing.merchantClientId === caller.clientId && digests.includes(existing.requestDigest)) {
       return { envelope: existing.envelope, recipientUserId: existing.recipientUserId ?? null };
     }
     throw new ConflictError('A different receipt with this receiptId already exists', { field: 'receiptId' });

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { rotateCardTagKey, retagCardRecords } from '../../scripts/admin/card-tags.js';
@@ -9,6 +9,7 @@ import { migrateLegacyCardData } from '../../local/legacy-card-data.js';
 import { backfillEvidence } from '../../scripts/admin/evidence.js';
 import { claimFactsOf } from '../../lib/receipts/encrypt.js';
 import { evidenceWidthMs } from '../../lib/receipts/evidence.js';
+import { createPaymentBody } from '../../lib/payments/schemas.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { logsWhile } from '../support/logs.js';
@@ -355,6 +356,61 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     expect(stored).not.toHaveProperty('pendingRecipient');
     expect(stored).not.toHaveProperty('claimAt');
     expect(stored).not.toHaveProperty('claimFacts');
+  });
+
+  it('keeps no hash of a request with its card: requestDigest and the idempotency record give no card back', async () => {
+    // Issue 20, LOW: receipts.requestDigest (sha256 of the validated body) and Powertools' validation
+    // hash (md5 of the deep-sorted body) covered recipientHashedPan, so a table copy and the body gave
+    // the card back by trying card numbers (the review needed 0.6 s). Here the attacker tries 200
+    // candidates, the card among them, in both formulas; before this change each found the card.
+    const hashedPan = newHashedPan();
+    const body = { ...flattenedReceipt({ recipientHashedPan: hashedPan }), amount: 1548 };
+    const created = await stack.request('POST', '/api/v1/payments/gateway_a/create', {
+      apiKey: merchantA.apiKey,
+      body,
+      headers: { 'Idempotency-Key': randomUUID() },
+    });
+    expect(created.status).toBe(200);
+    const candidates = [...Array.from({ length: 199 }, () => newHashedPan()), hashedPan];
+    const parsed = createPaymentBody.parse(body);
+    const { amount: _amount, cardNonce: _nonce, ...fields } = parsed;
+    const sha256 = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+    const stored = await stack.deps.repos.receipts.get({
+      merchantClientId: merchantA.clientId,
+      receiptId: body.receiptId as string,
+    });
+    const digests = new Set(candidates.map((card) => sha256({ ...fields, recipientHashedPan: card })));
+    expect(digests.has(stored!.requestDigest)).toBe(false);
+
+    const sorted = (value: unknown): unknown =>
+      Array.isArray(value)
+        ? value.map(sorted)
+        : value !== null && typeof value === 'object'
+          ? Object.fromEntries(
+              Object.keys(value)
+                .sort((a, b) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))
+                .map((key) => [key, sorted((value as Record<string, unknown>)[key])]),
+            )
+          : value;
+    const md5 = (value: unknown) =>
+      createHash('md5')
+        .update(JSON.stringify(sorted(value)))
+        .digest('base64');
+    const records = JSON.parse(
+      JSON.stringify(
+        (
+          await stack.deps.dynamo.doc.send(
+            new ScanCommand({ TableName: requireAllTables(stack.config).idempotency }),
+          )
+        ).Items,
+      ),
+    ) as { validation?: string }[];
+    const record = records.find((item) => JSON.stringify(item).includes(body.receiptId as string));
+    expect(record?.validation).toEqual(expect.any(String));
+    const hashes = new Set(
+      candidates.map((card) => md5({ kind: 'gateway_a', ...parsed, recipientHashedPan: card })),
+    );
+    expect(hashes.has(record!.validation!)).toBe(false);
   });
 
   it('refuses a claim dated where no receipt can be (near 9999-12-31, or before any kept one) with 400', async () => {

@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 import { requireTable } from '../../../lib/kernel/config.js';
 import type { AppDeps } from '../../../lib/app/deps.js';
 import { httpEndpoint } from '../../../lib/http/pipeline.js';
-import { createPaymentWithReceipt, type PaymentResult } from '../../../lib/payments/create.js';
+import {
+  createPaymentWithReceipt,
+  idempotencyBody,
+  type PaymentResult,
+} from '../../../lib/payments/create.js';
 import { idempotent } from '../../../lib/payments/idempotency.js';
 import { createPaymentRoute as route } from './route.js';
 import { awsHandler } from '../../../lib/wiring/aws.js';
@@ -31,7 +35,10 @@ export const createHandler = (deps: AppDeps) => {
       reservationKey: createHash('sha256').update(key).digest('hex'),
     };
     return {
-      data: await once.run({ key, body: { kind, ...request.body }, payload: input }, request.lambdaContext),
+      data: await once.run(
+        { key, body: await idempotencyBody(deps, kind, request.body), payload: input },
+        request.lambdaContext,
+      ),
     };
   });
 };
