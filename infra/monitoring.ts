@@ -48,8 +48,8 @@ export interface MonitoringProps {
   alarmEmail?: string;
   dashboard: boolean;
   security: SecurityThresholds;
-  /** Webhook delivery (infra/webhook-delivery.ts): its stream's dead-letter queue. */
-  webhooks?: { deadLetterQueue: IQueue };
+  /** Webhook delivery (infra/webhook-delivery.ts): its stream's and its delivery queue's dead-letter queues. */
+  webhooks?: { deadLetterQueue: IQueue; deliveryDeadLetterQueue?: IQueue };
 }
 
 export const METRIC_NAMESPACE = 'ReceiptService';
@@ -128,7 +128,7 @@ export class Monitoring extends Construct {
     });
 
     const securityMetrics = this.securityAlarms(props);
-    if (props.webhooks) this.webhookAlarms(prefix, props.webhooks.deadLetterQueue);
+    if (props.webhooks) this.webhookAlarms(prefix, props.webhooks);
 
     for (const { name, fn, timeoutSeconds } of props.functions) {
       this.alarm(`${name}-Errors`, {
@@ -351,7 +351,23 @@ export class Monitoring extends Construct {
    * that lost an event; a message in the dead-letter queue is a stream batch no delivery was made of.
    * Both need a person: the deliveries API retries the first, the queue's position replays the second.
    */
-  private webhookAlarms(prefix: string, deadLetterQueue: IQueue): void {
+  private webhookAlarms(
+    prefix: string,
+    { deadLetterQueue, deliveryDeadLetterQueue }: NonNullable<MonitoringProps['webhooks']>,
+  ): void {
+    if (deliveryDeadLetterQueue) {
+      this.alarm('WebhookDeliveryDeadLetters', {
+        alarmName: `${prefix}-webhook-delivery-dlq`,
+        alarmDescription:
+          'Queued webhook attempts the deliverer could not record, five receives over (the deliveries stay due)',
+        metric: deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: FIVE_MINUTES,
+          statistic: 'Maximum',
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+      });
+    }
     this.alarm('WebhookDeliveriesFailed', {
       alarmName: `${prefix}-webhook-deliveries-failed`,
       alarmDescription: 'Webhook deliveries marked failed after their last attempt',

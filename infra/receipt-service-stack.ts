@@ -26,6 +26,7 @@ import { ServiceApi } from './service-api.js';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { webhookDispatchFunction } from '../functions/webhooks/webhook-dispatch/function.js';
 import { webhookSweepFunction } from '../functions/webhooks/webhook-sweep/function.js';
+import { webhookDeliverFunction } from '../functions/webhooks/webhook-deliver/function.js';
 import { DEFAULT_TIMEOUT_SECONDS, ServiceFunction } from './service-function.js';
 import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
 
@@ -147,8 +148,9 @@ export class ReceiptServiceStack extends Stack {
     // Not routes: the receipts stream's consumer and the scheduled sweeper, granted by table like routes.
     const deliveryFunctions = (
       [
-        [webhookDispatchFunction, 'Webhook dispatcher: receipts stream to signed webhook deliveries'],
-        [webhookSweepFunction, 'Webhook sweeper: attempts the deliveries that are due, every minute'],
+        [webhookDispatchFunction, 'Webhook dispatcher: receipts stream to queued webhook deliveries'],
+        [webhookSweepFunction, 'Webhook sweeper: queues the deliveries that are due, every minute'],
+        [webhookDeliverFunction, 'Webhook deliverer: one queued attempt, signed, per message'],
       ] as const
     ).map(([definition, description]) => {
       const fn = new ServiceFunction(this, `${pascal(definition.name)}Function`, {
@@ -163,13 +165,18 @@ export class ReceiptServiceStack extends Stack {
       this.grantRoute(fn, definition, settings);
       return { definition, fn };
     });
-    const [dispatcher, sweeper] = deliveryFunctions.map(({ fn }) => fn) as [ServiceFunction, ServiceFunction];
+    const [dispatcher, sweeper, deliverer] = deliveryFunctions.map(({ fn }) => fn) as [
+      ServiceFunction,
+      ServiceFunction,
+      ServiceFunction,
+    ];
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', {
       prefix: settings.resourcePrefix,
       receipts: this.data.tables.receipts,
       receiptsKey: this.data.encryptionKey,
       dispatcher,
       sweeper,
+      deliverer,
     });
 
     this.api = new ServiceApi(this, 'Http', {
@@ -205,7 +212,10 @@ export class ReceiptServiceStack extends Stack {
           timeoutSeconds: definition.timeoutSeconds,
         })),
       ],
-      webhooks: { deadLetterQueue: this.webhookDelivery.deadLetterQueue },
+      webhooks: {
+        deadLetterQueue: this.webhookDelivery.deadLetterQueue,
+        deliveryDeadLetterQueue: this.webhookDelivery.deliveryDeadLetterQueue,
+      },
       tables: this.data.tables,
       alarmEmail: settings.alarmEmail,
       dashboard: settings.dashboard,

@@ -27,6 +27,7 @@ import { systemResolver, type HostResolver } from '../lib/webhooks/url-guard.js'
 import { localWebhookUrlGuard } from './webhook-url-guard.js';
 import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
 import { DEFAULT_DISPATCHER_INTERVAL_MS, startDispatcher, type Dispatcher } from './stream-poller.js';
+import { LocalDeliveryQueue } from './delivery-queue.js';
 
 export interface LocalStackOptions {
   host?: string;
@@ -172,18 +173,21 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stops.push(() => http.close());
     stops.push(async () => dynamo.client.destroy());
     const dispatcherLogger = createLogger({ level: options.logLevel ?? config.logLevel });
+    // Its own logger: the shared one carries the context of whichever request the server handled last.
+    const delivery = deliveryDeps({ ...deps, logger: dispatcherLogger });
+    const queue = new LocalDeliveryQueue(delivery);
     const dispatcher = await startDispatcher({
       dynamo: dynamo.client,
       endpoint,
       region: config.region,
       receiptsTable: requireAllTables(config).receipts,
-      // Its own logger: the shared one carries the context of whichever request the server handled last.
-      deps: deliveryDeps({ ...deps, logger: dispatcherLogger }),
+      deps: { ...delivery, queue },
       logger: dispatcherLogger,
       intervalMs: options.dispatcherIntervalMs ?? DEFAULT_DISPATCHER_INTERVAL_MS,
       ...(options.inMemory ? {} : { checkpointFile: join(dataDir, 'receipts-stream.json') }),
     });
-    // Before the database client goes: a cycle under way finishes first.
+    // Before the database client goes: a cycle under way finishes first, then the attempts it queued.
+    stops.push(() => queue.drain());
     stops.push(() => dispatcher.close());
     return {
       url: http.url,

@@ -2,7 +2,12 @@ import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
 import { epochSeconds, type Clock } from '../kernel/clock.js';
 import type { UserRepository } from '../db/users.js';
-import type { DeliveryAttempt, DeliveryRecord, WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
+import type {
+  DeliveryAttempt,
+  DeliveryKey,
+  DeliveryRecord,
+  WebhookDeliveryRepository,
+} from '../db/webhook-deliveries.js';
 import { signingSecrets, type WebhookRecord, type WebhookRepository } from '../db/webhooks.js';
 import type { Logger } from '../kernel/log.js';
 import type { Telemetry } from '../kernel/telemetry.js';
@@ -93,7 +98,7 @@ async function post(deps: DeliveryDeps, delivery: DeliveryRecord, at: Date): Pro
  */
 export async function attemptDelivery(
   deps: DeliveryDeps,
-  delivery: DeliveryRecord,
+  delivery: DeliveryKey & { attemptCount: number },
   options: { dueBy?: Date } = {},
 ): Promise<DeliveryRecord | null> {
   const at = deps.clock.now();

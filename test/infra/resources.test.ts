@@ -4,6 +4,7 @@ import { tableDefinitions, tableKeys, type TableDefinition } from '../../lib/ker
 import { routes } from '../../functions/routes.js';
 import { webhookDispatchFunction } from '../../functions/webhooks/webhook-dispatch/function.js';
 import { webhookSweepFunction } from '../../functions/webhooks/webhook-sweep/function.js';
+import { webhookDeliverFunction } from '../../functions/webhooks/webhook-deliver/function.js';
 import { asArray, functionByName, referencedId, resourcesOf, synth, type Resource } from './support.js';
 
 let template: Template;
@@ -57,7 +58,7 @@ const keyUses = [
   'kms:GenerateDataKey',
   'kms:CreateGrant',
 ] as const;
-const customerKeyedTableNames = ['users', 'receipts', 'audit', 'access-tokens', 'webhooks'];
+const customerKeyedTableNames = ['users', 'receipts', 'audit', 'access-tokens', 'webhooks', 'evidence'];
 
 const tableNamed = (name: string): Resource => {
   const found = Object.values(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -293,7 +294,7 @@ describe('operations', () => {
     );
     for (const filter of counting) expect(filter.Properties.FilterPattern).toBe(`{ $.code = "${code}" }`);
     // Every function's log, the background ones too: a code written by any handler is counted.
-    const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction];
+    const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction, webhookDeliverFunction];
     expect(counting.map((filter) => referencedId(filter.Properties.LogGroupName)).sort()).toEqual(
       everyFunction.map((definition) => functionLogGroupId(definition.name)).sort(),
     );
