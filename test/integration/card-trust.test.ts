@@ -329,6 +329,49 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     expect(all.json.data.results[0]!.receiptIds.sort()).toEqual(same.sort());
   });
 
+  it('reads the same for a guess whether the card has no receipt near that time or twelve', async () => {
+    // Issue 20, MEDIUM: every claimed transaction read and unsealed every escrowed receipt in its
+    // window, so timing told whether a card had receipts near a time (477 ms with ten, 247 ms with
+    // none). Counted here on the service's own document client: calls to the receipts and evidence
+    // tables and the items they answer. Before, the busy card's guess read ten receipts.
+    const tables = requireAllTables(stack.config);
+    const watched = new Set([tables.receipts, tables.evidence]);
+    const counts = { calls: 0, items: 0 };
+    stack.deps.dynamo.doc.middlewareStack.add(
+      (next) => async (args) => {
+        const result = await next(args);
+        const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
+        if (input.TableName && watched.has(input.TableName)) {
+          const output = result.output as { Items?: unknown[]; Item?: unknown };
+          counts.calls += 1;
+          counts.items += output.Items?.length ?? (output.Item ? 1 : 0);
+        }
+        return result;
+      },
+      { step: 'initialize', name: 'claimReadCounter' },
+    );
+    try {
+      const guessFor = async (receipts: number) => {
+        const hashedPan = newHashedPan();
+        for (let index = 0; index < receipts; index += 1) await encrypt(hashedPan);
+        const user = await onboardUser(stack, issuerA.apiKey, hashedPan);
+        Object.assign(counts, { calls: 0, items: 0 });
+        const reply = await claim(issuerA.apiKey, user.userId, [
+          { amount: 4_321, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' },
+        ]);
+        expect(reply.json.data.released).toBe(0);
+        return { ...counts };
+      };
+      const none = await guessFor(0);
+      const twelve = await guessFor(12);
+      expect(twelve).toEqual(none);
+      // One look-up, nothing found: nothing to unseal, read or unwrap.
+      expect(none).toEqual({ calls: 1, items: 0 });
+    } finally {
+      stack.deps.dynamo.doc.middlewareStack.remove('claimReadCounter');
+    }
+  });
+
   it("keeps no amount beside a card at rest: an escrowed payment's mapping joins with no card tag", async () => {
     // Issue 20, LOW: the transactions table's amount and currency joined, by receiptId, with the escrowed
     // receipt's card tag and time (pendingRecipient, claimAt): the full claim evidence, at rest. Now
