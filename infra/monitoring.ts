@@ -290,19 +290,28 @@ export class Monitoring extends Construct {
           ]
         : []),
     ];
+    // One alarm per watched count; a label would turn the alarm into a metric-math alarm, so the
+    // dashboard gets the labelled copy.
+    const alarmOn = (
+      id: string,
+      alarmName: string,
+      description: string,
+      threshold: number,
+      metric: Metric,
+    ) => {
+      this.alarm(id, {
+        alarmName,
+        alarmDescription: `At least ${threshold} ${description} in five minutes`,
+        metric,
+        threshold,
+        evaluationPeriods: 1,
+      });
+      return metric.with({ label: id });
+    };
     const fromLogs = watched.map(
       ({ id, alarmName, metricName, description, logGroups, pattern, threshold }) => {
         countFrom(id, logGroups, pattern, metricName);
-        const metric = metricOf(metricName);
-        this.alarm(id, {
-          alarmName,
-          alarmDescription: `At least ${threshold} ${description} in five minutes`,
-          metric,
-          threshold,
-          evaluationPeriods: 1,
-        });
-        // A label would turn the alarm into a metric-math alarm; the dashboard needs one.
-        return metric.with({ label: id });
+        return alarmOn(id, alarmName, description, threshold, metricOf(metricName));
       },
     );
     // Counted by the use cases themselves (lib/kernel/telemetry.ts, EMF with the service dimension).
@@ -321,17 +330,9 @@ export class Monitoring extends Construct {
           "receipts escrowed because their registered recipient's stored key could not be sealed to",
         threshold: thresholds.recipientSealFailures,
       },
-    ].map(({ id, alarmName, description, threshold }) => {
-      const metric = this.serviceCount(id);
-      this.alarm(id, {
-        alarmName,
-        alarmDescription: `At least ${threshold} ${description} in five minutes`,
-        metric,
-        threshold,
-        evaluationPeriods: 1,
-      });
-      return metric.with({ label: id });
-    });
+    ].map(({ id, alarmName, description, threshold }) =>
+      alarmOn(id, alarmName, description, threshold, this.serviceCount(id)),
+    );
     return [...fromLogs, ...counted];
   }
 

@@ -3,6 +3,7 @@ import {
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 
@@ -49,44 +50,37 @@ export class EvidenceRepository {
   ) {}
 
   /** Every entry under one id, strongly consistent (a receipt stored a moment ago is found). */
-  async entries(evidenceId: string): Promise<EvidenceEntry[]> {
-    const entries: EvidenceEntry[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'evidenceId = :id',
-          ExpressionAttributeValues: { ':id': evidenceId },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      entries.push(...((page.Items as EvidenceEntry[] | undefined) ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return entries;
+  entries(evidenceId: string): Promise<EvidenceEntry[]> {
+    return this.queryAll<EvidenceEntry>({
+      KeyConditionExpression: 'evidenceId = :id',
+      ExpressionAttributeValues: { ':id': evidenceId },
+      ConsistentRead: true,
+    });
   }
 
   /** The keys of a receipt's entries (by-receipt; eventually consistent). */
   async keysOfReceipt(key: ReceiptKey): Promise<EvidenceKey[]> {
-    const keys: EvidenceKey[] = [];
+    const keys = await this.queryAll<EvidenceKey>({
+      IndexName: 'by-receipt',
+      KeyConditionExpression: 'receiptRef = :ref',
+      ExpressionAttributeValues: { ':ref': receiptRefOf(key) },
+      ProjectionExpression: 'evidenceId, receiptRef',
+    });
+    return keys.map(keyOf);
+  }
+
+  /** Every page of one query on the table or an index. */
+  private async queryAll<T>(input: Omit<QueryCommandInput, 'TableName' | 'ExclusiveStartKey'>): Promise<T[]> {
+    const items: T[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: 'by-receipt',
-          KeyConditionExpression: 'receiptRef = :ref',
-          ExpressionAttributeValues: { ':ref': receiptRefOf(key) },
-          ProjectionExpression: 'evidenceId, receiptRef',
-          ExclusiveStartKey: startKey,
-        }),
+        new QueryCommand({ ...input, TableName: this.tableName, ExclusiveStartKey: startKey }),
       );
-      keys.push(...((page.Items as EvidenceKey[] | undefined) ?? []).map(keyOf));
+      items.push(...((page.Items as T[] | undefined) ?? []));
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return keys;
+    return items;
   }
 
   /** A released receipt lives longer than an escrowed one: so do its entries. */

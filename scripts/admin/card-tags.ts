@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CardTagKeyring, tagVersion, type CardTagKeyStore } from '../../lib/crypto/card-tag.js';
 import type { AuditLog } from '../../lib/db/audit.js';
 import { isConditionFailure } from '../../lib/db/client.js';
 import { transactWrite } from '../../lib/db/transact.js';
 import { cardPk } from '../../lib/db/users.js';
 import { rekeyEvidence } from './evidence.js';
-import { tableDefinitions } from '../../lib/kernel/tables.js';
+import { receiptKeyOf, scanTable } from './scan.js';
 
 /**
  * Card-tag key administration for the operator (`npm run admin -- card-key …`), with the operator's
@@ -33,29 +33,6 @@ export interface RetagCounts {
   skipped: number;
 }
 
-type Item = Record<string, unknown>;
-
-async function* scan(doc: DynamoDBDocumentClient, table: string, filter?: string): AsyncGenerator<Item> {
-  let startKey: Item | undefined;
-  do {
-    const page = await doc.send(
-      new ScanCommand({
-        TableName: table,
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-        ...(filter ? { FilterExpression: filter } : {}),
-      }),
-    );
-    yield* page.Items ?? [];
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-}
-
-const receiptKeyOf = (item: Item): Item => {
-  const { partitionKey, sortKey } = tableDefinitions.receipts as { partitionKey: string; sortKey?: string };
-  return { [partitionKey]: item[partitionKey], ...(sortKey ? { [sortKey]: item[sortKey] } : {}) };
-};
-
 /**
  * Moves every stored card tag older than the current key version to it, from the stored tag (the
  * chain in lib/crypto/card-tag.ts): evidence entries and escrowed receipts first, so a claim that
@@ -73,7 +50,10 @@ export async function retagCardRecords(deps: CardKeyAdminDeps): Promise<RetagCou
   const lagging = (tag: unknown): tag is string =>
     typeof tag === 'string' && tagVersion(tag) !== undefined && !keyring.isCurrent(tag);
 
-  for await (const item of scan(deps.doc, deps.tables.receipts, 'attribute_exists(pendingRecipient)')) {
+  for await (const item of scanTable(deps.doc, deps.tables.receipts, {
+    filter: 'attribute_exists(pendingRecipient)',
+    consistent: true,
+  })) {
     const old = item.pendingRecipient;
     if (!lagging(old)) continue;
     const tag = keyring.advance(old);
@@ -101,7 +81,7 @@ export async function retagCardRecords(deps: CardKeyAdminDeps): Promise<RetagCou
     }
   }
 
-  for await (const item of scan(deps.doc, deps.tables.users)) {
+  for await (const item of scanTable(deps.doc, deps.tables.users, { consistent: true })) {
     const old = item.cardTag;
     const pk = String(item.pk);
     if (!lagging(old)) continue;

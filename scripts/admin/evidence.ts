@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { tagVersion, type CardTagKeyring } from '../../lib/crypto/card-tag.js';
 import { evidenceIdsOf, openEvidence, sealEvidence } from '../../lib/crypto/evidence.js';
 import type { AuditLog } from '../../lib/db/audit.js';
 import { isConditionFailure } from '../../lib/db/client.js';
 import { EvidenceRepository, type EvidenceEntry, type EvidenceKey } from '../../lib/db/evidence.js';
-import { tableDefinitions } from '../../lib/kernel/tables.js';
 import { evidenceEntriesFor } from '../../lib/receipts/evidence.js';
+import { receiptKeyOf, scanTable } from './scan.js';
 
 /**
  * The evidence index for what was stored before it, and after the keys it is made with change
@@ -32,29 +32,6 @@ export interface EvidenceCounts {
   skipped: number;
 }
 
-type Item = Record<string, unknown>;
-
-async function* scan(doc: DynamoDBDocumentClient, table: string, filter?: string): AsyncGenerator<Item> {
-  let startKey: Item | undefined;
-  do {
-    const page = await doc.send(
-      new ScanCommand({
-        TableName: table,
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-        ...(filter ? { FilterExpression: filter } : {}),
-      }),
-    );
-    yield* page.Items ?? [];
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-}
-
-const receiptKeyOf = (item: Item): Item => {
-  const { partitionKey, sortKey } = tableDefinitions.receipts as { partitionKey: string; sortKey?: string };
-  return { [partitionKey]: item[partitionKey], ...(sortKey ? { [sortKey]: item[sortKey] } : {}) };
-};
-
 /**
  * Escrowed receipts stored before the index carried their card's tag, transaction time and sealed
  * claim facts: each gets its entries, then loses the three (so no receipt shows its card beside its
@@ -62,7 +39,10 @@ const receiptKeyOf = (item: Item): Item => {
  */
 async function indexStoredReceipts(deps: EvidenceAdminDeps, counts: EvidenceCounts): Promise<void> {
   const evidence = new EvidenceRepository(deps.doc, deps.tables.evidence);
-  for await (const item of scan(deps.doc, deps.tables.receipts, 'attribute_exists(pendingRecipient)')) {
+  for await (const item of scanTable(deps.doc, deps.tables.receipts, {
+    filter: 'attribute_exists(pendingRecipient)',
+    consistent: true,
+  })) {
     const tag = item.pendingRecipient;
     const facts =
       typeof tag === 'string' && tagVersion(tag) !== undefined && typeof item.claimFacts === 'string'
@@ -107,7 +87,7 @@ async function indexStoredReceipts(deps: EvidenceAdminDeps, counts: EvidenceCoun
 export async function rekeyEvidence(deps: EvidenceAdminDeps, counts: EvidenceCounts): Promise<void> {
   const evidence = new EvidenceRepository(deps.doc, deps.tables.evidence);
   const written = new Set<string>();
-  for await (const item of scan(deps.doc, deps.tables.evidence)) {
+  for await (const item of scanTable(deps.doc, deps.tables.evidence, { consistent: true })) {
     const entry = item as unknown as EvidenceEntry;
     const body = openEvidence(deps.keyring, entry.evidenceId, entry.receiptRef, entry.sealed);
     if (!body) {

@@ -1,7 +1,8 @@
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { sealingProblem } from '../../lib/crypto/envelope.js';
 import { InvalidPublicKeyError } from '../../lib/crypto/errors.js';
 import { parsePublicKey, publicKeyDer } from '../../lib/crypto/keys.js';
+import { scanTable } from './scan.js';
 
 /**
  * `npm run admin -- keys audit`: the public keys already stored that today's import rules refuse
@@ -30,29 +31,6 @@ export interface KeyAudit {
   findings: KeyFinding[];
 }
 
-type Item = Record<string, unknown>;
-
-async function* scan(
-  doc: DynamoDBDocumentClient,
-  table: string,
-  filter: string,
-  values?: Item,
-): AsyncGenerator<Item> {
-  let startKey: Item | undefined;
-  do {
-    const page = await doc.send(
-      new ScanCommand({
-        TableName: table,
-        ExclusiveStartKey: startKey,
-        FilterExpression: filter,
-        ...(values ? { ExpressionAttributeValues: values } : {}),
-      }),
-    );
-    yield* page.Items ?? [];
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-}
-
 /** Why a stored key breaks the rules, or undefined when it keeps them. */
 export function storedKeyProblem(stored: string): string | undefined {
   let key;
@@ -78,7 +56,9 @@ export async function auditStoredKeys(deps: KeyAuditDeps): Promise<KeyAudit> {
     const problem = storedKeyProblem(stored);
     if (problem !== undefined) findings.push({ ...finding, problem });
   };
-  for await (const item of scan(deps.doc, deps.tables.keyPairs, 'attribute_exists(publicKey)')) {
+  for await (const item of scanTable(deps.doc, deps.tables.keyPairs, {
+    filter: 'attribute_exists(publicKey)',
+  })) {
     check(item.publicKey, {
       source: 'key-pair',
       keyId: String(item.keyId),
@@ -87,8 +67,9 @@ export async function auditStoredKeys(deps: KeyAuditDeps): Promise<KeyAudit> {
     });
   }
   // The users table's copy is what encryption reads; a guard (CARD#…) repeats its user's, so users only.
-  for await (const item of scan(deps.doc, deps.tables.users, 'begins_with(pk, :user)', {
-    ':user': 'USER#',
+  for await (const item of scanTable(deps.doc, deps.tables.users, {
+    filter: 'begins_with(pk, :user)',
+    values: { ':user': 'USER#' },
   })) {
     check(item.publicKey, {
       source: 'user',
