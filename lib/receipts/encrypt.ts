@@ -49,7 +49,9 @@ export const digestOf = (value: unknown): string =>
  * (issue 20); the tag needs the card-tag key.
  */
 const boundDigest = (requestDigest: string, cardTag: CardTag | null): string =>
-  createHash('sha256').update(`${requestDigest}\n${cardTag ?? ''}`).digest('hex');
+  createHash('sha256')
+    .update(`${requestDigest}\n${cardTag ?? ''}`)
+    .digest('hex');
 
 /** What a claim is matched on: the total, and the total before tip when there is a tip. */
 export function claimFactsOf(receipt: DigitalReceipt): ClaimFacts {
