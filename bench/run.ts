@@ -3,6 +3,7 @@ import { availableParallelism, cpus, loadavg, platform, release, totalmem } from
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { runClaimBench } from './claims.js';
 import { runColdStartBench } from './coldstart.js';
 import { runCryptoBench } from './crypto.js';
 import { runHttpBench } from './http.js';
@@ -13,15 +14,15 @@ import { printTargets, type TargetCheck } from './lib/report.js';
 import { round } from './lib/stats.js';
 
 /**
- * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart,sdk,webhooks]`: benchmarks, not
- * tests (webhooks runs only when named). Each section prints its tables; a summary of targets follows,
+ * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart,sdk,webhooks,claims]`: benchmarks,
+ * not tests (webhooks and claims run only when named). Each section prints its tables; a summary of targets follows,
  * and everything lands in bench/results/latest.json with a description of the machine. Nothing fails on a number: a target
  * that is not met is reported as such.
  */
 
-const sectionNames = ['crypto', 'keygen', 'http', 'coldstart', 'sdk', 'webhooks'] as const;
+const sectionNames = ['crypto', 'keygen', 'http', 'coldstart', 'sdk', 'webhooks', 'claims'] as const;
 /** Sections that run only when named in --only (they start a whole stack of their own). */
-const onDemand: readonly string[] = ['webhooks'];
+const onDemand: readonly string[] = ['webhooks', 'claims'];
 type SectionName = (typeof sectionNames)[number];
 
 interface SectionOutcome {
@@ -92,6 +93,9 @@ const settings = {
         floorRequests: 200,
         inboxRequests: 200,
       },
+  claims: quick
+    ? { populations: [0, 1, 10, 400], rounds: 3, claimsPerRound: 10 }
+    : { populations: [0, 1, 10, 400], rounds: 15, claimsPerRound: 20 },
 };
 
 const runners: Record<SectionName, () => Promise<{ targets: TargetCheck[] }>> = {
@@ -101,6 +105,7 @@ const runners: Record<SectionName, () => Promise<{ targets: TargetCheck[] }>> = 
   coldstart: () => runColdStartBench(settings.coldstart),
   sdk: () => runSdkBench(settings.sdk),
   webhooks: () => runWebhookBench(settings.webhooks),
+  claims: () => runClaimBench(settings.claims),
 };
 
 const firstCpu = cpus()[0];

@@ -32,6 +32,8 @@ export const customerKeyedTables: readonly TableKey[] = [
   'audit',
   'accessTokens',
   'webhooks',
+  // Derived from card tags and sealed under the card-tag key, and linking entries of one card.
+  'evidence',
 ];
 
 /** Only through DynamoDB's own calls: Decrypt of the key used elsewhere would be a way around the tables' IAM. */

@@ -34,7 +34,10 @@ export class ReceiptServiceMonitoringStack extends Stack {
       stage: service.api.api.deploymentStage,
       accessLogGroup: service.api.accessLogGroup,
       functions: service.monitoredFunctions,
-      webhooks: { deadLetterQueue: service.webhookDelivery.deadLetterQueue },
+      webhooks: {
+        deadLetterQueue: service.webhookDelivery.deadLetterQueue,
+        deliveryDeadLetterQueue: service.webhookDelivery.deliveryDeadLetterQueue,
+      },
       tables: service.data.tables,
       alarmEmail: settings.alarmEmail,
       dashboard: settings.dashboard,
@@ -44,6 +47,7 @@ export class ReceiptServiceMonitoringStack extends Stack {
         decryptionErrors: settings.decryptionErrorAlarmThreshold,
         grantErrors: settings.grantErrorAlarmThreshold,
         registerConflicts: settings.registerConflictAlarmThreshold,
+        reRegistrations: settings.reRegistrationAlarmThreshold,
       },
     });
 

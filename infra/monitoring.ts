@@ -35,6 +35,8 @@ export interface SecurityThresholds {
   decryptionErrors: number;
   grantErrors: number;
   registerConflicts: number;
+  /** Cards registered again by the client that erased their user within 30 days. */
+  reRegistrations: number;
 }
 
 export interface MonitoringProps {
@@ -46,8 +48,8 @@ export interface MonitoringProps {
   alarmEmail?: string;
   dashboard: boolean;
   security: SecurityThresholds;
-  /** Webhook delivery (infra/webhook-delivery.ts): its stream's dead-letter queue. */
-  webhooks?: { deadLetterQueue: IQueue };
+  /** Webhook delivery (infra/webhook-delivery.ts): its stream's and its delivery queue's dead-letter queues. */
+  webhooks?: { deadLetterQueue: IQueue; deliveryDeadLetterQueue?: IQueue };
 }
 
 export const METRIC_NAMESPACE = 'ReceiptService';
@@ -70,6 +72,8 @@ export const thresholds = {
   durationShareOfTimeout: 0.8,
   /** On-demand tables throttle only past their previous peak's double or a hot partition. */
   dynamoThrottleEvents: 1,
+  /** A receipt escrowed because its recipient's stored key could not be sealed to: a key to fix. */
+  recipientSealFailures: 1,
 } as const;
 
 /**
@@ -124,7 +128,7 @@ export class Monitoring extends Construct {
     });
 
     const securityMetrics = this.securityAlarms(props);
-    if (props.webhooks) this.webhookAlarms(prefix, props.webhooks.deadLetterQueue);
+    if (props.webhooks) this.webhookAlarms(prefix, props.webhooks);
 
     for (const { name, fn, timeoutSeconds } of props.functions) {
       this.alarm(`${name}-Errors`, {
@@ -286,9 +290,15 @@ export class Monitoring extends Construct {
           ]
         : []),
     ];
-    return watched.map(({ id, alarmName, metricName, description, logGroups, pattern, threshold }) => {
-      countFrom(id, logGroups, pattern, metricName);
-      const metric = metricOf(metricName);
+    // One alarm per watched count; a label would turn the alarm into a metric-math alarm, so the
+    // dashboard gets the labelled copy.
+    const alarmOn = (
+      id: string,
+      alarmName: string,
+      description: string,
+      threshold: number,
+      metric: Metric,
+    ) => {
       this.alarm(id, {
         alarmName,
         alarmDescription: `At least ${threshold} ${description} in five minutes`,
@@ -296,8 +306,44 @@ export class Monitoring extends Construct {
         threshold,
         evaluationPeriods: 1,
       });
-      // A label would turn the alarm into a metric-math alarm; the dashboard needs one.
       return metric.with({ label: id });
+    };
+    const fromLogs = watched.map(
+      ({ id, alarmName, metricName, description, logGroups, pattern, threshold }) => {
+        countFrom(id, logGroups, pattern, metricName);
+        return alarmOn(id, alarmName, description, threshold, metricOf(metricName));
+      },
+    );
+    // Counted by the use cases themselves (lib/kernel/telemetry.ts, EMF with the service dimension).
+    const counted = [
+      {
+        id: 'ReRegistrations',
+        alarmName: `${prefix}-re-registrations`,
+        description:
+          'cards registered again by the client that erased their user 30 days or less before (claim allowance grinding, or a cardholder back)',
+        threshold: limits.reRegistrations,
+      },
+      {
+        id: 'RecipientSealFailures',
+        alarmName: `${prefix}-recipient-seal-failures`,
+        description:
+          "receipts escrowed because their registered recipient's stored key could not be sealed to",
+        threshold: thresholds.recipientSealFailures,
+      },
+    ].map(({ id, alarmName, description, threshold }) =>
+      alarmOn(id, alarmName, description, threshold, this.serviceCount(id)),
+    );
+    return [...fromLogs, ...counted];
+  }
+
+  /** A count a use case makes (lib/kernel/telemetry.ts), as EMF publishes it: the service dimension alone. */
+  private serviceCount(metricName: string): Metric {
+    return new Metric({
+      namespace: METRIC_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: 'receipt-service' },
+      period: FIVE_MINUTES,
+      statistic: 'Sum',
     });
   }
 
@@ -306,18 +352,28 @@ export class Monitoring extends Construct {
    * that lost an event; a message in the dead-letter queue is a stream batch no delivery was made of.
    * Both need a person: the deliveries API retries the first, the queue's position replays the second.
    */
-  private webhookAlarms(prefix: string, deadLetterQueue: IQueue): void {
+  private webhookAlarms(
+    prefix: string,
+    { deadLetterQueue, deliveryDeadLetterQueue }: NonNullable<MonitoringProps['webhooks']>,
+  ): void {
+    if (deliveryDeadLetterQueue) {
+      this.alarm('WebhookDeliveryDeadLetters', {
+        alarmName: `${prefix}-webhook-delivery-dlq`,
+        alarmDescription:
+          'Queued webhook attempts the deliverer could not record, five receives over (the deliveries stay due)',
+        metric: deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: FIVE_MINUTES,
+          statistic: 'Maximum',
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+      });
+    }
     this.alarm('WebhookDeliveriesFailed', {
       alarmName: `${prefix}-webhook-deliveries-failed`,
       alarmDescription: 'Webhook deliveries marked failed after their last attempt',
       // The count lib/webhooks/send.ts makes (EMF, the service dimension alone).
-      metric: new Metric({
-        namespace: METRIC_NAMESPACE,
-        metricName: 'WebhookDeliveriesFailed',
-        dimensionsMap: { service: 'receipt-service' },
-        period: FIVE_MINUTES,
-        statistic: 'Sum',
-      }),
+      metric: this.serviceCount('WebhookDeliveriesFailed'),
       threshold: 1,
       evaluationPeriods: 1,
     });

@@ -28,6 +28,7 @@ import { ServiceApi } from './service-api.js';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { webhookDispatchFunction } from '../functions/webhooks/webhook-dispatch/function.js';
 import { webhookSweepFunction } from '../functions/webhooks/webhook-sweep/function.js';
+import { webhookDeliverFunction } from '../functions/webhooks/webhook-deliver/function.js';
 import { DEFAULT_TIMEOUT_SECONDS, pascal, ServiceFunction } from './service-function.js';
 import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
 
@@ -133,8 +134,9 @@ export class ReceiptServiceStack extends Stack {
     // Not routes: the receipts stream's consumer and the scheduled sweeper, granted by table like routes.
     const deliveryFunctions = (
       [
-        [webhookDispatchFunction, 'Webhook dispatcher: receipts stream to signed webhook deliveries'],
-        [webhookSweepFunction, 'Webhook sweeper: attempts the deliveries that are due, every minute'],
+        [webhookDispatchFunction, 'Webhook dispatcher: receipts stream to queued webhook deliveries'],
+        [webhookSweepFunction, 'Webhook sweeper: queues the deliveries that are due, every minute'],
+        [webhookDeliverFunction, 'Webhook deliverer: one queued attempt, signed, per message'],
       ] as const
     ).map(([definition, description]) => {
       const fn = new ServiceFunction(this, `${pascal(definition.name)}Function`, {
@@ -149,13 +151,18 @@ export class ReceiptServiceStack extends Stack {
       this.grantRoute(fn, definition, settings);
       return { definition, fn };
     });
-    const [dispatcher, sweeper] = deliveryFunctions.map(({ fn }) => fn) as [ServiceFunction, ServiceFunction];
+    const [dispatcher, sweeper, deliverer] = deliveryFunctions.map(({ fn }) => fn) as [
+      ServiceFunction,
+      ServiceFunction,
+      ServiceFunction,
+    ];
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', {
       prefix: settings.resourcePrefix,
       receipts: this.data.tables.receipts,
       receiptsKey: this.data.encryptionKey,
       dispatcher,
       sweeper,
+      deliverer,
     });
 
     this.api = new ServiceApi(this, 'Http', {

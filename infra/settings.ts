@@ -48,6 +48,12 @@ const settingsSchema = z.object({
     .regex(
       /^[a-z][a-z0-9-]{0,19}$/,
       'lower-case letters, digits and dashes, starting with a letter, at most 20',
+    )
+    // `local` is the stage of `npm start`; a deployment named like it could pass for it wherever a
+    // stage name is read, so none may be (the local stack's looser webhook guard never ships anyway).
+    .refine(
+      (stage) => !/^local(?:$|-)/.test(stage),
+      'names the local stack (`npm start`); a deployed stage must be named otherwise, e.g. dev or staging',
     ),
   tiers: tierOverrides.optional(),
   logLevel: serviceEnvSchema.shape.LOG_LEVEL,
@@ -89,6 +95,7 @@ const settingsSchema = z.object({
   decryptionErrorAlarmThreshold: alarmThreshold(20),
   grantErrorAlarmThreshold: alarmThreshold(20),
   registerConflictAlarmThreshold: alarmThreshold(1),
+  reRegistrationAlarmThreshold: alarmThreshold(1),
 });
 
 export type SettingsInput = Partial<z.input<typeof settingsSchema>>;

@@ -15,6 +15,8 @@ import { LocalCardTagKeyFile } from './card-tag-key.js';
 import { inMemoryCursorKey, type CursorKeySource } from '../lib/crypto/cursor.js';
 import { localCursorKeyFile } from './cursor-key.js';
 import { migrateLegacyCardData } from './legacy-card-data.js';
+import { backfillEvidence } from '../scripts/admin/evidence.js';
+import { evidenceWidthMs } from '../lib/receipts/evidence.js';
 import { LocalEscrowKey } from './escrow-key.js';
 import { eventsPath, startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { loadOrCreateWebhookSecrets, newWebhookSecrets } from './gateway-webhook-secrets.js';
@@ -23,9 +25,11 @@ import { ensurePrivateDir } from './private-files.js';
 import type { RouteDeclaration } from '../lib/kernel/route.js';
 import { invocationScope } from './invocation-scope.js';
 import { startHttpServer } from './server.js';
-import type { HostResolver } from '../lib/webhooks/url-guard.js';
+import { systemResolver, type HostResolver } from '../lib/webhooks/url-guard.js';
+import { localWebhookUrlGuard } from './webhook-url-guard.js';
 import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
 import { DEFAULT_DISPATCHER_INTERVAL_MS, startDispatcher, type Dispatcher } from './stream-poller.js';
+import { LocalDeliveryQueue } from './delivery-queue.js';
 
 export interface LocalStackOptions {
   host?: string;
@@ -155,6 +159,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         cursorKey,
         ...(options.tracer ? { tracer: options.tracer } : {}),
         ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+        // Plain http to loopback, for the local receivers: decided here, by the local stack, never by a stage.
+        webhookUrlGuard: localWebhookUrlGuard(options.resolveHost ?? systemResolver),
       }),
       escrow,
       gateways,
@@ -169,6 +175,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       });
       if (Object.values(migrated).some((count) => count > 0))
         logger.info('data folder moved from hashed card numbers to card tags', { ...migrated });
+      // Escrowed receipts stored before the evidence index get their entries (and lose the card tag
+      // and time they carried); entries of an older key version or claim window are re-keyed.
+      const indexed = await backfillEvidence({
+        doc: dynamo.doc,
+        tables: requireAllTables(config),
+        keyring: await deps.cardTags.keyring(),
+        widthMs: evidenceWidthMs({ config }),
+        audit: deps.audit,
+      });
+      if (Object.values(indexed).some((count) => count > 0))
+        logger.info('evidence index brought up to date', { ...indexed });
     }
     const http = await startHttpServer(deps, {
       invocationScope: scope,
@@ -182,18 +199,21 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     sandbox?.deliverEventsTo(http.url);
     stops.push(async () => dynamo.client.destroy());
     const dispatcherLogger = createLogger({ level: options.logLevel ?? config.logLevel });
+    // Its own logger: the shared one carries the context of whichever request the server handled last.
+    const delivery = deliveryDeps({ ...deps, logger: dispatcherLogger });
+    const queue = new LocalDeliveryQueue(delivery);
     const dispatcher = await startDispatcher({
       dynamo: dynamo.client,
       endpoint,
       region: config.region,
       receiptsTable: requireAllTables(config).receipts,
-      // Its own logger: the shared one carries the context of whichever request the server handled last.
-      deps: deliveryDeps({ ...deps, logger: dispatcherLogger }),
+      deps: { ...delivery, queue },
       logger: dispatcherLogger,
       intervalMs: options.dispatcherIntervalMs ?? DEFAULT_DISPATCHER_INTERVAL_MS,
       ...(options.inMemory ? {} : { checkpointFile: join(dataDir, 'receipts-stream.json') }),
     });
-    // Before the database client goes: a cycle under way finishes first.
+    // Before the database client goes: a cycle under way finishes first, then the attempts it queued.
+    stops.push(() => queue.drain());
     stops.push(() => dispatcher.close());
     return {
       url: http.url,

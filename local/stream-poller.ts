@@ -7,9 +7,9 @@ import {
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
 import type { Logger } from '../lib/kernel/log.js';
-import { processReceiptRecords } from '../lib/webhooks/dispatch.js';
-import type { ReceiptStreamRecord } from '../lib/webhooks/events.js';
-import type { DeliveryDeps } from '../lib/webhooks/send.js';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { dispatchReceiptStream } from '../lib/webhooks/dispatch.js';
+import type { DispatchDeps } from '../lib/webhooks/queue.js';
 import { sweepDueDeliveries } from '../lib/webhooks/sweep.js';
 
 export interface Dispatcher {
@@ -27,7 +27,8 @@ export interface DispatcherOptions {
   endpoint: string;
   region: string;
   receiptsTable: string;
-  deps: DeliveryDeps;
+  /** Delivery's deps with the local delivery queue (local/delivery-queue.ts). */
+  deps: DispatchDeps;
   logger: Logger;
   /** How often the stream is read and due deliveries swept. */
   intervalMs: number;
@@ -48,9 +49,10 @@ async function loadCheckpoints(file: string | undefined): Promise<Checkpoints> {
 
 /**
  * The local stand-in for two AWS pieces, running the same code they run: the receipts stream's event
- * source mapping (GetRecords on DynamoDB Local's stream, each batch handed to processReceiptRecords,
+ * source mapping (GetRecords on DynamoDB Local's stream, each batch handed to dispatchReceiptStream,
  * as functions/webhooks/webhook-dispatch does) and the EventBridge schedule (sweepDueDeliveries, as
- * functions/webhooks/webhook-sweep does). A shard is read on from the last processed record, from its start
+ * functions/webhooks/webhook-sweep does). Both only queue attempts, on the local delivery queue, so a
+ * cycle never waits for a receiver. A shard is read on from the last processed record, from its start
  * the first time; a record read twice creates no second delivery, so a crash between processing
  * and checkpointing only repeats harmless work.
  */
@@ -100,20 +102,18 @@ export async function startDispatcher(
         iterator = await iteratorFor(shardId);
         continue;
       }
-      const records = (page.Records ?? []) as ReceiptStreamRecord[];
-      const result = await processReceiptRecords(records, options.deps);
-      const processed = result.failedSequenceNumber
-        ? records.slice(
-            0,
-            records.findIndex((record) => record.dynamodb?.SequenceNumber === result.failedSequenceNumber),
-          )
-        : records;
+      const records = (page.Records ?? []) as DynamoDBRecord[];
+      const { batchItemFailures } = await dispatchReceiptStream({ Records: records }, options.deps);
+      const failed = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
+      // As Lambda does with a partial response: on from the first record reported.
+      const firstFailed = records.findIndex((record) => failed.has(record.dynamodb?.SequenceNumber ?? ''));
+      const processed = firstFailed < 0 ? records : records.slice(0, firstFailed);
       const last = processed.at(-1)?.dynamodb?.SequenceNumber;
       if (last) {
         checkpoints[shardId] = last;
         if (options.checkpointFile) await writeFile(options.checkpointFile, JSON.stringify(checkpoints));
       }
-      if (result.failedSequenceNumber) {
+      if (firstFailed >= 0) {
         // Read again from the failed record, as Lambda retries a batch.
         iterators.delete(shardId);
         return;

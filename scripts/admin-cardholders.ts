@@ -2,9 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from './admin/card-tags.js';
+import { backfillEvidence } from './admin/evidence.js';
+import { auditStoredKeys } from './admin/keys.js';
+import { serviceEnvSchema } from '../lib/kernel/config.js';
 import { unbindUser, UnknownUserError } from './admin/users.js';
 import { systemClock } from '../lib/kernel/clock.js';
 import {
+  CardTagKeyring,
   CardTagKeyError,
   formatCardTagVersions,
   parseCardTagVersions,
@@ -23,6 +27,8 @@ import { LocalCardTagKeyFile } from '../local/card-tag-key.js';
 
 export const cardholderUsage = `Usage: npm run admin -- card-key <rotate|retag> [--aws] [--json]
        npm run admin -- users unbind --user USER_ID --reason TEXT [--aws] [--json]
+       npm run admin -- keys audit [--aws] [--json]
+       npm run admin -- evidence backfill [--aws] [--json]
 
 card-key rotate  starts a new card-tag key version and re-tags every stored card tag (card guards,
                  users, escrowed receipts). Functions read the key again within 5 minutes (5 s on
@@ -31,15 +37,22 @@ card-key retag   re-tags what is not under the current version yet; safe to run 
 users unbind     undoes a registration made by the wrong client (after a register conflict): the
                  user and its card guard go, so the card's issuer can register it. Audited with
                  the reason under the user's client.
+evidence backfill  indexes escrowed receipts stored before the evidence index (removing the card tag,
+                 time and facts they carried) and re-keys entries made under an older card-tag key
+                 version or claim window. Safe to repeat; \`npm start\` runs it on every start.
+keys audit       lists the stored public keys (key pairs and users) that today's import rules
+                 refuse (RSA exponent other than 65537, even modulus, size; EC off P-256; no
+                 envelope can be sealed to it) or that are not stored in canonical form. Read-only.
 
---aws needs AWS_REGION, TABLE_USERS, TABLE_KEY_PAIRS, TABLE_RECEIPTS, TABLE_AUDIT and, for card-key,
-CARD_TAG_SECRET_NAME (see docs/DEPLOY.md).`;
+--aws needs AWS_REGION, TABLE_USERS, TABLE_KEY_PAIRS, TABLE_RECEIPTS, TABLE_AUDIT, TABLE_EVIDENCE and,
+for card-key and evidence, CARD_TAG_SECRET_NAME; card-key and evidence read the claim window from
+CLAIM_WINDOW_MINUTES (default 15, as deployed) (see docs/DEPLOY.md).`;
 
 export class CardholderUsageError extends Error {}
 
 interface Target {
   doc: CardKeyAdminDeps['doc'];
-  tables: { users: string; keyPairs: string; receipts: string; audit: string };
+  tables: { users: string; keyPairs: string; receipts: string; audit: string; evidence: string };
   store: () => Promise<CardTagKeyStore>;
 }
 
@@ -69,6 +82,7 @@ async function localTarget(): Promise<Target> {
       keyPairs: `${prefix}key-pairs`,
       receipts: `${prefix}receipts`,
       audit: `${prefix}audit`,
+      evidence: `${prefix}evidence`,
     },
     store: () => LocalCardTagKeyFile.loadOrCreate(dataDir),
   };
@@ -82,6 +96,7 @@ function awsTarget(): Target {
     keyPairs: env.TABLE_KEY_PAIRS,
     receipts: env.TABLE_RECEIPTS,
     audit: env.TABLE_AUDIT,
+    evidence: env.TABLE_EVIDENCE,
   };
   const missing = Object.entries({ AWS_REGION: region, ...tables }).filter(([, value]) => !value);
   if (!region || missing.length > 0)
@@ -100,7 +115,11 @@ function awsTarget(): Target {
   };
 }
 
-/** `card-key …` and `users …`: the operator's cardholder commands. */
+/** The functions' claim window (evidence buckets are as wide), as the deployment sets it. */
+const claimWindowMs = (): number =>
+  serviceEnvSchema.shape.CLAIM_WINDOW_MINUTES.parse(process.env.CLAIM_WINDOW_MINUTES) * 60_000;
+
+/** `card-key …`, `users …`, `keys …` and `evidence …`: the operator's cardholder commands. */
 export async function runCardholderCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -115,7 +134,9 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
   const [group, command] = positionals;
   const valid =
     (group === 'card-key' && (command === 'rotate' || command === 'retag')) ||
-    (group === 'users' && command === 'unbind');
+    (group === 'users' && command === 'unbind') ||
+    (group === 'keys' && command === 'audit') ||
+    (group === 'evidence' && command === 'backfill');
   if (!valid) throw new CardholderUsageError(cardholderUsage);
   if (group === 'users' && (!values.user || !values.reason?.trim()))
     throw new CardholderUsageError('users unbind needs --user USER_ID and --reason TEXT');
@@ -123,6 +144,36 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
   const audit = new AuditLog(target.doc, () => target.tables.audit, systemClock, 400);
   const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
 
+  if (group === 'evidence') {
+    const counts = await backfillEvidence({
+      doc: target.doc,
+      tables: target.tables,
+      keyring: new CardTagKeyring(await (await target.store()).load()),
+      widthMs: claimWindowMs(),
+      audit,
+    });
+    print(
+      `Indexed ${counts.receiptsIndexed} escrowed receipts stored before the evidence index; re-keyed ${counts.entriesRekeyed} entries (${counts.skipped} skipped: facts that do not open, or changed meanwhile).`,
+      counts,
+    );
+    return;
+  }
+  if (group === 'keys') {
+    const report = await auditStoredKeys({ doc: target.doc, tables: target.tables });
+    print(
+      report.findings.length === 0
+        ? `All ${report.keysChecked} stored public keys keep the import rules.`
+        : [
+            `${report.findings.length} of ${report.keysChecked} stored public keys break the import rules:`,
+            ...report.findings.map(
+              (finding) =>
+                `  ${finding.source.padEnd(8)} ${finding.keyId}  client ${finding.clientId}${finding.userId ? `  user ${finding.userId}` : ''}: ${finding.problem}`,
+            ),
+          ].join('\n'),
+      report,
+    );
+    return;
+  }
   if (group === 'users') {
     try {
       const result = await unbindUser(
@@ -145,18 +196,19 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
     tables: target.tables,
     store: await target.store(),
     audit,
+    widthMs: claimWindowMs(),
   };
   if (command === 'rotate') {
     const { version, counts } = await rotateCardTagKey(deps);
     print(
-      `Card-tag key version ${version} is current. Re-tagged ${counts.guards} card guards, ${counts.users} users and ${counts.receipts} escrowed receipts (${counts.skipped} changed meanwhile). Run \`card-key retag\` once functions have read the new version.`,
+      `Card-tag key version ${version} is current. Re-tagged ${counts.guards} card guards, ${counts.users} users, ${counts.evidence} evidence entries and ${counts.receipts} escrowed receipts (${counts.skipped} changed meanwhile). Run \`card-key retag\` once functions have read the new version.`,
       { version, ...counts },
     );
     return;
   }
   const counts = await retagCardRecords(deps);
   print(
-    `Re-tagged ${counts.guards} card guards, ${counts.users} users and ${counts.receipts} escrowed receipts (${counts.skipped} changed meanwhile).`,
+    `Re-tagged ${counts.guards} card guards, ${counts.users} users, ${counts.evidence} evidence entries and ${counts.receipts} escrowed receipts (${counts.skipped} changed meanwhile).`,
     counts,
   );
 }

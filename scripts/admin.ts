@@ -138,7 +138,8 @@ async function awsDeps(): Promise<ApiKeyAdminDeps> {
 async function main(argv: string[]): Promise<void> {
   // Card-tag keys and users have their own commands and options (scripts/admin-cardholders.ts).
   const first = argv.find((arg) => !arg.startsWith('-'));
-  if (first === 'card-key' || first === 'users') return runCardholderCommand(argv);
+  if (first === 'card-key' || first === 'users' || first === 'keys' || first === 'evidence')
+    return runCardholderCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

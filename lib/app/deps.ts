@@ -9,6 +9,7 @@ import { AccessTokenRepository } from '../db/access-tokens.js';
 import { ApiKeyRepository } from '../db/api-keys.js';
 import { AuditLog } from '../db/audit.js';
 import { ClaimQuota } from '../db/claim-quota.js';
+import { EvidenceRepository } from '../db/evidence.js';
 import type { DynamoClients } from '../db/client.js';
 import { KeyPairRepository } from '../db/key-pairs.js';
 import { MerchantRepository } from '../db/merchants.js';
@@ -24,7 +25,7 @@ import type { Logger } from '../kernel/log.js';
 import type { Telemetry } from '../kernel/telemetry.js';
 import type { TableKey } from '../kernel/tables.js';
 import type { TierTable } from '../kernel/tiers.js';
-import { systemResolver, type HostResolver } from '../kernel/dns.js';
+import { systemResolver, type HostResolver, type WebhookUrlGuard } from '../kernel/dns.js';
 
 export interface Repositories {
   apiKeys: ApiKeyRepository;
@@ -40,6 +41,8 @@ export interface Repositories {
   webhookDeliveries: WebhookDeliveryRepository;
   /** Payments made through the service, their refunds, and the gateway events applied. */
   payments: PaymentRepository;
+  /** The keyed evidence index (lib/receipts/evidence.ts). */
+  evidence: EvidenceRepository;
 }
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
@@ -65,6 +68,11 @@ export interface CoreDeps extends PlatformDeps {
   cursors: CursorCodec;
   /** DNS for webhook URLs; a test maps names to private addresses with it (no DNS runs there). */
   resolveHost: HostResolver;
+  /**
+   * A webhook URL guard other than the service's strict one: only the local stack's wiring passes one
+   * (plain http to its loopback receivers). Never set in AWS, whatever the stage.
+   */
+  webhookUrlGuard?: WebhookUrlGuard;
 }
 
 /** The whole service: the local server hands this to every handler; a Lambda builds only its part. */
@@ -88,6 +96,7 @@ export function createCoreDeps(input: {
   /** Where the paging cursors' key is kept (Secrets Manager, the local key file, or a test's). */
   cursorKey?: CursorKeySource;
   resolveHost?: HostResolver;
+  webhookUrlGuard?: WebhookUrlGuard;
 }): CoreDeps {
   const { config, dynamo, clock } = input;
   const { doc } = dynamo;
@@ -99,13 +108,14 @@ export function createCoreDeps(input: {
     keyPairs: () => new KeyPairRepository(doc, table('keyPairs')),
     users: () => new UserRepository(doc, table('users'), config.tables.keyPairs),
     accessTokens: () => new AccessTokenRepository(doc, table('accessTokens'), config.maxActiveTokens),
-    receipts: () => new ReceiptRepository(doc, table('receipts')),
+    receipts: () => new ReceiptRepository(doc, table('receipts'), config.tables.evidence),
     transactions: () => new TransactionRepository(doc, table('transactions')),
     claimQuota: () => new ClaimQuota(doc, table('rateLimits')),
     merchants: () => new MerchantRepository(doc, table('merchants')),
     webhooks: () => new WebhookRepository(doc, table('webhooks')),
     webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
     payments: () => new PaymentRepository(doc, table('payments')),
+    evidence: () => new EvidenceRepository(doc, table('evidence')),
   });
   const { cardTagKeys, cardTagKeysMaxAgeMs, cursorKey, resolveHost, ...rest } = input;
   return {

@@ -144,6 +144,19 @@ export class CardTagKeyring {
     return { version, key: Buffer.from(hkdfSync('sha256', this.key(version), Buffer.alloc(0), purpose, 32)) };
   }
 
+  /**
+   * What a card's claim allowance is counted under (with the issuer client): the same for every
+   * registration of the card, whatever its user, and opaque, so the rate-limit table (not under the
+   * card-tag tables' key) holds no card tag.
+   */
+  allowanceSubject(tag: CardTag): string {
+    const current = this.advance(tag);
+    const mac = createHmac('sha256', this.derivedKey('claim-allowance').key)
+      .update(current)
+      .digest('base64url');
+    return `v${this.currentVersion}.${mac}`;
+  }
+
   private factsKey(tag: CardTag): Buffer {
     const version = tagVersion(tag);
     if (version === undefined) throw new CardTagKeyError('not a card tag');

@@ -301,6 +301,27 @@ export function sealEnvelope(
   };
 }
 
+const PROOF_FIELDS: BoundFields = {
+  version: '1.0',
+  receiptId: '00000000-0000-4000-8000-000000000000',
+  merchantId: '00000000-0000-4000-8000-000000000000',
+  transactionId: '00000000-0000-4000-8000-000000000000',
+};
+
+/**
+ * Why no envelope can be sealed to this key, or undefined when one can: a throw-away envelope is
+ * sealed to it exactly as a receipt would be. A key is proven this way when it is imported, so a key
+ * OpenSSL cannot encrypt to is refused there, not at some merchant's payment.
+ */
+export function sealingProblem(publicKey: KeyObject): string | undefined {
+  try {
+    sealEnvelope(randomBytes(16), PROOF_FIELDS, { keyId: 'import-proof', publicKey });
+    return undefined;
+  } catch (error) {
+    return `no envelope can be sealed to this key (${error instanceof Error ? error.message : 'unknown error'})`;
+  }
+}
+
 /** Envelopes sealed before per-recipient algorithms: `alg` inside the protected header, RSA only. */
 function isLegacy(envelope: SealedEnvelope): boolean {
   return parseProtectedHeader(envelope.protected).alg !== undefined;

@@ -45,9 +45,20 @@ export function generateRsaKeyPair(): Promise<{ publicKey: string; privateKey: s
 export type KeyWrapAlgorithm = 'RSA-OAEP-256' | 'ECDH-ES+A256KW';
 export const KEY_WRAP_ALGORITHMS: readonly KeyWrapAlgorithm[] = ['RSA-OAEP-256', 'ECDH-ES+A256KW'];
 
+/** The only RSA public exponent accepted: what every library generates, and what OAEP is analysed with. */
+export const RSA_PUBLIC_EXPONENT = 65537n;
+
+/** An exponent as a message can show it: a huge one (e >= n, say) by its size alone. */
+const describeExponent = (exponent: bigint): string =>
+  exponent < 1n << 64n ? String(exponent) : `a ${exponent.toString(2).length}-bit number`;
+
 /**
- * Why a key is outside the RSA allow-list (2048..4096-bit modulus), or undefined when it is inside.
- * This is the escrow key's policy as well, which stays RSA; recipients go through recipientKeyViolation.
+ * Why a key is outside the RSA allow-list, or undefined when it is inside: a 2048..4096-bit modulus,
+ * and for a public key an odd modulus and e = 65537. Other exponents are refused outright: e = 1
+ * leaves the content key in the clear, an even e or an even modulus is no RSA permutation, and OpenSSL
+ * refuses to encrypt to a 4096-bit modulus with e > 2^64 (or e >= n), which a recipient key must never
+ * let anyone do to a merchant's request. This is the escrow key's policy as well, which stays RSA;
+ * recipients go through recipientKeyViolation.
  */
 export function keyPolicyViolation(key: KeyObject): string | undefined {
   if (key.asymmetricKeyType !== 'rsa') return `key type ${key.asymmetricKeyType ?? key.type} is not RSA`;
@@ -55,6 +66,13 @@ export function keyPolicyViolation(key: KeyObject): string | undefined {
   if (bits < MIN_MODULUS_BITS || bits > MAX_MODULUS_BITS) {
     return `RSA modulus of ${bits} bits is outside ${MIN_MODULUS_BITS}..${MAX_MODULUS_BITS}`;
   }
+  // A private key is the caller's own, checked against a public key that passed this already.
+  if (key.type !== 'public') return undefined;
+  const exponent = key.asymmetricKeyDetails?.publicExponent ?? 0n;
+  if (exponent !== RSA_PUBLIC_EXPONENT)
+    return `RSA public exponent must be ${RSA_PUBLIC_EXPONENT}, not ${describeExponent(exponent)}`;
+  const modulus = Buffer.from(key.export({ format: 'jwk' }).n ?? '', 'base64url');
+  if (modulus.length === 0 || (modulus[modulus.length - 1]! & 1) === 0) return 'RSA modulus is even';
   return undefined;
 }
 
@@ -64,7 +82,25 @@ export function ecKeyPolicyViolation(key: KeyObject): string | undefined {
   const curve = key.asymmetricKeyDetails?.namedCurve;
   // Only P-256: the curve iOS's Secure Enclave and every WebCrypto implementation hold.
   if (curve !== 'prime256v1') return `EC curve ${curve ?? 'with explicit parameters'} is not P-256`;
+  // OpenSSL refuses points off the curve and the identity when it reads a key; a public key must
+  // still have both coordinates (the identity has none).
+  if (key.type === 'public') {
+    const { x, y } = key.export({ format: 'jwk' });
+    if (!x || !y) return 'EC public key is the point at infinity';
+  }
   return undefined;
+}
+
+/**
+ * The one form of a key the service stores and compares: a P-256 key as its uncompressed point
+ * (a compressed SPKI reads as the same key, but exports compressed again, and would then never equal
+ * the uncompressed form the same key has everywhere else); any other key as it is.
+ */
+function canonicalKey(key: KeyObject): KeyObject {
+  if (key.asymmetricKeyType !== 'ec') return key;
+  const publicKey = key.type === 'private' ? createPublicKey(key) : key;
+  const { x, y } = publicKey.export({ format: 'jwk' });
+  return createPublicKey({ key: { kty: 'EC', crv: 'P-256', x, y }, format: 'jwk' });
 }
 
 /** Why a key cannot be a receipt recipient's (RSA 2048..4096 or EC P-256), or undefined when it can. */
@@ -110,7 +146,9 @@ function decodePublicKey(input: string): KeyObject | string {
     return 'base64 value is not a DER SubjectPublicKeyInfo';
   }
   // One key, one spelling: trailing bytes or a non-DER encoding would defeat key comparisons elsewhere.
-  if (!publicKeyDer(key).equals(der)) return 'SubjectPublicKeyInfo is not in canonical DER form';
+  // A compressed P-256 point is DER too; it is read, and stored, as the uncompressed point it names.
+  if (!key.export({ type: 'spki', format: 'der' }).equals(der))
+    return 'SubjectPublicKeyInfo is not in canonical DER form';
   return key;
 }
 
@@ -126,8 +164,9 @@ export function parsePublicKey(input: string, field = 'publicKey'): KeyObject {
   if (typeof decoded === 'string') throw new InvalidPublicKeyError(field, decoded);
   const violation = recipientKeyViolation(decoded);
   if (violation !== undefined) throw new InvalidPublicKeyError(field, violation);
-  publicKeyCache.set(input, decoded);
-  return decoded;
+  const key = canonicalKey(decoded);
+  publicKeyCache.set(input, key);
+  return key;
 }
 
 /** Parses PKCS#8 or PKCS#1 (DER or PEM) without the allow-list; throws a plain Error saying why. */
@@ -216,25 +255,29 @@ export function parseImportedPublicKey(input: unknown, field = 'publicKey'): Imp
     if (typeof decoded === 'string') throw new InvalidPublicKeyError(field, decoded);
     const violation = recipientKeyViolation(decoded);
     if (violation !== undefined) throw new InvalidPublicKeyError(field, violation);
-    key = decoded;
+    key = canonicalKey(decoded);
   } else
     throw new InvalidPublicKeyError(field, 'expected a base64 SubjectPublicKeyInfo string or a JWK object');
   return { key, spki: publicKeyDer(key).toString('base64'), algorithm: keyWrapAlgorithmOf(key) };
 }
 
-/** DER SubjectPublicKeyInfo of a public key, or of the public half of a private key. */
+/**
+ * DER SubjectPublicKeyInfo of a public key, or of the public half of a private key, in the canonical
+ * form (a P-256 point uncompressed): the spelling stored, compared and fingerprinted.
+ */
 export function publicKeyDer(key: KeyObject): Buffer {
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
-  return publicKey.export({ type: 'spki', format: 'der' });
+  return canonicalKey(publicKey).export({ type: 'spki', format: 'der' });
 }
 
-/** Whether the private key is the other half of the given public key (base64 DER SPKI, or PEM). */
+/**
+ * Whether the private key is the other half of the given public key (base64 DER SPKI, or PEM),
+ * compared in canonical form: a P-256 key stored compressed before keys were stored canonical matches.
+ */
 export function matchesPublicKey(privateKey: KeyObject, publicKeyBase64Der: string): boolean {
   let expected: Buffer | undefined;
   try {
-    expected = pemLabel(publicKeyBase64Der.trim())
-      ? publicKeyDer(parsePublicKey(publicKeyBase64Der))
-      : decodeBase64(publicKeyBase64Der);
+    expected = publicKeyDer(parsePublicKey(publicKeyBase64Der));
   } catch {
     return false;
   }

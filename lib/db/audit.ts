@@ -26,7 +26,9 @@ export type AuditAction =
   | 'webhook.rotate-secret'
   | 'payment.status'
   | 'payment.refund'
-  | 'gateway.event';
+  | 'gateway.event'
+  | 'user.re-register'
+  | 'evidence.backfill';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only

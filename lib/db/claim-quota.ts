@@ -6,9 +6,11 @@ const DAY_SECONDS = 86_400;
 export type QuotaOutcome = { spent: true; used: number } | { spent: false; retryAfterSeconds: number };
 
 /**
- * How many transactions a user's claims have named today (UTC), in the rate-limit table. One
- * conditional ADD takes the whole request's share or nothing, so concurrent claims never pass the
- * limit between them; the counter expires through TTL the day after.
+ * How many transactions claims have named today (UTC) for one subject, in the rate-limit table. The
+ * subject is a card and an issuer client (lib/receipts/claim.ts), not a user: erasing the user and
+ * registering the card again starts no new count. One conditional ADD takes the whole request's share
+ * or nothing, so concurrent claims never pass the limit between them; the counter expires through TTL
+ * the day after.
  */
 export class ClaimQuota {
   constructor(
@@ -16,7 +18,7 @@ export class ClaimQuota {
     private readonly tableName: string,
   ) {}
 
-  async spend(userId: string, count: number, limit: number, now: Date): Promise<QuotaOutcome> {
+  async spend(subject: string, count: number, limit: number, now: Date): Promise<QuotaOutcome> {
     const nowSeconds = Math.floor(now.getTime() / 1000);
     const dayStart = nowSeconds - (nowSeconds % DAY_SECONDS);
     const day = new Date(dayStart * 1000).toISOString().slice(0, 10);
@@ -27,7 +29,7 @@ export class ClaimQuota {
       const result = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { pk: `CLAIMS#${userId}#${day}` },
+          Key: { pk: `CLAIMS#${subject}#${day}` },
           UpdateExpression: 'ADD #used :count SET #ttl = :ttl',
           ConditionExpression: 'attribute_not_exists(#used) OR #used <= :room',
           ExpressionAttributeNames: { '#used': 'used', '#ttl': 'ttl' },

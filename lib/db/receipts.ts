@@ -9,6 +9,8 @@ import type { SealedEnvelope } from '../crypto/envelope.js';
 import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
+import type { EvidenceEntry } from './evidence.js';
+import { transactWrite } from './transact.js';
 import { tableDefinitions } from '../kernel/tables.js';
 import type { TransactItem } from './payments.js';
 
@@ -31,13 +33,13 @@ export interface StoredReceipt {
   /** Registered recipient, when there was one at encryption time or after a claim. */
   recipientUserId?: string;
   /**
-   * An escrowed receipt addressed to a card: the card's tag (never its hashedPan), until a claim with
-   * the card's transaction releases it.
+   * Written before the evidence index (issue 20) on escrowed receipts addressed to a card: its tag, the
+   * transaction time and the sealed claim facts. `npm run admin -- evidence backfill` (and `npm start`
+   * locally) turns them into evidence entries and removes them; nothing writes them any more, so no
+   * receipt shows its card beside its time (and, through the transactions table, its amount).
    */
   pendingRecipient?: string;
-  /** The card transaction's time (ISO 8601, UTC), beside the tag: claims look up a window of it. */
   claimAt?: string;
-  /** What a claim must match (amounts, currency, last four), sealed under the card-tag key. */
   claimFacts?: string;
   /** sha256 of the validated request, so an identical retry returns the first envelope. */
   requestDigest: string;
@@ -79,10 +81,40 @@ export class ReceiptRepository {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tableName: string,
+    /** Only functions that seal receipts for cards write evidence entries beside them. */
+    private readonly evidenceTable?: string,
   ) {}
 
-  putIfAbsent(receipt: StoredReceipt): Promise<PutIfAbsentOutcome<StoredReceipt>> {
-    return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt));
+  /**
+   * Stores a receipt unless its key is taken (then returns what is there), with its evidence entries
+   * in the same transaction: a receipt is never stored without the entries a claim finds it by, and no
+   * entry is written for a receipt refused here (it would point at the one already stored).
+   */
+  async putIfAbsent(
+    receipt: StoredReceipt,
+    evidence: readonly EvidenceEntry[] = [],
+  ): Promise<PutIfAbsentOutcome<StoredReceipt>> {
+    if (evidence.length === 0)
+      return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt));
+    if (!this.evidenceTable) throw new Error('ReceiptRepository: evidence entries need the evidence table');
+    const outcome = await transactWrite(this.doc, {
+      TransactItems: [
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: receipt as unknown as Record<string, unknown>,
+            ConditionExpression: 'attribute_not_exists(receiptId)',
+          },
+        },
+        ...evidence.map((entry) => ({
+          Put: { TableName: this.evidenceTable, Item: entry as unknown as Record<string, unknown> },
+        })),
+      ],
+    });
+    if (outcome.ok) return { stored: true };
+    const existing = outcome.reasons[0] === 'ConditionalCheckFailed' ? await this.get(receipt) : null;
+    if (existing) return { stored: false, existing };
+    throw new Error(`the receipt and its evidence could not be stored (${outcome.reasons.join(', ')})`);
   }
 
   async get(key: ReceiptKey): Promise<StoredReceipt | null> {
@@ -92,37 +124,6 @@ export class ReceiptRepository {
       new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
     );
     return (result.Item as StoredReceipt | undefined) ?? null;
-  }
-
-  pendingFor(hashedPan: string): Promise<StoredReceipt[]> {
-    return queryIndexAll(this.doc, {
-      table: this.tableName,
-      index: 'by-pending-recipient',
-      attribute: 'pendingRecipient',
-      value: hashedPan,
-    });
-  }
-
-  /**
-   * Escrowed receipts of one card whose transaction time lies in [from, to], oldest first, at most
-   * `limit`: the work of one claimed transaction is bounded whatever the card has pending.
-   */
-  async pendingForCardBetween(
-    cardTag: string,
-    from: string,
-    to: string,
-    limit: number,
-  ): Promise<StoredReceipt[]> {
-    const page = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: 'by-card-and-time',
-        KeyConditionExpression: 'pendingRecipient = :tag AND claimAt BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':tag': cardTag, ':from': from, ':to': to },
-        Limit: limit,
-      }),
-    );
-    return (page.Items as StoredReceipt[] | undefined) ?? [];
   }
 
   /** Replaces an escrowed envelope with one wrapped for its now-registered recipient, once. */
@@ -137,11 +138,17 @@ export class ReceiptRepository {
         new UpdateCommand({
           TableName: this.tableName,
           Key: keyOf(key),
+          // What receipts stored before the evidence index carried beside the tag goes too.
           UpdateExpression:
             'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient, claimAt, claimFacts',
-          ConditionExpression: 'attribute_exists(pendingRecipient)',
+          ConditionExpression: 'envelope.isEscrowed = :escrowed AND attribute_not_exists(recipientUserId)',
           ExpressionAttributeNames: { '#ttl': 'ttl' },
-          ExpressionAttributeValues: { ':envelope': envelope, ':user': recipientUserId, ':ttl': ttl },
+          ExpressionAttributeValues: {
+            ':envelope': envelope,
+            ':user': recipientUserId,
+            ':ttl': ttl,
+            ':escrowed': true,
+          },
         }),
       );
       return true;

@@ -36,10 +36,26 @@ export type RegisterOutcome = 'registered' | 'pan-taken' | 'key-unavailable';
 /** How long another process may go on wrapping for a user's previous key, or for an erased user. */
 export const USER_CACHE_MAX_AGE_MS = 30_000;
 
+/**
+ * What an erasure leaves of a card for 30 days: that this client's user of this card was erased, so
+ * the same client registering the card again within that time is seen (the claim allowance grind the
+ * second review ran). No hashedPan, no user content; DynamoDB TTL removes it.
+ */
+export interface ErasedCardRecord {
+  clientId: string;
+  erasedAt: string;
+  /** Epoch seconds. */
+  ttl: number;
+}
+
+/** How long an erasure is remembered against its card and client. */
+export const ERASED_CARD_DAYS = 30;
+
 /** Users are keyed `USER#<userId>`; each card's guard, a full copy, `CARD#<cardTag>`. */
 export const userPk = (userId: string) => `USER#${userId}`;
 export const cardPk = (cardTag: string) => `CARD#${cardTag}`;
 const erasedPk = (userId: string) => `ERASED#${userId}`;
+const erasedCardPk = (cardTag: string, clientId: string) => `ERASED-CARD#${cardTag}#${clientId}`;
 
 export class UserRepository {
   // Bounded in age because a key rotation or an erasure in another function's process changes a user:
@@ -208,6 +224,12 @@ export class UserRepository {
       keyIds: [...(user.retiredKeyIds ?? []), user.keyId],
       erasedAt,
     };
+    // Not the userId: the erased user is linked to its card no longer (the audit has the erasure).
+    const erasedCard: ErasedCardRecord = {
+      clientId: user.clientId,
+      erasedAt,
+      ttl: Math.floor(Date.parse(erasedAt) / 1000) + ERASED_CARD_DAYS * 86_400,
+    };
     const outcome = await transactWrite(this.doc, {
       TransactItems: [
         {
@@ -233,10 +255,43 @@ export class UserRepository {
             ConditionExpression: 'attribute_not_exists(pk)',
           },
         },
+        // The latest erasure of the card by this client wins: it is the one a re-registration follows.
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: { pk: erasedCardPk(user.cardTag, user.clientId), ...erasedCard },
+          },
+        },
       ],
     });
     this.registered.delete(user.cardTag);
     return outcome.ok ? erased : null;
+  }
+
+  /**
+   * This client's erasure of the card (under any of its tags) within the last ERASED_CARD_DAYS, if
+   * any. TTL deletes late, so the age is checked here too.
+   */
+  async recentErasureOfCard(
+    tags: readonly string[],
+    clientId: string,
+    now: Date,
+  ): Promise<ErasedCardRecord | null> {
+    for (const tag of tags) {
+      const result = await this.doc.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: erasedCardPk(tag, clientId) },
+          ConsistentRead: true,
+        }),
+      );
+      const record = result.Item as (ErasedCardRecord & { pk: string }) | undefined;
+      if (record && record.ttl * 1000 > now.getTime()) {
+        const { pk: _pk, ...erased } = record;
+        return erased;
+      }
+    }
+    return null;
   }
 
   /** The erasure record of a user, so the client that erased it can finish a sweep cut short. */

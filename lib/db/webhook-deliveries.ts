@@ -123,6 +123,26 @@ export class WebhookDeliveryRepository {
   }
 
   /**
+   * Marks a due delivery queued: due again at `queuedUntil` unless its attempt is made before. Only
+   * while it is still pending, at `seenCount` attempts and due at `now`, so two sweeps queue it once.
+   */
+  async markQueued(key: DeliveryKey, seenCount: number, now: Date, queuedUntil: Date): Promise<boolean> {
+    const updated = await this.updateIf({
+      Key: keyOf(key),
+      UpdateExpression: 'SET nextAttemptAt = :until',
+      ConditionExpression: '#status = :pending AND attemptCount = :seen AND nextAttemptAt <= :now',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':pending': 'pending',
+        ':seen': seenCount,
+        ':now': now.toISOString(),
+        ':until': queuedUntil.toISOString(),
+      },
+    });
+    return updated !== null;
+  }
+
+  /**
    * Takes the next attempt of a pending delivery whose attempt count is still `seenCount`: only one
    * caller can win, so two sweepers (or a sweeper and a manual retry) never send the same attempt
    * twice. The attempt is due again at `leaseUntil`, so one whose sender died is tried once more.

@@ -74,8 +74,6 @@ export interface ServiceConfig {
   logLevel: ServiceEnv['LOG_LEVEL'];
   claimWindowMinutes: number;
   claimDailyLimit: number;
-  /** Webhooks may go to http://127.0.0.1 (the local stack's receivers); true only when STAGE=local. */
-  webhookAllowLoopbackHttp: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -136,6 +134,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
     logLevel: values.LOG_LEVEL,
     claimWindowMinutes: values.CLAIM_WINDOW_MINUTES,
     claimDailyLimit: values.CLAIM_DAILY_LIMIT,
-    webhookAllowLoopbackHttp: values.STAGE === 'local',
   };
 }

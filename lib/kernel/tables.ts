@@ -25,8 +25,9 @@ export interface TableDefinition {
 export const tableDefinitions = {
   apiKeys: { name: 'api-keys', partitionKey: 'keyId', durable: true },
   keyPairs: { name: 'key-pairs', partitionKey: 'keyId', durable: true },
-  // Holds USER#<userId> records and CARD#<cardTag> uniqueness guards, written in one transaction.
-  users: { name: 'users', partitionKey: 'pk', durable: true },
+  // Holds USER#<userId> records and CARD#<cardTag> uniqueness guards, written in one transaction;
+  // ERASED-CARD#<cardTag>#<clientId> records expire (`ttl`) 30 days after an erasure.
+  users: { name: 'users', partitionKey: 'pk', ttlAttribute: 'ttl', durable: true },
   // TOKEN#<sha256(tokenId)> records and SLOT#<userId>#<n> active-token slots.
   accessTokens: { name: 'access-tokens', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
   // Receipt and transaction ids are the merchant client's own: keyed under it, another client's
@@ -39,12 +40,12 @@ export const tableDefinitions = {
     durable: true,
     // Webhook events are raised from the stream, so a stored receipt's event survives any crash.
     stream: 'NEW_AND_OLD_IMAGES',
-    // Sparse: only escrowed receipts addressed to a card carry `pendingRecipient` (its card tag, and
-    // `claimAt`, which a claim reads a window of); only receipts wrapped for a registered user carry
-    // `recipientUserId` (an erasure finds them there).
+    // Sparse: only receipts wrapped for a registered user carry `recipientUserId` (an erasure finds
+    // them there). Receipts carry no card tag since the evidence index (issue 20): `by-pending-recipient`
+    // is written by nothing and goes in the next deployment (DynamoDB deletes one index per update;
+    // this one took `by-card-and-time`).
     indexes: [
       { name: 'by-pending-recipient', partitionKey: 'pendingRecipient' },
-      { name: 'by-card-and-time', partitionKey: 'pendingRecipient', sortKey: 'claimAt' },
       { name: 'by-recipient-user', partitionKey: 'recipientUserId', sortKey: 'createdAt' },
       // An issuer fetches a receipt by id alone, across merchant namespaces (GET /receipts/{receiptId}).
       { name: 'by-receipt-id', partitionKey: 'receiptId' },
@@ -57,6 +58,16 @@ export const tableDefinitions = {
     durable: true,
     // Issuers ask by transactionId alone and read only the mapping whose receipt is for their user.
     indexes: [{ name: 'by-transaction-id', partitionKey: 'transactionId' }],
+  },
+  // The keyed evidence index (lib/crypto/evidence.ts): entries written with their receipt, read by
+  // their opaque id; by-receipt finds a receipt's entries when it is released or erased.
+  evidence: {
+    name: 'evidence',
+    partitionKey: 'evidenceId',
+    sortKey: 'receiptRef',
+    ttlAttribute: 'ttl',
+    durable: true,
+    indexes: [{ name: 'by-receipt', partitionKey: 'receiptRef' }],
   },
   // One item per merchantId: the merchant client that named it first, which alone may name it again.
   merchants: { name: 'merchants', partitionKey: 'merchantId', durable: true },

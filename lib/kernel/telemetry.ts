@@ -33,6 +33,10 @@ export interface MetricDimensions {
   RefundsRecorded: { gateway: GatewayKind; source: 'api' | 'gateway' };
   /** A gateway event refused: its signature missing, wrong or too old (a forgery, or a misconfigured secret). */
   GatewayEventsRefused: { gateway: GatewayKind };
+  /** A receipt escrowed because its registered recipient's stored key could not be sealed to. */
+  RecipientSealFailures: Record<string, never>;
+  /** A card registered again by the client that erased its user within 30 days (claim allowance grind). */
+  ReRegistrations: Record<string, never>;
 }
 
 export type MetricName = keyof MetricDimensions;

@@ -9,8 +9,10 @@ import {
   publicKeyDer,
   type KeyWrapAlgorithm,
 } from '../crypto/keys.js';
+import { sealingProblem } from '../crypto/envelope.js';
+import { InvalidPublicKeyError } from '../crypto/errors.js';
 import type { KeyPairRecord } from '../db/key-pairs.js';
-import type { UserRecord } from '../db/users.js';
+import { ERASED_CARD_DAYS, type UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import type { registerBody } from './schemas.js';
 import {
@@ -84,7 +86,8 @@ export interface ImportedKey {
 }
 
 /**
- * Stores the public half of a key pair made on a device. Bound to the importing client exactly like a
+ * Stores the public half of a key pair made on a device, in canonical form (a compressed P-256 point
+ * decompressed), once a test envelope has been sealed to it. Bound to the importing client exactly like a
  * generated pair, so register and rotate-user-key treat the two alike and no other client can use it.
  * The algorithm is recorded for readers of the table; sealing derives it from the SPKI's key type.
  */
@@ -95,6 +98,9 @@ export async function importKeyFor(
   requestId: string,
 ): Promise<ImportedKey> {
   const imported = parseImportedPublicKey(publicKey, 'publicKey');
+  // Proven, not only parsed: a key nothing can be sealed to would fail every merchant paying the card.
+  const problem = sealingProblem(imported.key);
+  if (problem !== undefined) throw new InvalidPublicKeyError('publicKey', problem);
   const keyId = await storePublicKey(deps, caller, requestId, {
     publicKey: imported.spki,
     algorithm: imported.algorithm,
@@ -164,5 +170,25 @@ export async function registerUser(
     keyId: user.keyId,
     cardTagPrefix: cardTagPrefix(user.cardTag),
   });
+  // Erase then register the same card again: a client grinding claims (the allowance is per card and
+  // client, so it gains nothing) or a cardholder who came back. Either way an operator looks (alarm).
+  const erased = await deps.repos.users.recentErasureOfCard(
+    [cardTag!, ...olderTags],
+    caller.clientId,
+    deps.clock.now(),
+  );
+  if (erased) {
+    deps.telemetry.count('ReRegistrations');
+    await deps.audit.record({
+      action: 'user.re-register',
+      outcome: 'success',
+      reason: `card registered again ${ERASED_CARD_DAYS} days or less after this client erased its user (at ${erased.erasedAt})`,
+      requestId,
+      clientId: caller.clientId,
+      userId: user.userId,
+      keyId: user.keyId,
+      cardTagPrefix: cardTagPrefix(user.cardTag),
+    });
+  }
   return { user };
 }

@@ -52,6 +52,22 @@ export async function configuredGateway(
   return deps.gateways.get(kind);
 }
 
+/**
+ * What Powertools' idempotency record validates a repeat against (it stores a hash of it): the
+ * request with its card as the card's tag, never the hashedPan, whose unkeyed hash a table copy gave
+ * back by brute force (issue 20). A repeat across a card-tag key rotation then differs: a 409 for that
+ * one request, within the 24 hours the record lives.
+ */
+export async function idempotencyBody(
+  deps: Pick<AppDeps, 'cardTags'>,
+  kind: GatewayKind,
+  body: CreatePaymentBody,
+): Promise<Record<string, unknown>> {
+  const { recipientHashedPan, ...rest } = body;
+  const recipientCard = recipientHashedPan ? (await deps.cardTags.keyring()).tagOf(recipientHashedPan) : null;
+  return { kind, ...rest, recipientCard };
+}
+
 /** A decline is the card's answer, a refusal the provider's verdict on the request, an error its outage. */
 const paymentFailure = (error: unknown): PaymentFailure =>
   error instanceof PaymentDeclinedError
@@ -158,7 +174,7 @@ export async function createPaymentWithReceipt(
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
     caller,
     requestId: input.requestId,
-    requestDigest: digestOf(receiptFields),
+    requestDigest: digestOf({ ...receiptFields, recipientHashedPan: undefined }),
     paymentStatus: 'pending',
   });
   const pointers = {

@@ -1,12 +1,13 @@
 import type * as z from 'zod';
 import type { Caller } from '../api-keys/authenticator.js';
-import { cardTagPrefix, type CardTag, type CardTagKeyring, type ClaimFacts } from '../crypto/card-tag.js';
+import { cardTagPrefix } from '../crypto/card-tag.js';
 import { transferEnvelope, type Recipient } from '../crypto/envelope.js';
 import { parsePublicKey } from '../crypto/keys.js';
 import type { ReceiptEnvelope, ReceiptKey, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import { ClaimLimitError, NotFoundError } from '../kernel/errors.js';
+import { checkTransactionDates, findByEvidence } from './evidence.js';
 import type { claimedTransactionSchema, claimReceiptsBody } from './requests.js';
 
 export type ClaimDeps = Pick<
@@ -24,38 +25,22 @@ export interface ClaimOutcome {
   released: number;
 }
 
-/**
- * Escrowed receipts read per claimed transaction and card-tag version: with 50 transactions a call
- * reads at most a few hundred items and unwraps no more, however many receipts the card has pending.
- */
-export const CANDIDATES_PER_TRANSACTION = 10;
-
 const DAY_MS = 86_400_000;
-
-const matches = (facts: ClaimFacts | undefined, claimed: ClaimedTransaction, windowMs: number): boolean =>
-  facts !== undefined &&
-  facts.currency === claimed.currency &&
-  facts.amounts.includes(claimed.amount) &&
-  Math.abs(Date.parse(facts.at) - Date.parse(claimed.transactionDate)) <= windowMs &&
-  // Last four digits narrow the match only when both sides have them.
-  (claimed.cardLast4 === undefined || facts.cardLast4 === undefined || facts.cardLast4 === claimed.cardLast4);
-
-/** The tags the user's card may be stored under: its own, and the current version's if it lags. */
-function tagsOfUser(user: UserRecord, keyring: CardTagKeyring): CardTag[] {
-  const current = keyring.advance(user.cardTag);
-  return current === user.cardTag ? [current] : [current, user.cardTag];
-}
 
 /**
  * Releases the receipts escrowed for a user's card that a card transaction matches: same currency,
  * the receipt's total (or total before tip) equal to the amount, and its transaction time within the
  * configured window of the transaction's. Registering a card proves nothing about who issues it; the
- * card transaction is what only the issuer has. Each released receipt is re-wrapped for the user's
- * current key: escrow unwrap, wrap, with the envelope's bound fields and protected header unchanged
- * (a legacy envelope claimed by a P-256 key is re-sealed, same bound fields, new content key).
+ * card transaction is what only the issuer has. Each claimed transaction is one look-up in the keyed
+ * evidence index (lib/receipts/evidence.ts), so a claim costs the same whatever the card has escrowed
+ * near that time, and releases every receipt the evidence matches. Each released receipt is re-wrapped
+ * for the user's current key: escrow unwrap, wrap, with the envelope's bound fields and protected
+ * header unchanged (a legacy envelope claimed by a P-256 key is re-sealed, same bound fields, new
+ * content key).
  */
 export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput): Promise<ClaimOutcome> {
   const { caller, requestId } = input;
+  checkTransactionDates(deps, input.transactions);
   const user = await deps.repos.users.getById(input.userId);
   if (!user || user.clientId !== caller.clientId) {
     await deps.audit.record({
@@ -71,8 +56,11 @@ export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput):
   }
 
   const now = deps.clock.now();
+  const keyring = await deps.cardTags.keyring();
+  // Per card and client, not per user (DECISIONS, round 3): erasing the user and registering the card
+  // again must not give anyone a fresh allowance.
   const quota = await deps.repos.claimQuota.spend(
-    user.userId,
+    `${keyring.allowanceSubject(user.cardTag)}#${caller.clientId}`,
     input.transactions.length,
     deps.config.claimDailyLimit,
     now,
@@ -91,31 +79,18 @@ export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput):
     throw new ClaimLimitError(quota.retryAfterSeconds, deps.config.claimDailyLimit);
   }
 
-  const keyring = await deps.cardTags.keyring();
-  const windowMs = deps.config.claimWindowMinutes * 60_000;
   const recipient = { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) };
   const released = new Set<string>();
   const results: ClaimOutcome['results'] = [];
   for (const [transactionIndex, claimed] of input.transactions.entries()) {
-    const at = Date.parse(claimed.transactionDate);
-    const from = new Date(at - windowMs).toISOString();
-    const to = new Date(at + windowMs).toISOString();
     const receiptIds: string[] = [];
-    for (const tag of tagsOfUser(user, keyring)) {
-      const candidates = await deps.repos.receipts.pendingForCardBetween(
-        tag,
-        from,
-        to,
-        CANDIDATES_PER_TRANSACTION,
-      );
-      for (const candidate of candidates) {
-        const key = `${candidate.merchantClientId}#${candidate.receiptId}`;
-        if (released.has(key) || !candidate.claimFacts) continue;
-        if (!matches(keyring.openFacts(tag, candidate.claimFacts), claimed, windowMs)) continue;
-        if (await release(deps, candidate, user, recipient, requestId)) {
-          released.add(key);
-          receiptIds.push(candidate.receiptId);
-        }
+    for (const candidate of await findByEvidence(deps, user, claimed)) {
+      const key = `${candidate.merchantClientId}#${candidate.receiptId}`;
+      // Only what is still escrowed: the user's own receipts are found too, and left as they are.
+      if (released.has(key) || !candidate.envelope.isEscrowed || candidate.recipientUserId) continue;
+      if (await releaseReceipt(deps, candidate, user, recipient, requestId)) {
+        released.add(key);
+        receiptIds.push(candidate.receiptId);
       }
     }
     results.push({ transactionIndex, receiptIds });
@@ -132,8 +107,12 @@ export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput):
   return { userId: user.userId, results, released: released.size };
 }
 
-/** Re-wraps one escrowed receipt for the user, once; false when it could not be (it stays escrowed). */
-async function release(
+/**
+ * Re-wraps one escrowed receipt for the user, once; false when it could not be (it stays escrowed).
+ * The one place a receipt leaves escrow: whatever else a release must carry along (a sale's refund
+ * receipts, say) is called from here, after the conditional write has made this release the only one.
+ */
+export async function releaseReceipt(
   deps: ClaimDeps,
   receipt: StoredReceipt,
   user: UserRecord,
@@ -157,13 +136,10 @@ async function release(
       escrowKeyId: null,
       expiresAt: expiresAt.toISOString(),
     };
-    const claimed = await deps.repos.receipts.claim(
-      receipt,
-      envelope,
-      user.userId,
-      Math.floor(expiresAt.getTime() / 1000),
-    );
+    const ttl = Math.floor(expiresAt.getTime() / 1000);
+    const claimed = await deps.repos.receipts.claim(receipt, envelope, user.userId, ttl);
     if (claimed) {
+      await extendEvidence(deps, receipt, ttl, requestId);
       deps.telemetry.count('ReceiptsClaimed');
       await deps.audit.record({
         action: 'escrow.claim',
@@ -261,4 +237,26 @@ export async function releaseRelatedReceipts(
     }
   }
   return released;
+}
+
+/**
+ * A released receipt lives as long as any of the user's, and so must the entries a match finds it by.
+ * The release has happened whatever this finds: a failure is logged, and the entries keep the escrow
+ * expiry (`evidence backfill` finds nothing to do about that; the receipt itself is unaffected).
+ */
+async function extendEvidence(
+  deps: ClaimDeps,
+  receipt: StoredReceipt,
+  ttl: number,
+  requestId: string,
+): Promise<void> {
+  try {
+    await deps.repos.evidence.setTtl(await deps.repos.evidence.keysOfReceipt(receipt), ttl);
+  } catch (error) {
+    deps.logger.warn("a released receipt's evidence entries keep their escrow expiry", {
+      requestId,
+      receiptId: receipt.receiptId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
+  }
 }

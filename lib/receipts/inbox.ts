@@ -3,7 +3,7 @@ import type { ReceiptEnvelope, StoredReceipt } from '../db/receipts.js';
 import type { PaymentGatewayName, TransactionMappingRecord } from '../db/transactions.js';
 import type { CoreDeps } from '../app/deps.js';
 import type { CursorScope, PageKeyShape } from '../crypto/cursor.js';
-import { NotFoundError } from '../kernel/errors.js';
+import { InvalidRequestError, NotFoundError } from '../kernel/errors.js';
 import { publicMapping, type TransactionMapping } from '../transactions/transactions.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
 
@@ -137,23 +137,47 @@ const unknownReceipt = () => new NotFoundError('No receipt with this receiptId',
 
 /**
  * GET /receipts/{receiptId}: the merchant reads its own receipt of this id (its namespace); an
- * issuer reads the newest receipt of this id, of any merchant client, wrapped for one of its users.
- * Anyone else gets the same 404 as for an unknown id.
+ * issuer reads the receipt of this id wrapped for one of its users. A receiptId is unique within a
+ * merchant client only, so another merchant that knows the id (and the card) can store a receipt of
+ * the same id for the same user: the issuer names the merchantId (every inbox entry and webhook event
+ * carries it; a merchantId belongs to one merchant client), and without it is answered only when one
+ * merchant's receipt is its users' — never the newest of several, which let a second merchant put its
+ * own envelope in place of the one the user was paid with (issue 20). Anyone else gets the same 404
+ * as for an unknown id.
  */
-export async function getReceipt(deps: ReadDeps, receiptId: string, caller: Caller): Promise<FetchedReceipt> {
+export async function getReceipt(
+  deps: ReadDeps,
+  receiptId: string,
+  caller: Caller,
+  merchantId?: string,
+): Promise<FetchedReceipt> {
+  const named = (receipt: StoredReceipt) =>
+    merchantId === undefined || receipt.envelope.merchantId === merchantId;
   if (caller.roles.includes('merchant')) {
     const own = await deps.repos.receipts.get({ merchantClientId: caller.clientId, receiptId });
-    if (own) return withMapping(deps, own);
+    if (own && named(own)) return withMapping(deps, own);
   }
   if (caller.roles.includes('issuer')) {
-    const candidates = (await deps.repos.receipts.allWithReceiptId(receiptId)).sort((a, b) =>
-      b.createdAt.localeCompare(a.createdAt),
+    const candidates = (await deps.repos.receipts.allWithReceiptId(receiptId)).filter(
+      (candidate) => candidate.recipientUserId !== undefined && named(candidate),
     );
-    for (const candidate of candidates) {
-      if (!candidate.recipientUserId) continue;
-      if (await isIssuersUser(deps, candidate.recipientUserId, caller.clientId))
-        return withMapping(deps, candidate);
+    const readable = await Promise.all(
+      candidates.map((candidate) => isIssuersUser(deps, candidate.recipientUserId!, caller.clientId)),
+    );
+    const mine = candidates.filter((_, index) => readable[index]);
+    if (mine.length > 1) {
+      throw new InvalidRequestError(
+        "Several merchants' receipts for your users have this receiptId: name the merchantId",
+        [
+          {
+            field: 'merchantId',
+            message:
+              'is required when several merchants use this receiptId (it is in every inbox entry and event)',
+          },
+        ],
+      );
     }
+    if (mine[0]) return withMapping(deps, mine[0]);
   }
   throw unknownReceipt();
 }

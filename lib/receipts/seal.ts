@@ -14,16 +14,7 @@ export function sealReceipt(
   context: Record<string, string>,
 ): SealedEnvelope {
   try {
-    return sealEnvelope(
-      Buffer.from(JSON.stringify(receipt), 'utf8'),
-      {
-        version: receipt.version,
-        receiptId: receipt.receiptId,
-        merchantId: receipt.merchant.merchantId,
-        transactionId: receipt.transaction.transactionId,
-      },
-      recipient,
-    );
+    return sealReceiptEnvelope(receipt, recipient);
   } catch (error) {
     deps.logger.error('sealing failed', {
       error: error instanceof Error ? error.name : 'unknown',
@@ -31,4 +22,18 @@ export function sealReceipt(
     });
     throw new EncryptionError();
   }
+}
+
+/** The seal itself, failures thrown as they come: a caller that can fall back (to escrow) catches them. */
+export function sealReceiptEnvelope(receipt: DigitalReceipt, recipient: Recipient): SealedEnvelope {
+  return sealEnvelope(
+    Buffer.from(JSON.stringify(receipt), 'utf8'),
+    {
+      version: receipt.version,
+      receiptId: receipt.receiptId,
+      merchantId: receipt.merchant.merchantId,
+      transactionId: receipt.transaction.transactionId,
+    },
+    recipient,
+  );
 }

@@ -1,4 +1,5 @@
 import type { Caller } from '../api-keys/authenticator.js';
+import type { ReceiptKey } from '../db/receipts.js';
 import type { ErasedUserRecord, UserRecord } from '../db/users.js';
 import type { CoreDeps } from '../app/deps.js';
 import { AlreadyRegisteredError, ConflictError, KeyNotFoundError, NotFoundError } from '../kernel/errors.js';
@@ -126,6 +127,11 @@ export async function eraseUser(
     // Stop while there is time to answer: the caller repeats the call rather than see it time out.
     if (input.remainingMs() < TIME_RESERVE_MS) break;
     const batch = keys.slice(start, start + DELETE_BATCH);
+    // Their evidence entries first: a call cut short between the two finds the receipts again.
+    const evidence = await Promise.all(
+      batch.map((key) => deps.repos.evidence.keysOfReceipt(key as ReceiptKey)),
+    );
+    await deps.repos.evidence.deleteAll(evidence.flat());
     await deps.repos.receipts.deleteAll(batch);
     receiptsDeleted += batch.length;
   }

@@ -1,8 +1,11 @@
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { epochSeconds } from '../kernel/clock.js';
 import { DUE_BUCKET, type DeliveryRecord } from '../db/webhook-deliveries.js';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
-import { attemptDelivery, type DeliveryDeps } from './send.js';
+import { messageOf, type DeliveryMessage, type DispatchDeps } from './queue.js';
+import type { DeliveryDeps } from './send.js';
 
 const RETENTION_SECONDS = 30 * 24 * 3_600;
 
@@ -38,19 +41,23 @@ function batchLookups(deps: DeliveryDeps) {
 }
 type BatchLookups = ReturnType<typeof batchLookups>;
 
-/** Writes one delivery per subscribed webhook; only the ones this call created are returned. */
-async function createDeliveries(
+/**
+ * Writes one delivery per subscribed webhook (idempotent by its deterministic id, so a record read
+ * again adds nothing) and answers the first-attempt message of each, new or already there: a record
+ * whose messages were not queued is read again, and a message for an attempt already made is dropped.
+ */
+async function deliveriesOf(
   deps: DeliveryDeps,
   lookups: BatchLookups,
   event: ReceiptEvent,
-): Promise<DeliveryRecord[]> {
+): Promise<DeliveryMessage[]> {
   const clientId = await lookups.audienceOf(event);
   if (!clientId) return [];
   const webhooks = (await lookups.webhooksOf(clientId)).filter((webhook) =>
     (webhook.events as readonly string[]).includes(event.type),
   );
   const now = deps.clock.now();
-  const created: DeliveryRecord[] = [];
+  const messages: DeliveryMessage[] = [];
   for (const webhook of webhooks) {
     const delivery: DeliveryRecord = {
       webhookId: webhook.webhookId,
@@ -62,59 +69,40 @@ async function createDeliveries(
       attemptCount: 0,
       scheduledFrom: 0,
       attempts: [],
-      // Due at once: should the immediate attempt below never happen, the sweeper makes it.
+      // Due at once: should its queued attempt never be made, the sweeper queues it again.
       nextAttemptAt: now.toISOString(),
       dueBucket: DUE_BUCKET,
       createdAt: now.toISOString(),
       ttl: epochSeconds(now) + RETENTION_SECONDS,
     };
-    if (await deps.deliveries.create(delivery)) created.push(delivery);
+    await deps.deliveries.create(delivery);
+    messages.push(messageOf(delivery));
   }
-  return created;
-}
-
-export interface ProcessedBatch {
-  /** The first record whose deliveries could not be written, and so everything after it: retry from here. */
-  failedSequenceNumber?: string;
-  deliveriesCreated: number;
+  return messages;
 }
 
 /**
- * The receipts stream's records, in order: each raises its events, each event a delivery per
- * subscribed webhook (idempotent by its deterministic id, so a record read again adds nothing), and
- * every new delivery is then attempted once. Only writing a delivery can fail the batch: an attempt
- * that fails is the schedule's business, not the stream's.
+ * The receipts stream's records (Powertools batch processing, as the event source mapping delivers
+ * them, and as the local poller hands them over): each raises its events, each event a delivery per
+ * subscribed webhook, and each delivery's first attempt is queued (lib/webhooks/queue.ts), never
+ * made here: a receiver that hangs delays nobody else's deliveries. A record whose deliveries could
+ * not be written or queued is reported, and read again (Lambda retries from the first reported).
  */
-export async function processReceiptRecords(
-  records: readonly ReceiptStreamRecord[],
-  deps: DeliveryDeps,
-): Promise<ProcessedBatch> {
-  const created: DeliveryRecord[] = [];
+export async function dispatchReceiptStream(
+  event: DynamoDBStreamEvent,
+  deps: DispatchDeps,
+): Promise<DynamoDBBatchResponse> {
   const lookups = batchLookups(deps);
-  let failedSequenceNumber: string | undefined;
-  for (const record of records) {
-    try {
-      for (const event of eventsOf(record)) created.push(...(await createDeliveries(deps, lookups, event)));
-    } catch (error) {
-      deps.logger.error('webhook deliveries could not be written for a receipt change', {
-        sequenceNumber: record.dynamodb?.SequenceNumber,
-        error: error instanceof Error ? error.name : 'unknown',
-      });
-      failedSequenceNumber = record.dynamodb?.SequenceNumber;
-      break;
-    }
-  }
-  await Promise.all(
-    created.map((delivery) =>
-      attemptDelivery(deps, delivery).catch((error: unknown) => {
-        // The delivery is stored and due: the sweeper makes the attempt this one could not.
-        deps.logger.warn('first webhook attempt not made', {
-          webhookId: delivery.webhookId,
-          deliveryId: delivery.deliveryId,
-          error: error instanceof Error ? error.name : 'unknown',
-        });
-      }),
-    ),
+  return processPartialResponse(
+    event,
+    async (record: DynamoDBRecord) => {
+      const messages: DeliveryMessage[] = [];
+      for (const receiptEvent of eventsOf(record as ReceiptStreamRecord))
+        messages.push(...(await deliveriesOf(deps, lookups, receiptEvent)));
+      if (messages.length > 0) await deps.queue.enqueue(messages);
+    },
+    new BatchProcessor(EventType.DynamoDBStreams),
+    // Every record failing is a partial response like any other: Lambda reads on from the first.
+    { throwOnFullBatchFailure: false },
   );
-  return { deliveriesCreated: created.length, ...(failedSequenceNumber ? { failedSequenceNumber } : {}) };
 }

@@ -5,7 +5,7 @@ import { WebhookLimitReached, type WebhookEvent, type WebhookRecord } from '../d
 import type { CoreDeps } from '../app/deps.js';
 import { ForbiddenError, InvalidRequestError, NotFoundError, WebhookLimitError } from '../kernel/errors.js';
 import { base32 } from './base32.js';
-import { checkWebhookUrl } from './url-guard.js';
+import { webhookUrlGuardOf } from './url-guard.js';
 
 /** Webhooks one API client may have at a time: each event fans out to all of them. */
 export const maxWebhooksPerClient = 10;
@@ -47,7 +47,10 @@ export interface RotatedSecret {
   previousSecretExpiresAt: string;
 }
 
-type RegistrationDeps = Pick<CoreDeps, 'repos' | 'clock' | 'config' | 'resolveHost' | 'audit'>;
+type RegistrationDeps = Pick<
+  CoreDeps,
+  'repos' | 'clock' | 'config' | 'resolveHost' | 'audit' | 'webhookUrlGuard'
+>;
 
 /**
  * POST /webhooks: the events must be ones the caller's roles may hear, the URL must pass the URL
@@ -64,10 +67,7 @@ export async function createWebhook(
     if (!roles.some((role) => input.caller.roles.includes(role)))
       throw new ForbiddenError(`Subscribing to ${event} needs the ${roles.join(' or ')} role`);
   }
-  const check = await checkWebhookUrl(input.url, {
-    allowLoopbackHttp: deps.config.webhookAllowLoopbackHttp,
-    resolve: deps.resolveHost,
-  });
+  const check = await webhookUrlGuardOf(deps)(input.url);
   if (!check.ok) {
     throw new InvalidRequestError(`The webhook URL is refused: ${check.reason}`, [
       { field: 'url', message: check.reason },

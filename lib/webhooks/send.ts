@@ -2,12 +2,17 @@ import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
 import { epochSeconds, type Clock } from '../kernel/clock.js';
 import type { UserRepository } from '../db/users.js';
-import type { DeliveryAttempt, DeliveryRecord, WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
+import type {
+  DeliveryAttempt,
+  DeliveryKey,
+  DeliveryRecord,
+  WebhookDeliveryRepository,
+} from '../db/webhook-deliveries.js';
 import { signingSecrets, type WebhookRecord, type WebhookRepository } from '../db/webhooks.js';
 import type { Logger } from '../kernel/log.js';
 import type { Telemetry } from '../kernel/telemetry.js';
 import type { PostResult, WebhookTransport } from './transport.js';
-import { checkWebhookUrl, type UrlPolicy } from './url-guard.js';
+import type { WebhookUrlGuard } from './url-guard.js';
 
 /** What delivering needs: the stream dispatcher, the sweeper and the retry route all build this. */
 export interface DeliveryDeps {
@@ -18,7 +23,8 @@ export interface DeliveryDeps {
   deliveries: WebhookDeliveryRepository;
   users: Pick<UserRepository, 'getById'>;
   transport: WebhookTransport;
-  urlPolicy: UrlPolicy;
+  /** The URL guard, again at every attempt. */
+  checkUrl: WebhookUrlGuard;
 }
 
 /**
@@ -69,7 +75,7 @@ async function post(deps: DeliveryDeps, delivery: DeliveryRecord, at: Date): Pro
   if (!webhook || webhook.clientId !== delivery.clientId)
     return { result: { error: 'webhook_deleted' }, final: true };
   // Again at every attempt: the name may point somewhere else than when the webhook was registered.
-  const check = await checkWebhookUrl(webhook.url, deps.urlPolicy);
+  const check = await deps.checkUrl(webhook.url);
   if (!check.ok) {
     // A name that does not resolve may come back; one that resolves into our network is refused for good.
     const transient = /does not resolve/.test(check.reason);
@@ -92,7 +98,7 @@ async function post(deps: DeliveryDeps, delivery: DeliveryRecord, at: Date): Pro
  */
 export async function attemptDelivery(
   deps: DeliveryDeps,
-  delivery: DeliveryRecord,
+  delivery: DeliveryKey & { attemptCount: number },
   options: { dueBy?: Date } = {},
 ): Promise<DeliveryRecord | null> {
   const at = deps.clock.now();

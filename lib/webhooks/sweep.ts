@@ -1,29 +1,31 @@
-import { attemptDelivery, type DeliveryDeps } from './send.js';
+import { messageOf, QUEUE_LEASE_MS, type DeliveryMessage, type DispatchDeps } from './queue.js';
 
-/** Deliveries a sweep attempts at most: one sweep's work stays inside its function's timeout. */
-export const SWEEP_BATCH = 50;
+/** Deliveries a sweep queues at most: one run reads one page of what is due. */
+export const SWEEP_BATCH = 250;
 
 /**
- * Attempts the pending deliveries that are due, at most `limit`, all at once. Each attempt is claimed
- * first (lib/db/webhook-deliveries.ts), so sweeps that overlap never send the same attempt twice.
+ * Queues the pending deliveries that are due (lib/webhooks/queue.ts), at most `limit`; it makes no
+ * attempt itself, so no receiver can hold it up. Each is marked queued first, on the attempt count
+ * and due time it was read with, so sweeps that overlap queue it once, and it is due again only if
+ * its message is not taken within QUEUE_LEASE_MS.
  */
 export async function sweepDueDeliveries(
-  deps: DeliveryDeps,
+  deps: DispatchDeps,
   limit: number = SWEEP_BATCH,
-): Promise<{ due: number; attempted: number }> {
+): Promise<{ due: number; queued: number }> {
   const now = deps.clock.now();
   const due = await deps.deliveries.due(now, limit);
-  const attempted = await Promise.all(
+  const marked = await Promise.all(
     due.map((delivery) =>
-      attemptDelivery(deps, delivery, { dueBy: now }).catch((error: unknown) => {
-        deps.logger.warn('webhook attempt not made; it stays due', {
-          webhookId: delivery.webhookId,
-          deliveryId: delivery.deliveryId,
-          error: error instanceof Error ? error.name : 'unknown',
-        });
-        return null;
-      }),
+      deps.deliveries.markQueued(
+        delivery,
+        delivery.attemptCount,
+        now,
+        new Date(now.getTime() + QUEUE_LEASE_MS),
+      ),
     ),
   );
-  return { due: due.length, attempted: attempted.filter((result) => result !== null).length };
+  const messages: DeliveryMessage[] = due.filter((_, index) => marked[index]).map(messageOf);
+  if (messages.length > 0) await deps.queue.enqueue(messages);
+  return { due: due.length, queued: messages.length };
 }

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CardTagKeyring, tagVersion, type CardTagKeyStore } from '../../lib/crypto/card-tag.js';
 import type { AuditLog } from '../../lib/db/audit.js';
 import { isConditionFailure } from '../../lib/db/client.js';
 import { transactWrite } from '../../lib/db/transact.js';
 import { cardPk } from '../../lib/db/users.js';
-import { tableDefinitions } from '../../lib/kernel/tables.js';
+import { rekeyEvidence } from './evidence.js';
+import { receiptKeyOf, scanTable } from './scan.js';
 
 /**
  * Card-tag key administration for the operator (`npm run admin -- card-key …`), with the operator's
@@ -13,57 +14,46 @@ import { tableDefinitions } from '../../lib/kernel/tables.js';
  */
 export interface CardKeyAdminDeps {
   doc: DynamoDBDocumentClient;
-  tables: { users: string; receipts: string };
+  tables: { users: string; receipts: string; evidence: string };
   store: CardTagKeyStore;
   audit: AuditLog;
+  /** The claim window in ms (CLAIM_WINDOW_MINUTES): evidence entries are re-keyed for it. */
+  widthMs: number;
 }
 
 export interface RetagCounts {
   /** Card guards (CARD#<tag>) moved to a new key. */
   guards: number;
   users: number;
-  /** Escrowed receipts whose pending tag and sealed claim facts were moved. */
+  /** Escrowed receipts stored before the evidence index whose pending tag and sealed facts were moved. */
   receipts: number;
+  /** Evidence entries rewritten under the new key version. */
+  evidence: number;
   /** Records changed by someone else between the scan and the write: run retag again. */
   skipped: number;
 }
 
-type Item = Record<string, unknown>;
-
-async function* scan(doc: DynamoDBDocumentClient, table: string, filter?: string): AsyncGenerator<Item> {
-  let startKey: Item | undefined;
-  do {
-    const page = await doc.send(
-      new ScanCommand({
-        TableName: table,
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-        ...(filter ? { FilterExpression: filter } : {}),
-      }),
-    );
-    yield* page.Items ?? [];
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-}
-
-const receiptKeyOf = (item: Item): Item => {
-  const { partitionKey, sortKey } = tableDefinitions.receipts as { partitionKey: string; sortKey?: string };
-  return { [partitionKey]: item[partitionKey], ...(sortKey ? { [sortKey]: item[sortKey] } : {}) };
-};
-
 /**
  * Moves every stored card tag older than the current key version to it, from the stored tag (the
- * chain in lib/crypto/card-tag.ts): escrowed receipts first, so a claim that reads a user's newer tag
- * finds them, then card guards and users. Each write is conditioned on the value it replaces, so a
+ * chain in lib/crypto/card-tag.ts): evidence entries and escrowed receipts first, so a claim that
+ * reads a user's newer tag finds them, then card guards and users. Each write is conditioned on the value it replaces, so a
  * concurrent change is skipped and counted, never overwritten; running it again finishes the job.
  */
 export async function retagCardRecords(deps: CardKeyAdminDeps): Promise<RetagCounts> {
   const keyring = new CardTagKeyring(await deps.store.load());
-  const counts: RetagCounts = { guards: 0, users: 0, receipts: 0, skipped: 0 };
+  const counts: RetagCounts = { guards: 0, users: 0, receipts: 0, evidence: 0, skipped: 0 };
+  // Evidence first, like escrowed receipts: a claim that reads a user's newer tag then finds it.
+  const evidence = { receiptsIndexed: 0, entriesRekeyed: 0, skipped: 0 };
+  await rekeyEvidence({ doc: deps.doc, tables: deps.tables, keyring, widthMs: deps.widthMs }, evidence);
+  counts.evidence = evidence.entriesRekeyed;
+  counts.skipped += evidence.skipped;
   const lagging = (tag: unknown): tag is string =>
     typeof tag === 'string' && tagVersion(tag) !== undefined && !keyring.isCurrent(tag);
 
-  for await (const item of scan(deps.doc, deps.tables.receipts, 'attribute_exists(pendingRecipient)')) {
+  for await (const item of scanTable(deps.doc, deps.tables.receipts, {
+    filter: 'attribute_exists(pendingRecipient)',
+    consistent: true,
+  })) {
     const old = item.pendingRecipient;
     if (!lagging(old)) continue;
     const tag = keyring.advance(old);
@@ -91,7 +81,7 @@ export async function retagCardRecords(deps: CardKeyAdminDeps): Promise<RetagCou
     }
   }
 
-  for await (const item of scan(deps.doc, deps.tables.users)) {
+  for await (const item of scanTable(deps.doc, deps.tables.users, { consistent: true })) {
     const old = item.cardTag;
     const pk = String(item.pk);
     if (!lagging(old)) continue;

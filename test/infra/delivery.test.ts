@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { tableDefinitions } from '../../lib/kernel/tables.js';
 import { dispatchStream } from '../../functions/webhooks/webhook-dispatch/function.js';
+import { deliveryQueue } from '../../functions/webhooks/webhook-deliver/function.js';
 import {
   asArray,
   functionByName,
@@ -17,7 +18,10 @@ import {
 let template: Template;
 let receiptsTableId: string;
 let queueId: string;
+let deliveryQueueId: string;
+let deliveryDlqId: string;
 let mapping: Resource;
+let queueMapping: Resource;
 
 const tableIdNamed = (name: string): string => {
   const entry = Object.entries(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -42,8 +46,16 @@ const on = (statements: Statement[], resourceId: string, match: (text: string) =
 beforeAll(() => {
   template = sharedTemplate();
   receiptsTableId = tableIdNamed(tableDefinitions.receipts.name);
-  queueId = Object.keys(resourcesOf(template, 'AWS::SQS::Queue'))[0] as string;
-  mapping = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))[0] as Resource;
+  const queueNamed = (name: string) =>
+    Object.entries(resourcesOf(template, 'AWS::SQS::Queue')).find(
+      ([, queue]) => queue.Properties.QueueName === `receipt-service-test-${name}`,
+    )?.[0] as string;
+  queueId = queueNamed('webhook-dispatch-dlq');
+  deliveryQueueId = queueNamed('webhook-deliveries.fifo');
+  deliveryDlqId = queueNamed('webhook-deliveries-dlq.fifo');
+  const mappings = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'));
+  mapping = mappings.find((each) => JSON.stringify(each.Properties.EventSourceArn).includes('StreamArn'))!;
+  queueMapping = mappings.find((each) => each !== mapping)!;
 });
 
 describe('the receipts stream', () => {
@@ -56,7 +68,8 @@ describe('the receipts stream', () => {
   });
 
   it('drives the dispatcher: bisected, retried, partial batch failures, then the dead-letter queue', () => {
-    expect(Object.keys(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))).toHaveLength(1);
+    // This one and the delivery queue's.
+    expect(Object.keys(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))).toHaveLength(2);
     expect(referencedId(mapping.Properties.FunctionName)).toBe(fnId('webhook-dispatch'));
     expect(mapping.Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [receiptsTableId, 'StreamArn'] });
     expect(mapping.Properties).toMatchObject({
@@ -73,10 +86,65 @@ describe('the receipts stream', () => {
   });
 });
 
+describe('the delivery queue (issue 20: deliveries isolated per destination)', () => {
+  const queues = () => resourcesOf(template, 'AWS::SQS::Queue');
+
+  it('is FIFO, one message group per webhook with its own throughput, deduplicated per group, with a FIFO dead-letter queue', () => {
+    expect(queues()[deliveryQueueId]?.Properties).toMatchObject({
+      FifoQueue: true,
+      ContentBasedDeduplication: false,
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+      SqsManagedSseEnabled: true,
+      VisibilityTimeout: deliveryQueue.visibilityTimeoutSeconds,
+      RedrivePolicy: {
+        deadLetterTargetArn: { 'Fn::GetAtt': [deliveryDlqId, 'Arn'] },
+        maxReceiveCount: deliveryQueue.maxReceiveCount,
+      },
+    });
+    expect(queues()[deliveryDlqId]?.Properties).toMatchObject({
+      FifoQueue: true,
+      SqsManagedSseEnabled: true,
+    });
+  });
+
+  it('is consumed by the deliverer alone, one message per invocation, reporting partial failures', () => {
+    expect(referencedId(queueMapping.Properties.FunctionName)).toBe(fnId('webhook-deliver'));
+    expect(queueMapping.Properties).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [deliveryQueueId, 'Arn'] },
+      BatchSize: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    expect(actionsOf(on(roleStatements('webhook-deliver'), deliveryQueueId))).toEqual([
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:ReceiveMessage',
+    ]);
+  });
+
+  it('is sent to by the dispatcher and the sweeper only, which are told its URL', () => {
+    for (const name of ['webhook-dispatch', 'webhook-sweep']) {
+      expect(actionsOf(on(roleStatements(name), deliveryQueueId))).toEqual([
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:SendMessage',
+      ]);
+      const environment = functionByName(template, `receipt-service-test-${name}`)[1].Properties
+        .Environment as { Variables: Record<string, unknown> };
+      expect(referencedId(environment.Variables.WEBHOOK_QUEUE_URL)).toBe(deliveryQueueId);
+    }
+    for (const name of ['encrypt-receipt', 'retry-webhook-delivery', 'list-webhook-deliveries'])
+      expect(on(roleStatements(name), deliveryQueueId)).toEqual([]);
+  });
+});
+
 describe('the dead-letter queue', () => {
-  it('is the only queue, encrypted, refusing plain-text transport, keeping messages 14 days', () => {
+  it('is encrypted, refusing plain-text transport, keeping messages 14 days', () => {
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
-    expect(Object.keys(queues)).toHaveLength(1);
+    // The stream's, and the delivery queue and its own.
+    expect(Object.keys(queues)).toHaveLength(3);
     expect(queues[queueId]?.Properties).toMatchObject({
       QueueName: 'receipt-service-test-webhook-dispatch-dlq',
       SqsManagedSseEnabled: true,
@@ -100,7 +168,7 @@ describe('the dead-letter queue', () => {
       'sqs:GetQueueUrl',
       'sqs:SendMessage',
     ]);
-    for (const name of ['webhook-sweep', 'encrypt-receipt', 'retry-webhook-delivery'])
+    for (const name of ['webhook-sweep', 'webhook-deliver', 'encrypt-receipt', 'retry-webhook-delivery'])
       expect(on(roleStatements(name), queueId)).toEqual([]);
   });
 });
@@ -151,6 +219,7 @@ describe('least privilege', () => {
     for (const name of [
       'webhook-dispatch',
       'webhook-sweep',
+      'webhook-deliver',
       'list-webhook-deliveries',
       'retry-webhook-delivery',
     ]) {
@@ -176,11 +245,12 @@ describe('least privilege', () => {
       'dynamodb:PutItem',
       'dynamodb:UpdateItem',
     ]);
-    expect(actionsOf(on(roleStatements('webhook-sweep'), deliveries, tableOnly))).toEqual([
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
-    ]);
+    for (const name of ['webhook-sweep', 'webhook-deliver'])
+      expect(actionsOf(on(roleStatements(name), deliveries, tableOnly))).toEqual([
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+      ]);
     expect(actionsOf(on(roleStatements('list-webhook-deliveries'), deliveries, tableOnly))).toEqual([
       'dynamodb:GetItem',
     ]);
@@ -193,14 +263,16 @@ describe('least privilege', () => {
     for (const name of [
       'webhook-dispatch',
       'webhook-sweep',
+      'webhook-deliver',
       'list-webhook-deliveries',
       'retry-webhook-delivery',
     ])
       expect(
         actionsOf(on(roleStatements(name), webhooksId())).filter((action) => !/GetItem|Query/.test(action)),
       ).toEqual([]);
-    // The sweeper never looks up users.
-    expect(on(roleStatements('webhook-sweep'), tableIdNamed('users'))).toEqual([]);
+    // The sweeper and the deliverer never look up users.
+    for (const name of ['webhook-sweep', 'webhook-deliver'])
+      expect(on(roleStatements(name), tableIdNamed('users'))).toEqual([]);
   });
 
   it("reads the webhooks' secrets through the tables' customer-managed key, by DynamoDB only", () => {
@@ -210,7 +282,7 @@ describe('least privilege', () => {
     expect(
       resourcesOf(template, 'AWS::DynamoDB::Table')[webhooksId()]?.Properties.SSESpecification,
     ).toMatchObject({ SSEType: 'KMS', KMSMasterKeyId: { 'Fn::GetAtt': [tableKeyId, 'Arn'] } });
-    for (const name of ['webhook-dispatch', 'webhook-sweep']) {
+    for (const name of ['webhook-dispatch', 'webhook-sweep', 'webhook-deliver']) {
       const onKey = on(roleStatements(name), tableKeyId);
       expect(onKey).toHaveLength(1);
       // Both only read customer-keyed tables (webhooks, and users for the dispatcher): no encrypt rights.
@@ -237,17 +309,22 @@ describe('alarms', () => {
     });
   });
 
-  it('fires on the first message in the dead-letter queue', () => {
+  it.each([
+    ['webhook-dispatch-dlq', () => queueId],
+    ['webhook-delivery-dlq', () => deliveryDlqId],
+  ])('fires on the first message in a dead-letter queue (%s)', (name, queue) => {
     const alarm = alarms().find(
-      (candidate) => candidate.Properties.MetricName === 'ApproximateNumberOfMessagesVisible',
+      (candidate) => candidate.Properties.AlarmName === `receipt-service-test-${name}`,
     );
     expect(alarm?.Properties).toMatchObject({
-      AlarmName: 'receipt-service-test-webhook-dispatch-dlq',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
       Namespace: 'AWS/SQS',
       Threshold: 1,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
     });
-    expect(referencedId((alarm?.Properties.Dimensions as { Value: unknown }[])[0]?.Value)).toBe(queueId);
+    expect(JSON.stringify((alarm?.Properties.Dimensions as { Value: unknown }[])[0]?.Value)).toContain(
+      `"${queue()}"`,
+    );
   });
 
   it('watches the dispatcher and the sweeper for errors like every function', () => {

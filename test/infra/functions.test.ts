@@ -92,6 +92,10 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     read: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'],
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
+  evidence: {
+    read: ['dynamodb:Query'],
+    write: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
   merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
   rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
@@ -117,12 +121,18 @@ const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =
   ].sort();
 
 describe('one function per route', () => {
-  it('creates exactly the functions of the route table, the edge authorizer and the webhook dispatcher and sweeper', () => {
+  it('creates exactly the functions of the route table, the edge authorizer and the webhook dispatcher, sweeper and deliverer', () => {
     const names = Object.values(resourcesOf(template, 'AWS::Lambda::Function')).map(
       (f) => f.Properties.FunctionName,
     );
     expect(names.sort()).toEqual(
-      [...routes.map((route) => route.name), 'edge-authorizer', 'webhook-dispatch', 'webhook-sweep']
+      [
+        ...routes.map((route) => route.name),
+        'edge-authorizer',
+        'webhook-dispatch',
+        'webhook-sweep',
+        'webhook-deliver',
+      ]
         .map((name) => `receipt-service-test-${name}`)
         .sort(),
     );

@@ -4,6 +4,7 @@ import { tableDefinitions, tableKeys, type TableDefinition } from '../../lib/ker
 import { routes } from '../../functions/routes.js';
 import { webhookDispatchFunction } from '../../functions/webhooks/webhook-dispatch/function.js';
 import { webhookSweepFunction } from '../../functions/webhooks/webhook-sweep/function.js';
+import { webhookDeliverFunction } from '../../functions/webhooks/webhook-deliver/function.js';
 import {
   asArray,
   functionByName,
@@ -66,7 +67,7 @@ const keyUses = [
   'kms:GenerateDataKey',
   'kms:CreateGrant',
 ] as const;
-const customerKeyedTableNames = ['users', 'receipts', 'audit', 'access-tokens', 'webhooks'];
+const customerKeyedTableNames = ['users', 'receipts', 'audit', 'access-tokens', 'webhooks', 'evidence'];
 
 const tableNamed = (name: string): Resource => {
   const found = Object.values(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -309,7 +310,7 @@ describe('operations', () => {
     expect(counting.length).toBeGreaterThan(0);
     for (const filter of counting) expect(filter.Properties.FilterPattern).toBe(`{ $.code = "${code}" }`);
     // Every function's log, the background ones too: a code written by any handler is counted.
-    const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction];
+    const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction, webhookDeliverFunction];
     expect(counting.map((filter) => referencedId(filter.Properties.LogGroupName)).sort()).toEqual(
       everyFunction.map((definition) => functionLogGroupId(definition.name)).sort(),
     );
@@ -330,6 +331,20 @@ describe('operations', () => {
     expect(referencedId(counting[0]?.Properties.LogGroupName)).toBe(functionLogGroupId('register'));
   });
 
+  it.each([
+    ['ReRegistrations', 're-registrations'],
+    ['RecipientSealFailures', 'recipient-seal-failures'],
+  ])('alarms on the first %s, as the use cases count them', (metric, name) => {
+    expect(alarmNamed(`receipt-service-test-${name}`)?.Properties).toMatchObject({
+      MetricName: metric,
+      Namespace: 'ReceiptService',
+      Dimensions: [{ Name: 'service', Value: 'receipt-service' }],
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+  });
+
   it('takes the security thresholds from the settings', () => {
     const tuned = synthVariant({
       monitoring: true,
@@ -339,6 +354,7 @@ describe('operations', () => {
         decryptionErrorAlarmThreshold: '13',
         grantErrorAlarmThreshold: '14',
         registerConflictAlarmThreshold: '15',
+        reRegistrationAlarmThreshold: '16',
       },
     }).templates.template;
     const thresholds = Object.fromEntries(
@@ -353,6 +369,7 @@ describe('operations', () => {
       'receipt-service-test-decryption-errors': 13,
       'receipt-service-test-grant-errors': 14,
       'receipt-service-test-register-conflicts': 15,
+      'receipt-service-test-re-registrations': 16,
     });
   });
 

@@ -33,6 +33,7 @@ describe('settings', () => {
       decryptionErrorAlarmThreshold: 20,
       grantErrorAlarmThreshold: 20,
       registerConflictAlarmThreshold: 1,
+      reRegistrationAlarmThreshold: 1,
     });
     expect(settings.alarmEmail).toBeUndefined();
     expect(settings.squareLocationId).toBeUndefined();
@@ -73,6 +74,10 @@ describe('settings', () => {
 
   it.each([
     [{ stage: 'Prod Stage' }, 'stage'],
+    // Issue 20: a deployment named like the local stack is refused at synth (a stack named `local`
+    // was accepted before, and its functions loosened the webhook URL guard by that name).
+    [{ stage: 'local' }, 'stage'],
+    [{ stage: 'local-eu' }, 'stage'],
     [{ tokenTtlSeconds: 60 }, 'tokenTtlSeconds'],
     [{ logRetentionDays: 31 }, 'logRetentionDays'],
     [{ alarmEmail: 'not-an-address' }, 'alarmEmail'],

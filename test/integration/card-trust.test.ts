@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { rotateCardTagKey, retagCardRecords } from '../../scripts/admin/card-tags.js';
@@ -6,7 +6,10 @@ import { unbindUser } from '../../scripts/admin/users.js';
 import { requireAllTables } from '../../lib/kernel/config.js';
 import { LogTelemetry } from '../../lib/kernel/telemetry.js';
 import { migrateLegacyCardData } from '../../local/legacy-card-data.js';
-import { CANDIDATES_PER_TRANSACTION } from '../../lib/receipts/claim.js';
+import { backfillEvidence } from '../../scripts/admin/evidence.js';
+import { claimFactsOf } from '../../lib/receipts/encrypt.js';
+import { evidenceWidthMs } from '../../lib/receipts/evidence.js';
+import { createPaymentBody } from '../../lib/payments/schemas.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { logsWhile } from '../support/logs.js';
@@ -155,7 +158,9 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
       }
     });
     const tables = await dumpTables();
-    expect(tables).toContain('"pendingRecipient":"v1.');
+    // Evidence entries, opaque; no receipt carries its card's tag (issue 20).
+    expect(tables).toContain('"evidenceId":"v1.');
+    expect(tables).not.toContain('pendingRecipient');
     for (const pan of pans) {
       expect([tables.includes(pan), tables.includes(pan.slice(0, 8))]).toEqual([false, false]);
       expect([text.includes(pan), text.includes(pan.slice(0, 8))]).toEqual([false, false]);
@@ -295,15 +300,174 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     });
   });
 
-  it('bounds the receipts one claimed transaction examines', async () => {
+  it('releases every matching receipt, however many non-matching ones share its window', async () => {
+    // Issue 20, LOW: a claimed transaction examined the 10 oldest escrowed receipts in its window, so
+    // ten older non-matching ones hid a matching one from every claim (this released 0, then 10 of 12).
     const hashedPan = newHashedPan();
-    for (let index = 0; index < CANDIDATES_PER_TRANSACTION + 2; index += 1) await encrypt(hashedPan);
+    const at = (minute: number) => `2026-11-21T09:${String(minute).padStart(2, '0')}:00Z`;
+    const receiptAt = (minute: number, total: number) => {
+      const base = sampleReceipt();
+      return sampleReceipt({
+        transaction: { ...base.transaction, datetime: at(minute) },
+        summary: { ...base.summary, tipAmount: null, total },
+      });
+    };
+    for (let minute = 0; minute < 10; minute += 1)
+      await encrypt(hashedPan, receiptAt(minute, 2_000 + minute));
+    const hidden = await encrypt(hashedPan, receiptAt(12, 999));
+    const same: string[] = [];
+    for (let index = 0; index < 12; index += 1)
+      same.push((await encrypt(hashedPan, receiptAt(5, 777))).receipt.receiptId);
     const user = await onboardUser(stack, issuerA.apiKey, hashedPan);
-    const evidence = { amount: 1748, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' };
-    const first = await claim(issuerA.apiKey, user.userId, [evidence]);
-    expect(first.json.data.released).toBe(CANDIDATES_PER_TRANSACTION);
-    const rest = await claim(issuerA.apiKey, user.userId, [evidence]);
-    expect(rest.json.data.released).toBe(2);
+    const found = await claim(issuerA.apiKey, user.userId, [
+      { amount: 999, currency: 'USD', transactionDate: at(14) },
+    ]);
+    expect(found.json.data.results[0]!.receiptIds).toEqual([hidden.receipt.receiptId]);
+    const all = await claim(issuerA.apiKey, user.userId, [
+      { amount: 777, currency: 'USD', transactionDate: at(6) },
+    ]);
+    expect(all.json.data.results[0]!.receiptIds.sort()).toEqual(same.sort());
+  });
+
+  it('reads the same for a guess whether the card has no receipt near that time or twelve', async () => {
+    // Issue 20, MEDIUM: every claimed transaction read and unsealed every escrowed receipt in its
+    // window, so timing told whether a card had receipts near a time (477 ms with ten, 247 ms with
+    // none). Counted here on the service's own document client: calls to the receipts and evidence
+    // tables and the items they answer. Before, the busy card's guess read ten receipts.
+    const tables = requireAllTables(stack.config);
+    const watched = new Set([tables.receipts, tables.evidence]);
+    const counts = { calls: 0, items: 0 };
+    stack.deps.dynamo.doc.middlewareStack.add(
+      (next) => async (args) => {
+        const result = await next(args);
+        const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
+        if (input.TableName && watched.has(input.TableName)) {
+          const output = result.output as { Items?: unknown[]; Item?: unknown };
+          counts.calls += 1;
+          counts.items += output.Items?.length ?? (output.Item ? 1 : 0);
+        }
+        return result;
+      },
+      { step: 'initialize', name: 'claimReadCounter' },
+    );
+    try {
+      const guessFor = async (receipts: number) => {
+        const hashedPan = newHashedPan();
+        for (let index = 0; index < receipts; index += 1) await encrypt(hashedPan);
+        const user = await onboardUser(stack, issuerA.apiKey, hashedPan);
+        Object.assign(counts, { calls: 0, items: 0 });
+        const reply = await claim(issuerA.apiKey, user.userId, [
+          { amount: 4_321, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' },
+        ]);
+        expect(reply.json.data.released).toBe(0);
+        return { ...counts };
+      };
+      const none = await guessFor(0);
+      const twelve = await guessFor(12);
+      expect(twelve).toEqual(none);
+      // One look-up, nothing found: nothing to unseal, read or unwrap.
+      expect(none).toEqual({ calls: 1, items: 0 });
+    } finally {
+      stack.deps.dynamo.doc.middlewareStack.remove('claimReadCounter');
+    }
+  });
+
+  it("keeps no amount beside a card at rest: an escrowed payment's mapping joins with no card tag", async () => {
+    // Issue 20, LOW: the transactions table's amount and currency joined, by receiptId, with the escrowed
+    // receipt's card tag and time (pendingRecipient, claimAt): the full claim evidence, at rest. Now
+    // the card's tag is in no table at all, and its evidence entries show neither card, amount nor time.
+    const hashedPan = newHashedPan();
+    const body = flattenedReceipt({ recipientHashedPan: hashedPan });
+    const created = await stack.request('POST', '/api/v1/payments/gateway_a/create', {
+      apiKey: merchantA.apiKey,
+      body: { ...body, amount: 1548 },
+    });
+    expect(created.status).toBe(200);
+    const tags = (await stack.deps.cardTags.keyring()).tagsOf(hashedPan);
+    const items = (await dumpTables()).split('\n').flatMap((page) => JSON.parse(page) as unknown[]);
+    const mentioning = items
+      .map((item) => JSON.stringify(item))
+      .filter((item) => item.includes(body.receiptId as string));
+    // The receipt, its mapping (with the amount), its audit records and its evidence entries.
+    expect(mentioning.length).toBeGreaterThan(4);
+    expect(mentioning.some((item) => /amount\\*":1548/.test(item))).toBe(true);
+    for (const tag of tags) expect(items.some((item) => JSON.stringify(item).includes(tag))).toBe(false);
+    const stored = await stack.deps.repos.receipts.get({
+      merchantClientId: merchantA.clientId,
+      receiptId: body.receiptId as string,
+    });
+    expect(stored).not.toHaveProperty('pendingRecipient');
+    expect(stored).not.toHaveProperty('claimAt');
+    expect(stored).not.toHaveProperty('claimFacts');
+  });
+
+  it('keeps no hash of a request with its card: requestDigest and the idempotency record give no card back', async () => {
+    // Issue 20, LOW: receipts.requestDigest (sha256 of the validated body) and Powertools' validation
+    // hash (md5 of the deep-sorted body) covered recipientHashedPan, so a table copy and the body gave
+    // the card back by trying card numbers (the review needed 0.6 s). Here the attacker tries 200
+    // candidates, the card among them, in both formulas; before this change each found the card.
+    const hashedPan = newHashedPan();
+    const body = { ...flattenedReceipt({ recipientHashedPan: hashedPan }), amount: 1548 };
+    const created = await stack.request('POST', '/api/v1/payments/gateway_a/create', {
+      apiKey: merchantA.apiKey,
+      body,
+      headers: { 'Idempotency-Key': randomUUID() },
+    });
+    expect(created.status).toBe(200);
+    const candidates = [...Array.from({ length: 199 }, () => newHashedPan()), hashedPan];
+    const parsed = createPaymentBody.parse(body);
+    const { amount: _amount, cardNonce: _nonce, ...fields } = parsed;
+    const sha256 = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+    const stored = await stack.deps.repos.receipts.get({
+      merchantClientId: merchantA.clientId,
+      receiptId: body.receiptId as string,
+    });
+    const digests = new Set(candidates.map((card) => sha256({ ...fields, recipientHashedPan: card })));
+    expect(digests.has(stored!.requestDigest)).toBe(false);
+
+    const sorted = (value: unknown): unknown =>
+      Array.isArray(value)
+        ? value.map(sorted)
+        : value !== null && typeof value === 'object'
+          ? Object.fromEntries(
+              Object.keys(value)
+                .sort((a, b) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))
+                .map((key) => [key, sorted((value as Record<string, unknown>)[key])]),
+            )
+          : value;
+    const md5 = (value: unknown) =>
+      createHash('md5')
+        .update(JSON.stringify(sorted(value)))
+        .digest('base64');
+    const records = JSON.parse(
+      JSON.stringify(
+        (
+          await stack.deps.dynamo.doc.send(
+            new ScanCommand({ TableName: requireAllTables(stack.config).idempotency }),
+          )
+        ).Items,
+      ),
+    ) as { validation?: string }[];
+    const record = records.find((item) => JSON.stringify(item).includes(body.receiptId as string));
+    expect(record?.validation).toEqual(expect.any(String));
+    const hashes = new Set(
+      candidates.map((card) => md5({ kind: 'gateway_a', ...parsed, recipientHashedPan: card })),
+    );
+    expect(hashes.has(record!.validation!)).toBe(false);
+  });
+
+  it('refuses a claim dated where no receipt can be (near 9999-12-31, or before any kept one) with 400', async () => {
+    // Issue 20, LOW: a transactionDate near 9999-12-31 made the window's upper bound a "+010000-…"
+    // string, DynamoDB refused the key condition, and the claim answered 500.
+    const user = await onboardUser(stack, issuerA.apiKey);
+    for (const transactionDate of ['9999-12-31T23:59:59Z', '9999-12-31T23:50:00Z', '1970-01-01T00:00:00Z']) {
+      const reply = await claim(issuerA.apiKey, user.userId, [
+        { amount: 100, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' },
+        { amount: 100, currency: 'USD', transactionDate },
+      ]);
+      expect([reply.status, reply.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
+      expect(reply.text).toContain('transactions.1.transactionDate');
+    }
   });
 
   it('holds the daily claim allowance of 200 transactions under concurrent claims', async () => {
@@ -326,6 +490,41 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     // The next UTC day has a fresh allowance.
     stack.clock.advance(86_400_000);
     expect((await claim(issuerA.apiKey, user.userId, transactions.slice(0, 1))).status).toBe(200);
+  });
+
+  it("repeats the review's grind: register, spend the allowance, erase, register again, claim again: 429, nothing released, the re-registration counted", async () => {
+    // Issue 20, HIGH: the allowance was counted per user, so erasing the user and registering the card
+    // again gave 200 more guesses (with no 409, so no alarm). Now it is per card and issuer client.
+    const hashedPan = newHashedPan();
+    const { receipt } = await encrypt(hashedPan);
+    const first = await onboardUser(stack, issuerA.apiKey, hashedPan);
+    const guesses = (offset: number) =>
+      Array.from({ length: 50 }, (_, index) => ({
+        amount: 5_000 + offset + index,
+        currency: 'USD',
+        transactionDate: receipt.transaction.datetime,
+      }));
+    for (let round = 0; round < 4; round += 1) {
+      const spent = await claim(issuerA.apiKey, first.userId, guesses(round * 50));
+      expect([spent.status, spent.json.data.released]).toEqual([200, 0]);
+    }
+    const erased = await stack.request('DELETE', `/api/v1/users/${first.userId}`, { apiKey: issuerA.apiKey });
+    expect(erased.status).toBe(200);
+    const before = telemetry.total('ReRegistrations');
+    const again = await onboardUser(stack, issuerA.apiKey, hashedPan);
+    expect(telemetry.total('ReRegistrations')).toBe(before + 1);
+    const reRegistered = (await stack.deps.audit.forClient(issuerA.clientId, 50)).find(
+      (record) => record.action === 'user.re-register' && record.userId === again.userId,
+    );
+    expect(reRegistered).toMatchObject({ cardTagPrefix: expect.stringMatching(/^v\d+\.[\w-]{6}$/) });
+    expect(reRegistered?.reason).toContain('erased its user');
+
+    // The receipt's true evidence, which would release it with a fresh allowance.
+    const refused = await claim(issuerA.apiKey, again.userId, [
+      { amount: receipt.summary.total, currency: 'USD', transactionDate: receipt.transaction.datetime },
+    ]);
+    expect([refused.status, refused.json.error.code]).toEqual([429, 'CLAIM_LIMIT_EXCEEDED']);
+    expect((await stored(receipt.receiptId))?.envelope.isEscrowed).toBe(true);
   });
 
   it('audits and counts a register conflict, and after an operator unbinds the wrong registration the rightful issuer registers', async () => {
@@ -389,16 +588,18 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     const tables = requireAllTables(stack.config);
     const admin = {
       doc: stack.deps.dynamo.doc,
-      tables: { users: tables.users, receipts: tables.receipts },
+      tables: { users: tables.users, receipts: tables.receipts, evidence: tables.evidence },
       store: stack.cardTagKeys,
       audit: stack.deps.audit,
+      widthMs: evidenceWidthMs(stack),
     };
     const rotated = await rotateCardTagKey(admin);
     expect(rotated.version).toBe(2);
     expect(rotated.counts.skipped).toBe(0);
+    expect(rotated.counts.evidence).toBeGreaterThan(0);
     stack.deps.cardTags.invalidate();
     const dump = await dumpTables();
-    expect(dump).not.toMatch(/"(pendingRecipient|cardTag)":"v1\./);
+    expect(dump).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v1\./);
     expect(dump).not.toMatch(/"pk":"CARD#v1\./);
 
     // The registered card is found (its guard is under version 2 now): encrypted for the user.
@@ -425,7 +626,62 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     expect(twice.status).toBe(409);
     const counts = await retagCardRecords(admin);
     expect(counts.guards).toBeGreaterThan(0);
-    expect(await dumpTables()).not.toMatch(/"(pendingRecipient|cardTag)":"v[12]\./);
+    expect(await dumpTables()).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v[12]\./);
+  });
+
+  /** The receipt as stored before the evidence index: no entries of its own. */
+  const forgetEvidence = async (receiptId: string) => {
+    const key = { merchantClientId: merchantA.clientId, receiptId };
+    await stack.deps.repos.evidence.deleteAll(await stack.deps.repos.evidence.keysOfReceipt(key));
+  };
+
+  /** What `npm start` and `npm run admin -- evidence backfill` run. */
+  const backfill = async () =>
+    backfillEvidence({
+      doc: stack.deps.dynamo.doc,
+      tables: requireAllTables(stack.config),
+      keyring: await stack.deps.cardTags.keyring(),
+      widthMs: evidenceWidthMs(stack),
+      audit: stack.deps.audit,
+    });
+
+  it('indexes escrowed receipts stored before the evidence index, once, and leaves them no card, time or facts', async () => {
+    const hashedPan = newHashedPan();
+    const { receipt } = await encrypt(hashedPan);
+    await forgetEvidence(receipt.receiptId);
+    // As the previous version stored it: the card's tag, the time and the sealed facts on the receipt.
+    const keyring = await stack.deps.cardTags.keyring();
+    const tag = keyring.tagOf(hashedPan);
+    await stack.deps.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: requireAllTables(stack.config).receipts,
+        Key: { merchantClientId: merchantA.clientId, receiptId: receipt.receiptId },
+        UpdateExpression: 'SET pendingRecipient = :tag, claimAt = :at, claimFacts = :facts',
+        ExpressionAttributeValues: {
+          ':tag': tag,
+          ':at': claimFactsOf(receipt).at,
+          ':facts': keyring.sealFacts(tag, claimFactsOf(receipt)),
+        },
+      }),
+    );
+    const user = await onboardUser(stack, issuerA.apiKey, hashedPan);
+    const evidence = {
+      amount: receipt.summary.total,
+      currency: 'USD',
+      transactionDate: receipt.transaction.datetime,
+    };
+    // Not found before the backfill (the claim counts; the receipt stays escrowed).
+    expect((await claim(issuerA.apiKey, user.userId, [evidence])).json.data.released).toBe(0);
+    expect(await backfill()).toEqual({ receiptsIndexed: 1, entriesRekeyed: 0, skipped: 0 });
+    expect(await backfill()).toEqual({ receiptsIndexed: 0, entriesRekeyed: 0, skipped: 0 });
+    const dump = await dumpTables();
+    expect(dump).not.toMatch(/pendingRecipient|claimAt|claimFacts/);
+    const audited = (await stack.deps.audit.forClient('operator', 10)).find(
+      (record) => record.action === 'evidence.backfill',
+    );
+    expect(audited?.counts).toMatchObject({ receiptsIndexed: 1 });
+    const released = await claim(issuerA.apiKey, user.userId, [evidence]);
+    expect(released.json.data.results[0]!.receiptIds).toEqual([receipt.receiptId]);
   });
 
   it('moves a data folder written with hashed card numbers to card tags, keeping registrations and escrow', async () => {
@@ -448,6 +704,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     for (const pk of [`USER#${legacyUser.userId}`, `PAN#${registeredPan}`])
       await doc.send(new PutCommand({ TableName: tables.users, Item: { pk, ...legacyUser } }));
     const { receipt } = await encrypt(escrowedPan);
+    await forgetEvidence(receipt.receiptId);
     await doc.send(
       new UpdateCommand({
         TableName: tables.receipts,
@@ -475,6 +732,8 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
       escrow: stack.deps.escrow,
     });
     expect(migrated).toMatchObject({ users: 1, guards: 1, receipts: 1, identifiers: 1, auditRecords: 1 });
+    // `npm start` then indexes what it moved (local/stack.ts).
+    expect(await backfill()).toMatchObject({ receiptsIndexed: 1, skipped: 0 });
     const dump = await dumpTables();
     for (const pan of [registeredPan, escrowedPan]) expect(dump.includes(pan.slice(0, 8))).toBe(false);
     expect(dump).not.toContain('recipientIdentifierHash');

@@ -1,6 +1,9 @@
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ECDH } from 'node:crypto';
+import { LogTelemetry } from '../../lib/kernel/telemetry.js';
+import { auditStoredKeys } from '../../scripts/admin/keys.js';
 import { flattenedDecrypt, importPKCS8 } from 'jose';
 import { toFlattenedJwe, type SealedEnvelope } from '../../lib/crypto/envelope.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
@@ -56,6 +59,38 @@ function deviceKey(type: DeviceKey['type']): DeviceKey {
 
 const algorithmOf = (key: DeviceKey) => (key.type === 'P-256' ? 'ECDH-ES+A256KW' : 'RSA-OAEP-256');
 
+const base64url = (value: bigint): string => {
+  const hex = value.toString(16);
+  return Buffer.from(hex.length % 2 === 0 ? hex : `0${hex}`, 'hex').toString('base64url');
+};
+
+/**
+ * The keys the second review imported (issue 20), as public JWKs over a real 4096-bit modulus: each
+ * was accepted, and the first made every merchant's payment for the card answer 500.
+ */
+function reviewKeys(): { name: string; jwk: { kty: 'RSA'; n: string; e: string }; problem: string }[] {
+  const { n } = generateKeyPairSync('rsa', { modulusLength: 4096 }).publicKey.export({ format: 'jwk' });
+  const modulus = BigInt(`0x${Buffer.from(n!, 'base64url').toString('hex')}`);
+  const rsa = (e: bigint, m = modulus) => ({ kty: 'RSA' as const, n: base64url(m), e: base64url(e) });
+  return [
+    { name: 'e = 2^65+1, 4096 bits', jwk: rsa(2n ** 65n + 1n), problem: 'exponent must be 65537' },
+    { name: 'e >= n', jwk: rsa(modulus + 2n), problem: 'exponent must be 65537' },
+    { name: 'e = 1', jwk: rsa(1n), problem: 'exponent must be 65537, not 1' },
+    { name: 'even e', jwk: rsa(65536n), problem: 'exponent must be 65537, not 65536' },
+    { name: 'even modulus', jwk: rsa(65537n, modulus - 1n), problem: 'RSA modulus is even' },
+  ];
+}
+
+/** A P-256 public key as a SubjectPublicKeyInfo with its point compressed (33 bytes, 02/03 prefix). */
+function compressedSpki(key: KeyObject): string {
+  const { x, y } = key.export({ format: 'jwk' });
+  const point = Buffer.concat([Buffer.from([4]), Buffer.from(x!, 'base64url'), Buffer.from(y!, 'base64url')]);
+  const compressed = ECDH.convertKey(point, 'prime256v1', undefined, undefined, 'compressed') as Buffer;
+  // SEQUENCE { AlgorithmIdentifier { id-ecPublicKey, prime256v1 }, BIT STRING (0 unused bits) point }
+  const prefix = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex');
+  return Buffer.concat([prefix, compressed]).toString('base64');
+}
+
 describe('device keys: imported public keys, P-256 envelopes', () => {
   let stack: TestStack;
   let logs: LogCapture;
@@ -81,6 +116,20 @@ describe('device keys: imported public keys, P-256 envelopes', () => {
       apiKey,
       body: { publicKey },
     });
+
+  /** A 400 whose field details name the problem, for the case `name`. */
+  const expectImportRefused = async (name: string, publicKey: unknown, problem: string) => {
+    const reply = await importKey(publicKey);
+    expect({ name, status: reply.status, code: reply.json.error?.code }).toEqual({
+      name,
+      status: 400,
+      code: 'INVALID_REQUEST',
+    });
+    expect({ name, message: reply.json.error.details?.fields?.[0]?.message }).toEqual({
+      name,
+      message: expect.stringContaining(problem),
+    });
+  };
 
   const register = (keyId: string, publicKey: string, hashedPan = newHashedPan(), apiKey = issuer.apiKey) =>
     stack.request<Data<{ userId: string }> & ErrorBody>('POST', '/api/v1/onboarding/register', {
@@ -322,6 +371,98 @@ describe('device keys: imported public keys, P-256 envelopes', () => {
     expect((await decryptEnvelope(envelope, token, user.privateKey)).status).toBe(403);
   });
 
+  describe('keys that cannot hurt others (issue 20)', () => {
+    it('refuses each key the review imported with a 400 naming the problem (all were stored before)', async () => {
+      for (const { name, jwk, problem } of reviewKeys()) {
+        await expectImportRefused(name, jwk, problem);
+        // The same key as a base64 SPKI is refused the same way.
+        const spki = createPublicKey({ key: jwk, format: 'jwk' })
+          .export({ type: 'spki', format: 'der' })
+          .toString('base64');
+        await expectImportRefused(`${name} (SPKI)`, spki, problem);
+      }
+    });
+
+    it('stores a compressed P-256 key as the canonical uncompressed SPKI, which then works server-side', async () => {
+      // Before: stored as sent, so a server-side decrypt never matched the user's key (the LOW).
+      const key = deviceKey('P-256');
+      const compressed = compressedSpki(key.publicKey);
+      expect(compressed).not.toBe(key.spki);
+      const imported = await importKey(compressed);
+      expect(imported.status).toBe(201);
+      expect(imported.json.data.publicKey).toBe(key.spki);
+      expect((await stack.deps.repos.keyPairs.get(imported.json.data.keyId))?.publicKey).toBe(key.spki);
+      // Registering with either spelling of the key matches what was stored.
+      const hashedPan = newHashedPan();
+      const registered = await register(imported.json.data.keyId, compressed, hashedPan);
+      expect(registered.status).toBe(200);
+      const user = { userId: registered.json.data.userId, keyId: imported.json.data.keyId };
+      expect((await stack.deps.repos.users.getById(user.userId))?.publicKey).toBe(key.spki);
+      const { receiptId } = await pay('gateway_a', hashedPan);
+      const token = await grantToken(stack, issuer.apiKey, user);
+      const opened = await stack.request<Data<DigitalReceipt>>('POST', '/api/v1/receipts/decrypt', {
+        apiKey: issuer.apiKey,
+        body: { envelope: await stored(receiptId), accessTokenId: token, privateKey: key.pkcs8 },
+      });
+      expect([opened.status, opened.json.data.receiptId]).toEqual([200, receiptId]);
+    });
+
+    it.each(['gateway_a', 'gateway_b'] as const)(
+      "escrows the receipt when the recipient's stored key cannot be sealed to, and the payment on %s succeeds",
+      async (gateway) => {
+        const telemetry = stack.deps.telemetry as LogTelemetry;
+        const user = await onboardUser(stack, issuer.apiKey);
+        // A key that could never be imported now, forced into the table encryption reads (the user and
+        // its card guard): before, every payment for the card answered 500 ENCRYPTION_ERROR.
+        const [unusable] = reviewKeys();
+        const spki = createPublicKey({ key: unusable!.jwk, format: 'jwk' })
+          .export({ type: 'spki', format: 'der' })
+          .toString('base64');
+        const tables = requireAllTables(stack.config);
+        const record = (await stack.deps.repos.users.getById(user.userId))!;
+        for (const pk of [`USER#${user.userId}`, `CARD#${record.cardTag}`]) {
+          await stack.deps.dynamo.doc.send(
+            new UpdateCommand({
+              TableName: tables.users,
+              Key: { pk },
+              UpdateExpression: 'SET publicKey = :key',
+              ExpressionAttributeValues: { ':key': spki },
+            }),
+          );
+        }
+        const before = telemetry.total('RecipientSealFailures');
+        const body = flattenedReceipt({ recipientHashedPan: user.hashedPan });
+        const created = await stack.request<Data<{ receiptMetadata: { isEscrowed: boolean } }>>(
+          'POST',
+          `/api/v1/payments/${gateway}/create`,
+          { apiKey: merchant.apiKey, body: { ...body, ...gatewayFields(gateway, body) } },
+        );
+        expect(created.status).toBe(200);
+        expect(created.json.data.receiptMetadata.isEscrowed).toBe(true);
+        const envelope = await stored(body.receiptId as string);
+        expect([envelope.isEscrowed, envelope.keyId]).toEqual([true, stack.deps.escrow.keyId]);
+        expect(telemetry.total('RecipientSealFailures')).toBe(before + 1);
+        const audit = await stack.deps.audit.forClient(merchant.clientId, 50);
+        expect(
+          audit.find((entry) => entry.action === 'receipt.encrypt' && entry.receiptId === body.receiptId),
+        ).toMatchObject({
+          outcome: 'failure',
+          userId: user.userId,
+          reason: expect.stringContaining('escrowed'),
+        });
+        // The operator's audit lists the forced key, naming why.
+        const report = await auditStoredKeys({ doc: stack.deps.dynamo.doc, tables });
+        expect(report.findings).toContainEqual(
+          expect.objectContaining({
+            source: 'user',
+            userId: user.userId,
+            problem: expect.stringContaining('exponent must be 65537'),
+          }),
+        );
+      },
+    );
+  });
+
   it("does not let another issuer register with this client's imported keyId", async () => {
     const key = deviceKey('P-256');
     const imported = await importKey(key.spki);
@@ -353,18 +494,7 @@ describe('device keys: imported public keys, P-256 envelopes', () => {
         'neither RSA nor EC',
       ],
     ];
-    for (const [name, publicKey, problem] of cases) {
-      const reply = await importKey(publicKey);
-      expect({ name, status: reply.status, code: reply.json.error?.code }).toEqual({
-        name,
-        status: 400,
-        code: 'INVALID_REQUEST',
-      });
-      expect({ name, message: reply.json.error.details?.fields?.[0]?.message }).toEqual({
-        name,
-        message: expect.stringContaining(problem),
-      });
-    }
+    for (const [name, publicKey, problem] of cases) await expectImportRefused(name, publicKey, problem);
     for (const body of [{}, { publicKey: 42 }, { publicKey: p256.spki, privateKey: p256.pkcs8 }]) {
       const reply = await stack.request<ErrorBody>('POST', '/api/v1/onboarding/keys', {
         apiKey: issuer.apiKey,

@@ -117,6 +117,53 @@ describe('envelope fetch: GET /receipts/{receiptId} and GET /payments/{gateway}/
     expect((await fetchReceipt(receiptId, otherMerchant.apiKey)).json.data.envelope).toEqual(theirs);
   });
 
+  it("never answers another merchant's envelope in place of the one the user was paid with", async () => {
+    // Issue 20, LOW: the issuer got the newest receipt of the id, so a second merchant that knew the id
+    // and the card stored its own receipt of that id for the same user and took the first one's place.
+    const receiptId = randomUUID();
+    const paid = await encrypt(merchant.apiKey, user.hashedPan, sampleReceipt({ receiptId }));
+    stack.clock.advance(1_000);
+    const substitute = await encrypt(otherMerchant.apiKey, user.hashedPan, sampleReceipt({ receiptId }));
+    expect(substitute.keyId).toBe(paid.keyId);
+    const byMerchantId = (merchantId: string) =>
+      stack.request<Data<Fetched> & { error: { code: string; details: { fields: { field: string }[] } } }>(
+        'GET',
+        `/api/v1/receipts/${receiptId}?merchantId=${merchantId}`,
+        { apiKey: issuer.apiKey },
+      );
+    // Named by the merchantId its inbox entry (or webhook event) gave: exactly that merchant's.
+    expect((await byMerchantId(paid.merchantId)).json.data.envelope).toEqual(paid);
+    expect((await byMerchantId(substitute.merchantId)).json.data.envelope).toEqual(substitute);
+    expect((await byMerchantId(randomUUID())).status).toBe(404);
+    // Unnamed, with two candidates: neither, but a 400 that says to name it.
+    const unnamed = await stack.request<{
+      error: { code: string; details: { fields: { field: string }[] } };
+    }>('GET', `/api/v1/receipts/${receiptId}`, { apiKey: issuer.apiKey });
+    expect([unnamed.status, unnamed.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
+    expect(unnamed.json.error.details.fields[0]?.field).toBe('merchantId');
+    const inbox = await stack.request<Data<{ receipts: { receiptId: string; merchantId: string }[] }>>(
+      'GET',
+      `/api/v1/users/${user.userId}/receipts?limit=100`,
+      { apiKey: issuer.apiKey },
+    );
+    expect(
+      inbox.json.data.receipts
+        .filter((entry) => entry.receiptId === receiptId)
+        .map((entry) => entry.merchantId)
+        .sort(),
+    ).toEqual([paid.merchantId, substitute.merchantId].sort());
+    // A merchant's own namespace is unaffected; naming another merchantId finds nothing there.
+    expect((await fetchReceipt(receiptId, merchant.apiKey)).json.data.envelope).toEqual(paid);
+    const foreign = await stack.request(
+      'GET',
+      `/api/v1/receipts/${receiptId}?merchantId=${substitute.merchantId}`,
+      {
+        apiKey: merchant.apiKey,
+      },
+    );
+    expect(foreign.status).toBe(404);
+  });
+
   it.each([
     ['gateway_a', 'stripe'],
     ['gateway_b', 'square'],

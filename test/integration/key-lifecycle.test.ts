@@ -304,6 +304,13 @@ describe('key lifecycle over HTTP: key rotation, user erasure, token revocation'
     });
 
     it('erases the user, its card guard, key binding, tokens and every envelope wrapped for it', async () => {
+      const refs = (await itemsOf(user.userId)).receipts.map(
+        (item) => `${String(item.merchantClientId)}#${String(item.receiptId)}`,
+      );
+      const evidenceOf = async () =>
+        (await scan('evidence')).filter((item) => refs.includes(String(item.receiptRef)));
+      // Paid with the card, so each has its evidence entries (issue 20), which go with it.
+      expect((await evidenceOf()).length).toBeGreaterThan(0);
       const erased = await erase(user.userId);
       expect(erased.status).toBe(200);
       expect(erased.json.data).toMatchObject({ status: 'erased', receiptsDeleted: 2, complete: true });
@@ -316,6 +323,7 @@ describe('key lifecycle over HTTP: key rotation, user erasure, token revocation'
       expect([regrant.status, regrant.json.error.code]).toEqual([403, 'GRANT_ERROR']);
 
       expect(await itemsOf(user.userId)).toEqual({ receipts: [], users: [], keyPairs: [], accessTokens: [] });
+      expect(await evidenceOf()).toEqual([]);
 
       const audit = await stack.deps.audit.forClient(issuer.clientId, 1000);
       expect(audit).toContainEqual(

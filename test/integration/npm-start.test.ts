@@ -4,6 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { CardTagKeyring } from '../../lib/crypto/card-tag.js';
+import { createDynamoClients } from '../../lib/db/client.js';
+import { EvidenceRepository } from '../../lib/db/evidence.js';
+import { claimFactsOf } from '../../lib/receipts/encrypt.js';
+import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
+import { LocalCardTagKeyFile } from '../../local/card-tag-key.js';
+import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import {
   answersHttp,
   patience,
@@ -80,6 +88,73 @@ const admin = async (dataDir: string, ...args: string[]) =>
   ).stdout;
 
 const escrowKeyOf = (output: string) => /escrow key: (\S+)/.exec(output)?.[1];
+
+/** Any admin command against the local stack of `dataDir`, its --json output parsed. */
+const adminJson = async <T>(dataDir: string, ...args: string[]): Promise<T> =>
+  JSON.parse(
+    (
+      await run('npm', ['run', '-s', 'admin', '--', ...args, '--json'], {
+        env: childEnv(dataDir),
+        timeout: patience(60_000),
+      })
+    ).stdout,
+  ) as T;
+
+/** The running local stack's tables, through a client of its own that is closed afterwards. */
+async function withTables<T>(
+  dataDir: string,
+  use: (doc: DynamoDBDocumentClient, prefix: string) => Promise<T>,
+): Promise<T> {
+  const state = JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as {
+    dynamoDbEndpoint: string;
+    tablePrefix: string;
+  };
+  const { doc, client } = createDynamoClients({ region: 'us-east-1', endpoint: state.dynamoDbEndpoint });
+  try {
+    return await use(doc, state.tablePrefix);
+  } finally {
+    client.destroy();
+  }
+}
+
+const storedReceipt = (dataDir: string, receiptId: string) =>
+  withTables(dataDir, async (doc, prefix) => {
+    const { Items = [] } = await doc.send(
+      new ScanCommand({
+        TableName: `${prefix}receipts`,
+        FilterExpression: 'receiptId = :id',
+        ExpressionAttributeValues: { ':id': receiptId },
+      }),
+    );
+    return Items[0];
+  });
+
+/**
+ * An escrowed receipt turned back into what the version before the evidence index stored: its card's
+ * tag, time and sealed facts on the receipt, and no evidence entries.
+ */
+async function asStoredBeforeTheIndex(dataDir: string, receipt: DigitalReceipt, hashedPan: string) {
+  const item = await storedReceipt(dataDir, receipt.receiptId);
+  const keyring = new CardTagKeyring(await (await LocalCardTagKeyFile.loadOrCreate(dataDir)).load());
+  await withTables(dataDir, async (doc, prefix) => {
+    const evidence = new EvidenceRepository(doc, `${prefix}evidence`);
+    const key = { merchantClientId: String(item!.merchantClientId), receiptId: receipt.receiptId };
+    await evidence.deleteAll(await evidence.keysOfReceipt(key));
+    const tag = keyring.tagOf(hashedPan);
+    await doc.send(
+      new UpdateCommand({
+        TableName: `${prefix}receipts`,
+        Key: key,
+        UpdateExpression: 'SET pendingRecipient = :tag, claimAt = :at, claimFacts = :facts',
+        ExpressionAttributeValues: {
+          ':tag': tag,
+          ':at': claimFactsOf(receipt).at,
+          ':facts': keyring.sealFacts(tag, claimFactsOf(receipt)),
+        },
+      }),
+    );
+  });
+}
 
 describe('npm start', () => {
   const dataDirs: string[] = [];
@@ -164,6 +239,68 @@ describe('npm start', () => {
       expect(await answersHttp(`${service.url}/api/v1/health`)).toBe(false);
       expect(await answersHttp(state.dynamoDbEndpoint)).toBe(false);
       stopped = { dataDir, keyId: created.keyId, escrowKey };
+    },
+    patience(240_000),
+  );
+
+  it(
+    'indexes receipts stored before the evidence index: the admin command, and every start (issue 20)',
+    async () => {
+      const dataDir = await newDataDir();
+      const first = await startService(dataDir);
+      const merchant = await adminJson<{ apiKey: string }>(
+        dataDir,
+        'api-keys',
+        'create',
+        '--name',
+        'Merchant',
+        '--roles',
+        'merchant',
+        '--tier',
+        'enterprise',
+      );
+      const escrowed = async () => {
+        const receipt = sampleReceipt();
+        const hashedPan = newHashedPan();
+        const reply = await fetch(`${first.url}/api/v1/receipts/encrypt`, {
+          method: 'POST',
+          headers: { 'X-API-Key': merchant.apiKey, 'Content-Type': 'application/json' },
+          body: JSON.stringify({
+            receipt,
+            recipientIdentifier: { type: 'email', value: 'start@example.com' },
+            recipientHashedPan: hashedPan,
+          }),
+        });
+        expect(reply.status).toBe(200);
+        return { receipt, hashedPan };
+      };
+      const one = await escrowed();
+      await asStoredBeforeTheIndex(dataDir, one.receipt, one.hashedPan);
+      expect(await storedReceipt(dataDir, one.receipt.receiptId)).toHaveProperty('pendingRecipient');
+
+      // The operator's command (the same with --aws for a deployed stage), and again: nothing left to do.
+      expect(await adminJson(dataDir, 'evidence', 'backfill')).toEqual({
+        receiptsIndexed: 1,
+        entriesRekeyed: 0,
+        skipped: 0,
+      });
+      expect(await adminJson(dataDir, 'evidence', 'backfill')).toEqual({
+        receiptsIndexed: 0,
+        entriesRekeyed: 0,
+        skipped: 0,
+      });
+      expect(await storedReceipt(dataDir, one.receipt.receiptId)).not.toHaveProperty('pendingRecipient');
+      // The key audit reads the same data folder: nothing stored yet breaks the rules.
+      expect(await adminJson(dataDir, 'keys', 'audit')).toEqual({ keysChecked: 0, findings: [] });
+
+      // `npm start` does it before serving.
+      const two = await escrowed();
+      await asStoredBeforeTheIndex(dataDir, two.receipt, two.hashedPan);
+      await interrupt(first);
+      const second = await startService(dataDir);
+      expect(second.group.output()).toMatch(/evidence index brought up to date.*"receiptsIndexed":1/);
+      expect(await storedReceipt(dataDir, two.receipt.receiptId)).not.toHaveProperty('pendingRecipient');
+      await interrupt(second);
     },
     patience(240_000),
   );

@@ -1,10 +1,12 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { deliveryDeps } from '../../lib/webhooks/delivery-deps.js';
 import { CLAIM_LEASE_MS, retryDelaysMs } from '../../lib/webhooks/send.js';
 import { sweepDueDeliveries } from '../../lib/webhooks/sweep.js';
+import { LocalDeliveryQueue } from '../../local/delivery-queue.js';
 import { flattenedReceipt, newHashedPan } from '../support/fixtures.js';
 import { editedCursors, expectOpaque } from '../support/cursors.js';
 import { onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
@@ -358,10 +360,13 @@ describe('webhook delivery over the local stack', () => {
     // Nothing more is sent for it, however long the sweeper runs: the dispatcher stopped, the sweeper
     // runs here once the clock has passed each step of the back-off schedule, and a claim's lease.
     await stack.dispatcher.stop();
-    const sweeper = deliveryDeps(stack.deps);
+    // The sweeper queues what is due; the queue (as the local stack's) makes the attempts.
+    const delivery = deliveryDeps(stack.deps);
+    const queue = new LocalDeliveryQueue(delivery);
     for (const delay of [...retryDelaysMs, CLAIM_LEASE_MS]) {
       stack.clock.advance(delay + CLAIM_LEASE_MS);
-      await sweepDueDeliveries(sweeper);
+      await sweepDueDeliveries({ ...delivery, queue });
+      await queue.drain();
     }
     const later = await deliveryWhen(issuer, webhookId, () => true);
     expect(later).toMatchObject({ status: 'succeeded', attemptCount: 3, nextAttemptAt: null });
@@ -450,6 +455,63 @@ describe('webhook delivery over the local stack', () => {
     expect(receiver.received[3]!.headers['webhook-id']).toBe(newest!.deliveryId);
   });
 
+  it("isolates destinations: a receiver that never answers delays none of another webhook's deliveries", async () => {
+    // Issue 20, MEDIUM: a batch of first attempts waited for its slowest, so one client's webhook that
+    // never answered held every other delivery for about 10 s per event (the attempt's timeout). Now
+    // attempts are queued per webhook: the second receiver gets each receipt's event within 1 s while
+    // the first still holds its first request (before, receipts 2..5 arrived about 10 s late).
+    const { merchant, issuer, user } = await parties();
+    const held: ServerResponse[] = [];
+    const hanging = createServer((request, response) => {
+      request.resume();
+      held.push(response);
+    });
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const arrivals = new Map<string, number>();
+    const fast = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const at = performance.now();
+        response.writeHead(204).end();
+        const { data } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          data: { receiptId: string };
+        };
+        arrivals.set(data.receiptId, at);
+      });
+    });
+    servers.push(fast);
+    await new Promise<void>((resolve) => fast.listen(0, '127.0.0.1', resolve));
+    const urlOf = (server: Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    try {
+      await registerWebhook(issuer, urlOf(hanging));
+      await registerWebhook(issuer, urlOf(fast));
+      const delays: number[] = [];
+      for (let index = 0; index < 5; index += 1) {
+        const { receiptId } = await encrypt(merchant, user.hashedPan);
+        const stored = performance.now();
+        const arrived = await pollUntil(
+          `the event of receipt ${index + 1}`,
+          async () => arrivals.get(receiptId),
+          {
+            timeoutMs: 30_000,
+            intervalMs: 10,
+          },
+        );
+        // The event can beat the encrypt response back to the test: that is no wait, not less.
+        delays.push(Math.max(0, arrived - stored));
+      }
+      // All five arrived while the first receiver still holds its first request, and its later
+      // deliveries wait behind it, unsent: one webhook's attempts are made one at a time.
+      expect(held).toHaveLength(1);
+      expect(held[0]!.writableEnded).toBe(false);
+      expect(Math.max(...delays)).toBeLessThan(1_000);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
+  });
+
   it('hands out opaque cursors, and refuses with one code and message a cursor edited or made for another webhook', async () => {
     const merchant = (await stack.apiKey(['merchant'])).apiKey;
     const issuer = await stack.apiKey(['issuer']);
@@ -509,6 +571,21 @@ describe('webhook delivery over the local stack', () => {
       [
         webhookId,
         Buffer.from(JSON.stringify({ webhookId, deliveryId: newest!.deliveryId, createdAt: 'y' })).toString(
+          'base64url',
+        ),
+      ],
+      // Issue 20, LOW: a cursor with an empty field reached DynamoDB as an empty key and answered 500
+      // (the readable cursor of the time); sealed with this list's own key and scope, and readable.
+      [
+        webhookId,
+        await stack.deps.cursors.seal(
+          { list: 'webhook-deliveries', resourceId: webhookId, clientId: issuer.clientId },
+          { webhookId, deliveryId: '', createdAt: newest!.createdAt },
+        ),
+      ],
+      [
+        webhookId,
+        Buffer.from(JSON.stringify({ webhookId, deliveryId: '', createdAt: newest!.createdAt })).toString(
           'base64url',
         ),
       ],

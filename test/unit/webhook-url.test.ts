@@ -1,5 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
-import { checkWebhookUrl, type HostResolver, type UrlPolicy } from '../../lib/webhooks/url-guard.js';
+import { createCoreDeps } from '../../lib/app/deps.js';
+import { createDynamoClients } from '../../lib/db/client.js';
+import { systemClock } from '../../lib/kernel/clock.js';
+import { loadConfig } from '../../lib/kernel/config.js';
+import { createLogger } from '../../lib/kernel/log.js';
+import { LogTelemetry } from '../../lib/kernel/telemetry.js';
+import { tiers } from '../../lib/kernel/tiers.js';
+import {
+  checkWebhookUrl,
+  webhookUrlGuardOf,
+  type HostResolver,
+  type WebhookUrlGuard,
+} from '../../lib/webhooks/url-guard.js';
+import { localWebhookUrlGuard } from '../../local/webhook-url-guard.js';
 
 const names: Record<string, string[]> = {
   'hooks.example.com': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
@@ -15,24 +28,24 @@ const resolve: HostResolver = async (hostname) => {
   if (!found) throw new Error(`ENOTFOUND ${hostname}`);
   return found;
 };
-const deployed: UrlPolicy = { allowLoopbackHttp: false, resolve };
-const local: UrlPolicy = { allowLoopbackHttp: true, resolve };
+const deployed: WebhookUrlGuard = (url) => checkWebhookUrl(url, resolve);
+const local: WebhookUrlGuard = localWebhookUrlGuard(resolve);
 
-const reasonOf = async (url: string, policy = deployed): Promise<string> => {
-  const check = await checkWebhookUrl(url, policy);
+const reasonOf = async (url: string, guard = deployed): Promise<string> => {
+  const check = await guard(url);
   if (check.ok) throw new Error(`${url} was accepted`);
   return check.reason;
 };
 
 describe('checkWebhookUrl', () => {
   it('accepts https to a host whose every address is public, and returns those addresses', async () => {
-    const check = await checkWebhookUrl('https://hooks.example.com/receipts?x=1', deployed);
+    const check = await deployed('https://hooks.example.com/receipts?x=1');
     expect(check).toEqual({
       ok: true,
       url: new URL('https://hooks.example.com/receipts?x=1'),
       addresses: names['hooks.example.com'],
     });
-    expect((await checkWebhookUrl('https://93.184.215.14:8443/in', deployed)).ok).toBe(true);
+    expect((await deployed('https://93.184.215.14:8443/in')).ok).toBe(true);
   });
 
   it.each([
@@ -60,6 +73,14 @@ describe('checkWebhookUrl', () => {
     expect(await reasonOf('https://[::ffff:a00:1]/')).toContain('private');
     expect(await reasonOf('https://[::ffff:127.0.0.1]/')).toContain('loopback');
     expect(await reasonOf('https://mapped.example.com/')).toContain('private');
+    // Issue 20: the deprecated IPv4-compatible form (::a.b.c.d), which WHATWG URL spells ::a9fe:a9fe and
+    // ipaddr.js calls unicast, was accepted before (these three expectations failed on that code).
+    expect(await reasonOf('https://[::169.254.169.254]/')).toContain('link-local address (::a9fe:a9fe)');
+    expect(await reasonOf('https://[::10.0.0.1]/')).toContain('private address (::a00:1)');
+    expect(await reasonOf('https://[::a9fe:a9fe]/latest/meta-data')).toContain('link-local');
+    // ::1 and :: sit in the same /96 and keep their own names.
+    expect(await reasonOf('https://[::1]/')).toContain('loopback');
+    expect(await reasonOf('https://[::]/')).toContain('unspecified');
     // Prefixes that translate to IPv4 somewhere else (NAT64, 6to4) are not public unicast either.
     expect(await reasonOf('https://[64:ff9b::a00:1]/')).toContain('special-purpose');
     expect(await reasonOf('https://[2002:a00:1::]/')).toContain('special-purpose');
@@ -96,10 +117,30 @@ describe('checkWebhookUrl', () => {
     expect(await reasonOf(`https://hooks.example.com/${'a'.repeat(2100)}`)).toContain('longer than');
   });
 
+  it('has no setting that loosens it: the service guard refuses loopback http whatever the stage', async () => {
+    // Issue 20: STAGE=local used to switch loopback http on inside lib/ (and so in every bundle). Now
+    // only local/stack.ts passes the local guard; deps built from any configuration alone are strict.
+    const config = loadConfig({ STAGE: 'local', TABLE_PREFIX: 'unused-' });
+    const logger = createLogger({ level: 'SILENT' });
+    const deps = createCoreDeps({
+      config,
+      dynamo: createDynamoClients({ region: config.region, endpoint: 'http://127.0.0.1:9' }),
+      clock: systemClock,
+      logger,
+      tiers,
+      telemetry: new LogTelemetry(logger),
+      resolveHost: resolve,
+    });
+    expect(
+      await reasonOf('http://127.0.0.1:9001/2018-06-01/runtime/invocation/next', webhookUrlGuardOf(deps)),
+    ).toBe('the scheme must be https');
+    expect(config).not.toHaveProperty('webhookAllowLoopbackHttp');
+  });
+
   it('allows plain http to loopback only on the local stack', async () => {
-    expect((await checkWebhookUrl('http://127.0.0.1:4000/hook', local)).ok).toBe(true);
-    expect((await checkWebhookUrl('http://[::1]:4000/hook', local)).ok).toBe(true);
-    expect((await checkWebhookUrl('http://localhost.example.com:4000/hook', local)).ok).toBe(true);
+    expect((await local('http://127.0.0.1:4000/hook')).ok).toBe(true);
+    expect((await local('http://[::1]:4000/hook')).ok).toBe(true);
+    expect((await local('http://localhost.example.com:4000/hook')).ok).toBe(true);
     expect(await reasonOf('http://127.0.0.1:4000/hook')).toBe('the scheme must be https');
     // The exception is for plain http to loopback: loopback over https and http elsewhere stay refused.
     expect(await reasonOf('https://[::1]/hook', local)).toContain('loopback');

@@ -22,6 +22,8 @@ import { importKeyFor, registerUser } from '../../lib/onboarding/onboarding.js';
 import { encryptAndStore, digestOf } from '../../lib/receipts/encrypt.js';
 import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import type { ReceiptStreamRecord } from '../../lib/webhooks/events.js';
+import { systemResolver } from '../../lib/kernel/dns.js';
+import { localWebhookUrlGuard } from '../../local/webhook-url-guard.js';
 import type { HostResolver } from '../../lib/webhooks/url-guard.js';
 import { LocalEscrowKey } from '../../local/escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from '../../local/gateway-sandbox/index.js';
@@ -84,6 +86,8 @@ export async function startUseCases(options: UseCaseOptions = {}): Promise<UseCa
         telemetry: new LogTelemetry(logger),
         cardTagKeys: inMemoryCardTagKeys(),
         ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+        // As the local stack's wiring: its receivers listen on loopback over plain http.
+        webhookUrlGuard: localWebhookUrlGuard(options.resolveHost ?? systemResolver),
       }),
       escrow: await LocalEscrowKey.inMemory(),
       gateways: createGatewayRegistry(

@@ -4,6 +4,7 @@ import type { AppDeps } from '../../../lib/app/deps.js';
 import { httpEndpoint } from '../../../lib/http/pipeline.js';
 import {
   createPaymentWithReceipt,
+  idempotencyBody,
   repeatedPaymentConflict,
   type PaymentResult,
 } from '../../../lib/payments/create.js';
@@ -38,7 +39,7 @@ export const createHandler = (deps: AppDeps) => {
       data: await once.run(
         {
           key,
-          body: { kind, ...request.body },
+          body: await idempotencyBody(deps, kind, request.body),
           payload: input,
           mismatch: (first) => repeatedPaymentConflict(first, idempotencyKey !== undefined),
         },

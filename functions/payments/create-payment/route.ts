@@ -47,6 +47,7 @@ export const createPaymentRoute = defineRoute({
     transactions: 'readWrite',
     merchants: 'readWrite',
     idempotency: 'readWrite',
+    evidence: 'write',
   },
   escrow: 'wrap',
   cardTags: true,

@@ -29,7 +29,7 @@ export const claimReceiptsRoute = defineRoute({
   entry: 'functions/receipts/claim-receipts/handler.ts',
   apiKeyRequired: true,
   roles: ['issuer'],
-  tables: { ...platformTables, users: 'read', receipts: 'readWrite' },
+  tables: { ...platformTables, users: 'read', receipts: 'readWrite', evidence: 'readWrite' },
   escrow: 'wrapAndUnwrap',
   cardTags: true,
   timeoutSeconds: 29,
@@ -41,10 +41,13 @@ export const claimReceiptsRoute = defineRoute({
       "receipt escrowed for a user's card is released when its issuer shows the card transaction: same currency, " +
       'the receipt total (or its total before tip) equal to `amount`, and its transaction time within ±15 minutes ' +
       '(CLAIM_WINDOW_MINUTES, up to ±24 h) of `transactionDate`; `cardLast4`, when both sides have it, must match ' +
-      "too. Released receipts are re-wrapped for the user's current key and decrypt like any other. Up to 50 " +
-      'transactions a call, at most 10 receipts examined per transaction (claim again for more); each transaction ' +
-      "counts against the user's daily allowance (200, CLAIM_DAILY_LIMIT) and the call against the general rate " +
-      'budget. Audited.',
+      "too. Released receipts are re-wrapped for the user's current key and decrypt like any other. Each " +
+      'transaction is one look-up in a keyed evidence index: every matching receipt is released, however many ' +
+      'others the card has near that time, and a claim costs the same whether the card has none or hundreds. Up ' +
+      'to 50 transactions a call, each dated no later than a day from now and no earlier than the longest a ' +
+      "receipt is kept (400 otherwise); each counts against the card's daily allowance with this client (200, " +
+      'CLAIM_DAILY_LIMIT), which erasing the user and registering the card again does not renew, and the call ' +
+      'against the general rate budget. Audited.',
   },
   request: {
     body: { description: 'The user and the card transactions to match.', schema: claimReceiptsBody },
@@ -55,10 +58,11 @@ export const claimReceiptsRoute = defineRoute({
     enveloped: true,
   },
   errors: {
+    400: { description: 'Invalid body, or a transactionDate no stored receipt can have.' },
     404: { description: "No such user for this client: another client's user is answered the same way." },
     429: {
       description:
-        "Rate limit exceeded, or (CLAIM_LIMIT_EXCEEDED) the user's daily claim allowance is spent.",
+        "Rate limit exceeded, or (CLAIM_LIMIT_EXCEEDED) the card's daily claim allowance with this client is spent.",
       codes: ['CLAIM_LIMIT_EXCEEDED'],
     },
   },

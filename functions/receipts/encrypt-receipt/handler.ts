@@ -22,8 +22,8 @@ export const encryptReceipt = async (
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
     caller: request.caller,
     requestId: request.meta.requestId,
-    // The identifier is not stored in any form, not even inside a digest.
-    requestDigest: digestOf(body.form === 'nested' ? { ...body, recipientIdentifier: undefined } : body),
+    // The identifier is not stored in any form, not even inside a digest; the card goes in keyed.
+    requestDigest: digestOf({ ...body, recipientIdentifier: undefined, recipientHashedPan: undefined }),
   });
   if (body.form === 'nested') return envelope;
   // The spec's flattened-form response has no expiresAt and no escrowKeyId.

@@ -15,7 +15,14 @@ export const encryptReceiptRoute = defineRoute({
   entry: 'functions/receipts/encrypt-receipt/handler.ts',
   apiKeyRequired: true,
   roles: ['merchant'],
-  tables: { ...platformTables, users: 'read', keyPairs: 'read', receipts: 'write', merchants: 'readWrite' },
+  tables: {
+    ...platformTables,
+    users: 'read',
+    keyPairs: 'read',
+    receipts: 'write',
+    merchants: 'readWrite',
+    evidence: 'write',
+  },
   escrow: 'wrap',
   cardTags: true,
   docs: {

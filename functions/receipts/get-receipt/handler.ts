@@ -6,7 +6,7 @@ import { awsHandler } from '../../../lib/wiring/aws.js';
 
 /** GET /api/v1/receipts/{receiptId} — the stored envelope, for its merchant or its recipient's issuer. */
 export const fetchReceipt = (deps: CoreDeps, request: AuthenticatedRequest<typeof route>) =>
-  getReceipt(deps, request.params.receiptId, request.caller);
+  getReceipt(deps, request.params.receiptId, request.caller, request.query.merchantId);
 
 export const createHandler = (deps: CoreDeps) =>
   httpEndpoint(route, deps, async (request) => ({ data: await fetchReceipt(deps, request) }));

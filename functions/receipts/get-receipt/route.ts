@@ -17,14 +17,29 @@ export const getReceiptRoute = defineRoute({
     summary: 'Fetch a stored envelope',
     description:
       'A merchant reads the receipt of this receiptId that it encrypted; an issuer reads the receipt of this ' +
-      'receiptId wrapped for one of its users (the newest, should several merchants use the same receiptId). ' +
+      'receiptId wrapped for one of its users. A receiptId is unique per merchant only, so an issuer should name ' +
+      'the `merchantId` it got with the receiptId (every inbox entry and webhook event carries both): then only ' +
+      "that merchant's receipt is answered. Without it the receipt is answered only when one merchant's receipt " +
+      "of this id is for the issuer's users; when several are, the answer is 400 naming merchantId, never one of " +
+      'them in place of another (another merchant knowing the id could otherwise substitute its own envelope). ' +
       'Anyone else gets the same 404 as for an unknown receiptId. The envelope is returned as stored: nothing is ' +
       'decrypted.',
   },
-  request: { params: z.object({ receiptId: uuid }) },
+  request: {
+    params: z.object({ receiptId: uuid }),
+    query: z.object({
+      merchantId: uuid
+        .optional()
+        .meta({ description: "The receipt's merchantId, as the inbox entry or webhook event gave it." }),
+    }),
+  },
   response: { description: 'The envelope and its mapping.', schema: fetchedReceiptSchema, enveloped: true },
   errors: {
-    400: { description: 'receiptId is not a UUID.' },
+    400: {
+      description:
+        "receiptId or merchantId is not a UUID, or several merchants' receipts for the issuer's users have this " +
+        'receiptId and no merchantId was named.',
+    },
     404: { description: 'No such receipt, or not readable by this client.' },
   },
 });

@@ -34,6 +34,8 @@ export const eraseUserRoute = defineRoute({
     keyPairs: 'write',
     accessTokens: 'readWrite',
     receipts: 'readWrite',
+    // The erased user's receipts take their evidence entries with them.
+    evidence: 'readWrite',
   },
   docs: {
     tag: 'onboarding',

@@ -1,25 +1,20 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { processReceiptRecords } from '../../../lib/webhooks/dispatch.js';
-import type { ReceiptStreamRecord } from '../../../lib/webhooks/events.js';
+import { dispatchReceiptStream } from '../../../lib/webhooks/dispatch.js';
 import { deliveryDeps } from '../../../lib/webhooks/delivery-deps.js';
-import type { DeliveryDeps } from '../../../lib/webhooks/send.js';
+import type { DispatchDeps } from '../../../lib/webhooks/queue.js';
 import { awsCoreDeps } from '../../../lib/wiring/aws-core.js';
+import { awsDeliveryQueue } from '../../../lib/wiring/aws-delivery-queue.js';
 
 /**
- * The receipts table's stream (event source mapping, infra/webhook-delivery.ts). A record whose
- * deliveries cannot be written is reported, with everything after it, so Lambda retries from there
- * (reportBatchItemFailures); what still fails goes to the dead-letter queue.
+ * The receipts table's stream (event source mapping, infra/webhook-delivery.ts): deliveries written,
+ * first attempts queued on the delivery queue (Powertools batch processing reports a record that
+ * failed, and Lambda retries from it; what still fails goes to the dead-letter queue).
  */
 export const createHandler =
-  (deps: DeliveryDeps, flush: () => void = () => undefined) =>
+  (deps: DispatchDeps, flush: () => void = () => undefined) =>
   async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     try {
-      const result = await processReceiptRecords(event.Records as ReceiptStreamRecord[], deps);
-      return {
-        batchItemFailures: result.failedSequenceNumber
-          ? [{ itemIdentifier: result.failedSequenceNumber }]
-          : [],
-      };
+      return await dispatchReceiptStream(event, deps);
     } finally {
       flush();
     }
@@ -30,7 +25,8 @@ let handle: ReturnType<typeof createHandler> | undefined;
 export const handler = (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
   if (!handle) {
     const core = awsCoreDeps();
-    handle = createHandler(deliveryDeps(core), () => core.telemetry.flush());
+    const queue = awsDeliveryQueue(core.config.region, core.tracer);
+    handle = createHandler({ ...deliveryDeps(core), queue }, () => core.telemetry.flush());
   }
   return handle(event);
 };

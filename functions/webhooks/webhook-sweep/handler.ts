@@ -1,12 +1,16 @@
 import { deliveryDeps } from '../../../lib/webhooks/delivery-deps.js';
-import type { DeliveryDeps } from '../../../lib/webhooks/send.js';
+import type { DispatchDeps } from '../../../lib/webhooks/queue.js';
 import { sweepDueDeliveries } from '../../../lib/webhooks/sweep.js';
 import { awsCoreDeps } from '../../../lib/wiring/aws-core.js';
+import { awsDeliveryQueue } from '../../../lib/wiring/aws-delivery-queue.js';
 
-/** Every minute (EventBridge schedule, infra/webhook-delivery.ts): the deliveries whose next attempt is due. */
+/**
+ * Every minute (EventBridge schedule, infra/webhook-delivery.ts): the deliveries whose next attempt is
+ * due are queued on the delivery queue, never attempted here.
+ */
 export const createHandler =
-  (deps: DeliveryDeps, flush: () => void = () => undefined) =>
-  async (): Promise<{ due: number; attempted: number }> => {
+  (deps: DispatchDeps, flush: () => void = () => undefined) =>
+  async (): Promise<{ due: number; queued: number }> => {
     try {
       return await sweepDueDeliveries(deps);
     } finally {
@@ -16,10 +20,11 @@ export const createHandler =
 
 let handle: ReturnType<typeof createHandler> | undefined;
 
-export const handler = (): Promise<{ due: number; attempted: number }> => {
+export const handler = (): Promise<{ due: number; queued: number }> => {
   if (!handle) {
     const core = awsCoreDeps();
-    handle = createHandler(deliveryDeps(core), () => core.telemetry.flush());
+    const queue = awsDeliveryQueue(core.config.region, core.tracer);
+    handle = createHandler({ ...deliveryDeps(core), queue }, () => core.telemetry.flush());
   }
   return handle();
 };

@@ -3,6 +3,7 @@ import {
   createHash,
   createPrivateKey,
   createPublicKey,
+  ECDH,
   generateKeyPair,
   generateKeyPairSync,
   randomBytes,
@@ -105,6 +106,48 @@ describe('parsePublicKey', () => {
       const error = invalidRequest(() => parsePublicKey(rsaPublicKeyWithBits(bits)));
       expect(error.problem).toContain(`${bits} bits is outside 2048..4096`);
     }
+  });
+
+  it('refuses every RSA public exponent but 65537, and an even modulus (issue 20: all were accepted)', () => {
+    const { n } = pair.publicKey.export({ format: 'jwk' });
+    const modulus = BigInt(`0x${Buffer.from(n!, 'base64url').toString('hex')}`);
+    const spki = (e: bigint, m = modulus) => {
+      const url = (value: bigint) => {
+        const hex = value.toString(16);
+        return Buffer.from(hex.length % 2 ? `0${hex}` : hex, 'hex').toString('base64url');
+      };
+      return createPublicKey({ key: { kty: 'RSA', n: url(m), e: url(e) }, format: 'jwk' })
+        .export({ type: 'spki', format: 'der' })
+        .toString('base64');
+    };
+    const cases: [string, string][] = [
+      [spki(1n), 'RSA public exponent must be 65537, not 1'],
+      [spki(3n), 'RSA public exponent must be 65537, not 3'],
+      [spki(65536n), 'RSA public exponent must be 65537, not 65536'],
+      [spki(2n ** 65n + 1n), 'RSA public exponent must be 65537, not a 66-bit number'],
+      [spki(modulus + 2n), 'RSA public exponent must be 65537, not a 2048-bit number'],
+      [spki(65537n, modulus - 1n), 'RSA modulus is even'],
+    ];
+    for (const [input, problem] of cases)
+      expect(invalidRequest(() => parsePublicKey(input)).problem).toBe(problem);
+    expect(parsePublicKey(spki(65537n)).asymmetricKeyDetails?.publicExponent).toBe(65537n);
+  });
+
+  it('reads a compressed P-256 point as the key it names, exported uncompressed', () => {
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const uncompressed = publicKey.export({ type: 'spki', format: 'der' });
+    const { x, y } = publicKey.export({ format: 'jwk' });
+    const point = Buffer.concat([
+      Buffer.from([4]),
+      Buffer.from(x!, 'base64url'),
+      Buffer.from(y!, 'base64url'),
+    ]);
+    const compressed = Buffer.concat([
+      Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex'),
+      ECDH.convertKey(point, 'prime256v1', undefined, undefined, 'compressed') as Buffer,
+    ]).toString('base64');
+    expect(publicKeyDer(parsePublicKey(compressed))).toEqual(uncompressed);
+    expect(publicKeyDer(parsePublicKey(uncompressed.toString('base64')))).toEqual(uncompressed);
   });
 
   it('refuses keys neither RSA nor P-256, private keys and garbage with a clear message and field details', async () => {

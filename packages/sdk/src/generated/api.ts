@@ -345,7 +345,7 @@ export interface paths {
     put?: never;
     /**
      * Release escrowed receipts with the card's transactions
-     * @description Registering a card releases nothing: the service cannot tell whether the client registering it issues it. A receipt escrowed for a user's card is released when its issuer shows the card transaction: same currency, the receipt total (or its total before tip) equal to `amount`, and its transaction time within ±15 minutes (CLAIM_WINDOW_MINUTES, up to ±24 h) of `transactionDate`; `cardLast4`, when both sides have it, must match too. Released receipts are re-wrapped for the user's current key and decrypt like any other. Up to 50 transactions a call, at most 10 receipts examined per transaction (claim again for more); each transaction counts against the user's daily allowance (200, CLAIM_DAILY_LIMIT) and the call against the general rate budget. Audited.
+     * @description Registering a card releases nothing: the service cannot tell whether the client registering it issues it. A receipt escrowed for a user's card is released when its issuer shows the card transaction: same currency, the receipt total (or its total before tip) equal to `amount`, and its transaction time within ±15 minutes (CLAIM_WINDOW_MINUTES, up to ±24 h) of `transactionDate`; `cardLast4`, when both sides have it, must match too. Released receipts are re-wrapped for the user's current key and decrypt like any other. Each transaction is one look-up in a keyed evidence index: every matching receipt is released, however many others the card has near that time, and a claim costs the same whether the card has none or hundreds. Up to 50 transactions a call, each dated no later than a day from now and no earlier than the longest a receipt is kept (400 otherwise); each counts against the card's daily allowance with this client (200, CLAIM_DAILY_LIMIT), which erasing the user and registering the card again does not renew, and the call against the general rate budget. Audited.
      *
      *     Requires an X-API-Key with the role `issuer`.
      */
@@ -387,7 +387,7 @@ export interface paths {
     };
     /**
      * Fetch a stored envelope
-     * @description A merchant reads the receipt of this receiptId that it encrypted; an issuer reads the receipt of this receiptId wrapped for one of its users (the newest, should several merchants use the same receiptId). Anyone else gets the same 404 as for an unknown receiptId. The envelope is returned as stored: nothing is decrypted.
+     * @description A merchant reads the receipt of this receiptId that it encrypted; an issuer reads the receipt of this receiptId wrapped for one of its users. A receiptId is unique per merchant only, so an issuer should name the `merchantId` it got with the receiptId (every inbox entry and webhook event carries both): then only that merchant's receipt is answered. Without it the receipt is answered only when one merchant's receipt of this id is for the issuer's users; when several are, the answer is 400 naming merchantId, never one of them in place of another (another merchant knowing the id could otherwise substitute its own envelope). Anyone else gets the same 404 as for an unknown receiptId. The envelope is returned as stored: nothing is decrypted.
      *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
@@ -2970,7 +2970,26 @@ export interface operations {
           };
         };
       };
-      400: components['responses']['InvalidRequest'];
+      /** @description Invalid body, or a transactionDate no stored receipt can have. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       /** @description No such user for this client: another client's user is answered the same way. */
@@ -2995,7 +3014,7 @@ export interface operations {
       405: components['responses']['MethodNotAllowed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
-      /** @description Rate limit exceeded, or (CLAIM_LIMIT_EXCEEDED) the user's daily claim allowance is spent. */
+      /** @description Rate limit exceeded, or (CLAIM_LIMIT_EXCEEDED) the card's daily claim allowance with this client is spent. */
       429: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -3101,7 +3120,10 @@ export interface operations {
   };
   getReceipt: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description The receipt's merchantId, as the inbox entry or webhook event gave it. */
+        merchantId?: string;
+      };
       header?: never;
       path: {
         receiptId: string;
@@ -3128,7 +3150,7 @@ export interface operations {
           };
         };
       };
-      /** @description receiptId is not a UUID. */
+      /** @description receiptId or merchantId is not a UUID, or several merchants' receipts for the issuer's users have this receiptId and no merchantId was named. */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];

@@ -1,0 +1,135 @@
+/**
+ * Finding a card's receipts by a card transaction: the keyed evidence index (lib/crypto/evidence.ts)
+ * written at seal time, read by claims (escrowed receipts: lib/receipts/claim.ts) and by an issuer's
+ * match (the user's own receipts). One look-up per transaction and card-tag version, whatever the card
+ * has near that time: a caller without the evidence reads an empty partition in the same calls as for
+ * a card with no receipts at all, and every receipt the evidence matches is found, however many
+ * others share the window.
+ */
+import type { CardTag, CardTagKeyring, ClaimFacts } from '../crypto/card-tag.js';
+import { evidenceIdsOf, lookupIdOf, openEvidence, sealEvidence } from '../crypto/evidence.js';
+import { receiptKeyOf, receiptRefOf, type EvidenceEntry } from '../db/evidence.js';
+import type { ReceiptKey, StoredReceipt } from '../db/receipts.js';
+import type { CoreDeps } from '../app/deps.js';
+import { InvalidRequestError } from '../kernel/errors.js';
+
+export type EvidenceDeps = Pick<CoreDeps, 'config' | 'repos' | 'cardTags'>;
+
+/** A card transaction as a claim or a match names it. */
+export interface EvidenceTransaction {
+  amount: number;
+  currency: string;
+  transactionDate: string;
+  cardLast4?: string | undefined;
+}
+
+/** The card a look-up is for: a registered user's (its stored tag, maybe of an older key version). */
+export interface EvidenceCard {
+  cardTag: CardTag;
+}
+
+/** Buckets are as wide as the claim window (CLAIM_WINDOW_MINUTES). */
+export const evidenceWidthMs = (deps: Pick<CoreDeps, 'config'>): number =>
+  deps.config.claimWindowMinutes * 60_000;
+
+/**
+ * A receipt's entries: per amount it can be claimed by, one per bucket (its own and its two
+ * neighbours), under the card's current tag. `ttl` is the receipt's own.
+ */
+export function evidenceEntriesFor(
+  keyring: CardTagKeyring,
+  input: { tag: CardTag; facts: ClaimFacts; receipt: ReceiptKey; ttl: number; widthMs: number },
+): EvidenceEntry[] {
+  const tag = keyring.advance(input.tag);
+  const receiptRef = receiptRefOf(input.receipt);
+  const { currency, at, cardLast4 } = input.facts;
+  return [...new Set(input.facts.amounts)].flatMap((amount) => {
+    const body = { tag, amount, currency, at, ...(cardLast4 ? { cardLast4 } : {}) };
+    return evidenceIdsOf(keyring, body, input.widthMs).map((evidenceId) => ({
+      evidenceId,
+      receiptRef,
+      sealed: sealEvidence(keyring, evidenceId, receiptRef, body),
+      ttl: input.ttl,
+    }));
+  });
+}
+
+/** The tags a card's records may be under: the current version's, and its stored one while it lags. */
+export function tagsOfCard(card: EvidenceCard, keyring: CardTagKeyring): CardTag[] {
+  const current = keyring.advance(card.cardTag);
+  return current === card.cardTag ? [current] : [current, card.cardTag];
+}
+
+/**
+ * Every stored receipt of this card whose evidence matches the transaction: same currency, the
+ * amount equal to its total or its total before tip, its transaction time within ± the claim window,
+ * and its last four digits when both sides have them. Escrowed or not: the caller decides which it
+ * may act on (a claim releases escrowed ones, a match lists the user's own).
+ */
+export async function findByEvidence(
+  deps: EvidenceDeps,
+  card: EvidenceCard,
+  transaction: EvidenceTransaction,
+): Promise<StoredReceipt[]> {
+  const keyring = await deps.cardTags.keyring();
+  const widthMs = evidenceWidthMs(deps);
+  const claimedAt = Date.parse(transaction.transactionDate);
+  const query = {
+    amount: transaction.amount,
+    currency: transaction.currency,
+    at: transaction.transactionDate,
+  };
+  const found = new Set<string>();
+  for (const tag of tagsOfCard(card, keyring)) {
+    const id = lookupIdOf(keyring, tag, query, widthMs);
+    for (const entry of await deps.repos.evidence.entries(id)) {
+      const facts = openEvidence(keyring, id, entry.receiptRef, entry.sealed);
+      if (
+        facts !== undefined &&
+        facts.tag === tag &&
+        facts.amount === transaction.amount &&
+        facts.currency === transaction.currency &&
+        Math.abs(Date.parse(facts.at) - claimedAt) <= widthMs &&
+        // Last four digits narrow the match only when both sides have them.
+        (transaction.cardLast4 === undefined ||
+          facts.cardLast4 === undefined ||
+          facts.cardLast4 === transaction.cardLast4)
+      )
+        found.add(entry.receiptRef);
+    }
+  }
+  const receipts = await Promise.all(
+    [...found].map((receiptRef) => deps.repos.receipts.get(receiptKeyOf(receiptRef))),
+  );
+  return receipts.filter((receipt): receipt is StoredReceipt => receipt !== null);
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * A card transaction's time must be one a stored receipt can have: no later than a day from now (time
+ * zones, clocks) and no earlier than the longest a receipt is kept. Anything else (9999-12-31, say)
+ * is the caller's mistake, a 400 naming the field, before any allowance is spent.
+ */
+export function checkTransactionDates(
+  deps: Pick<CoreDeps, 'config' | 'clock'>,
+  transactions: readonly Pick<EvidenceTransaction, 'transactionDate'>[],
+  field = 'transactions',
+): void {
+  const now = deps.clock.now().getTime();
+  const keptDays = Math.max(deps.config.receiptRetentionDays, deps.config.escrowRetentionDays);
+  const earliest = new Date(now - keptDays * DAY_MS);
+  const latest = new Date(now + DAY_MS);
+  const fields = transactions.flatMap(({ transactionDate }, index) => {
+    const at = Date.parse(transactionDate);
+    return at >= earliest.getTime() && at <= latest.getTime()
+      ? []
+      : [
+          {
+            field: `${field}.${index}.transactionDate`,
+            message: `must lie between ${earliest.toISOString()} and ${latest.toISOString()}`,
+          },
+        ];
+  });
+  if (fields.length > 0) throw new InvalidRequestError('Invalid request body', fields);
+}

@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { tagVersion, type CardTagKeyring } from '../../lib/crypto/card-tag.js';
+import { evidenceIdsOf, openEvidence, sealEvidence } from '../../lib/crypto/evidence.js';
+import type { AuditLog } from '../../lib/db/audit.js';
+import { isConditionFailure } from '../../lib/db/client.js';
+import { EvidenceRepository, type EvidenceEntry, type EvidenceKey } from '../../lib/db/evidence.js';
+import { evidenceEntriesFor } from '../../lib/receipts/evidence.js';
+import { receiptKeyOf, scanTable } from './scan.js';
+
+/**
+ * The evidence index for what was stored before it, and after the keys it is made with change
+ * (`npm run admin -- evidence backfill`, run by `npm start` on every start; `card-key rotate` and
+ * `card-key retag` run the re-keying part). With the operator's credentials: it scans tables, which
+ * no function may. Every step is safe to repeat: entries are rewritten whole under their own key, and
+ * each receipt is changed on the condition that it still holds what was read.
+ */
+export interface EvidenceAdminDeps {
+  doc: DynamoDBDocumentClient;
+  tables: { receipts: string; evidence: string };
+  keyring: CardTagKeyring;
+  /** The claim window in ms (CLAIM_WINDOW_MINUTES): evidence buckets are as wide. */
+  widthMs: number;
+}
+
+export interface EvidenceCounts {
+  /** Escrowed receipts stored before the index (tag, time and sealed facts on the receipt) indexed. */
+  receiptsIndexed: number;
+  /** Entries written under the current key version and bucket width in place of older ones. */
+  entriesRekeyed: number;
+  /** Records nothing could be done with (facts that no longer open), or changed meanwhile. */
+  skipped: number;
+}
+
+/**
+ * Escrowed receipts stored before the index carried their card's tag, transaction time and sealed
+ * claim facts: each gets its entries, then loses the three (so no receipt shows its card beside its
+ * time any more). A receipt whose facts do not open is left as it is and counted.
+ */
+async function indexStoredReceipts(deps: EvidenceAdminDeps, counts: EvidenceCounts): Promise<void> {
+  const evidence = new EvidenceRepository(deps.doc, deps.tables.evidence);
+  for await (const item of scanTable(deps.doc, deps.tables.receipts, {
+    filter: 'attribute_exists(pendingRecipient)',
+    consistent: true,
+  })) {
+    const tag = item.pendingRecipient;
+    const facts =
+      typeof tag === 'string' && tagVersion(tag) !== undefined && typeof item.claimFacts === 'string'
+        ? deps.keyring.openFacts(tag, item.claimFacts)
+        : undefined;
+    if (typeof tag !== 'string' || !facts) {
+      counts.skipped += 1;
+      continue;
+    }
+    await evidence.putAll(
+      evidenceEntriesFor(deps.keyring, {
+        tag,
+        facts,
+        receipt: { merchantClientId: String(item.merchantClientId), receiptId: String(item.receiptId) },
+        ttl: Number(item.ttl),
+        widthMs: deps.widthMs,
+      }),
+    );
+    try {
+      await deps.doc.send(
+        new UpdateCommand({
+          TableName: deps.tables.receipts,
+          Key: receiptKeyOf(item),
+          UpdateExpression: 'REMOVE pendingRecipient, claimAt, claimFacts',
+          ConditionExpression: 'pendingRecipient = :tag',
+          ExpressionAttributeValues: { ':tag': tag },
+        }),
+      );
+      counts.receiptsIndexed += 1;
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      counts.skipped += 1;
+    }
+  }
+}
+
+/**
+ * Entries keyed under an older card-tag key version, or bucketed by another claim window, are
+ * rewritten under the current ones (from their sealed body, which holds the tag, amount, currency
+ * and time) and the old ones removed: a look-up computes ids with the current version and window.
+ */
+export async function rekeyEvidence(deps: EvidenceAdminDeps, counts: EvidenceCounts): Promise<void> {
+  const evidence = new EvidenceRepository(deps.doc, deps.tables.evidence);
+  const written = new Set<string>();
+  for await (const item of scanTable(deps.doc, deps.tables.evidence, { consistent: true })) {
+    const entry = item as unknown as EvidenceEntry;
+    const body = openEvidence(deps.keyring, entry.evidenceId, entry.receiptRef, entry.sealed);
+    if (!body) {
+      counts.skipped += 1;
+      continue;
+    }
+    const current = { ...body, tag: deps.keyring.advance(body.tag) };
+    const ids = evidenceIdsOf(deps.keyring, current, deps.widthMs);
+    if (ids.includes(entry.evidenceId)) continue;
+    const fresh = ids
+      .filter((id) => !written.has(`${id}\n${entry.receiptRef}`))
+      .map((evidenceId) => ({
+        evidenceId,
+        receiptRef: entry.receiptRef,
+        sealed: sealEvidence(deps.keyring, evidenceId, entry.receiptRef, current),
+        ttl: entry.ttl,
+      }));
+    await evidence.putAll(fresh);
+    for (const id of ids) written.add(`${id}\n${entry.receiptRef}`);
+    const old: EvidenceKey = { evidenceId: entry.evidenceId, receiptRef: entry.receiptRef };
+    await evidence.deleteAll([old]);
+    counts.entriesRekeyed += 1;
+  }
+}
+
+/** Both, audited: what `npm start` runs before serving and `npm run admin -- evidence backfill` runs. */
+export async function backfillEvidence(
+  deps: EvidenceAdminDeps & { audit?: AuditLog },
+  operator = 'operator',
+): Promise<EvidenceCounts> {
+  const counts: EvidenceCounts = { receiptsIndexed: 0, entriesRekeyed: 0, skipped: 0 };
+  await indexStoredReceipts(deps, counts);
+  await rekeyEvidence(deps, counts);
+  if (deps.audit && (counts.receiptsIndexed > 0 || counts.entriesRekeyed > 0 || counts.skipped > 0)) {
+    await deps.audit.record({
+      action: 'evidence.backfill',
+      outcome: 'success',
+      requestId: randomUUID(),
+      clientId: operator,
+      counts: { ...counts },
+    });
+  }
+  return counts;
+}

@@ -1,0 +1,88 @@
+import { createHmac, hkdfSync } from 'node:crypto';
+import { describe, expect, it } from '@jest/globals';
+import { CardTagKeyring, newCardTagKey } from '../../../lib/crypto/card-tag.js';
+import {
+  bucketOf,
+  evidenceId,
+  evidenceIdsOf,
+  lookupIdOf,
+  openEvidence,
+  sealEvidence,
+} from '../../../lib/crypto/evidence.js';
+
+const WIDTH = 15 * 60_000;
+const pan = 'b'.repeat(64);
+const at = '2026-11-21T09:15:00.000Z';
+
+describe('the keyed evidence index', () => {
+  const k1 = newCardTagKey();
+  const keyring = new CardTagKeyring([{ version: 1, key: k1 }]);
+  const tag = keyring.tagOf(pan);
+  const receiptRef = 'client-1#3f0e8c0a-1f6b-4f7e-9d53-9d1c2a1b4c5d';
+
+  it('is HMAC-SHA256, under a key derived (HKDF) from the card-tag key, of tag, amount, currency, width and bucket', () => {
+    const bucket = bucketOf(at, WIDTH);
+    const key = Buffer.from(hkdfSync('sha256', k1, Buffer.alloc(0), 'receipt-evidence-index', 32));
+    const expected = createHmac('sha256', key)
+      .update([tag, 1748, 'USD', WIDTH, bucket].join('\n'))
+      .digest('base64url');
+    expect(evidenceId(keyring, tag, { amount: 1748, currency: 'USD' }, bucket, WIDTH)).toBe(`v1.${expected}`);
+    // Nothing of the card, the amount or the time in it, and another key gives another id.
+    const id = evidenceId(keyring, tag, { amount: 1748, currency: 'USD' }, bucket, WIDTH);
+    for (const part of [tag.slice(3), '1748', 'USD', String(bucket)]) expect(id).not.toContain(part);
+    const other = new CardTagKeyring([{ version: 1, key: newCardTagKey() }]);
+    expect(evidenceId(other, other.tagOf(pan), { amount: 1748, currency: 'USD' }, bucket, WIDTH)).not.toBe(
+      id,
+    );
+  });
+
+  it('writes a receipt under its bucket and both neighbours, so one look-up finds it anywhere within ± the window', () => {
+    const written = evidenceIdsOf(keyring, { tag, amount: 1748, currency: 'USD', at }, WIDTH);
+    expect(written).toHaveLength(3);
+    for (const offset of [-WIDTH, -WIDTH / 2, -1, 0, 1, WIDTH / 3, WIDTH]) {
+      const claimed = new Date(Date.parse(at) + offset).toISOString();
+      expect(written).toContain(
+        lookupIdOf(keyring, tag, { amount: 1748, currency: 'USD', at: claimed }, WIDTH),
+      );
+    }
+    // Another amount, currency or card reads another partition.
+    for (const [other, query] of [
+      [tag, { amount: 1749, currency: 'USD', at }],
+      [tag, { amount: 1748, currency: 'EUR', at }],
+      [keyring.tagOf('c'.repeat(64)), { amount: 1748, currency: 'USD', at }],
+    ] as const)
+      expect(written).not.toContain(lookupIdOf(keyring, other, query, WIDTH));
+  });
+
+  it('seals an entry for its id and receipt only: another id, receipt, key or a changed byte opens nothing', () => {
+    const [id, neighbour] = evidenceIdsOf(keyring, { tag, amount: 1748, currency: 'USD', at }, WIDTH);
+    const body = { tag, amount: 1748, currency: 'USD', at, cardLast4: '4242' };
+    const sealed = sealEvidence(keyring, id!, receiptRef, body);
+    expect(openEvidence(keyring, id!, receiptRef, sealed)).toEqual(body);
+    expect(sealed).not.toContain('1748');
+    expect(openEvidence(keyring, neighbour!, receiptRef, sealed)).toBeUndefined();
+    expect(
+      openEvidence(keyring, id!, 'client-2#3f0e8c0a-1f6b-4f7e-9d53-9d1c2a1b4c5d', sealed),
+    ).toBeUndefined();
+    const other = new CardTagKeyring([{ version: 1, key: newCardTagKey() }]);
+    expect(openEvidence(other, id!, receiptRef, sealed)).toBeUndefined();
+    const bytes = Buffer.from(sealed.split('.')[1]!, 'base64url');
+    bytes[0]! ^= 1;
+    const [iv, , authTag] = sealed.split('.');
+    expect(
+      openEvidence(keyring, id!, receiptRef, `${iv}.${bytes.toString('base64url')}.${authTag}`),
+    ).toBeUndefined();
+  });
+
+  it('keys a newer card-tag version with that version: its ids differ, and the old ones stay readable', () => {
+    const v2 = new CardTagKeyring([
+      { version: 1, key: k1 },
+      { version: 2, key: newCardTagKey() },
+    ]);
+    const oldIds = evidenceIdsOf(v2, { tag, amount: 1748, currency: 'USD', at }, WIDTH);
+    const newIds = evidenceIdsOf(v2, { tag: v2.advance(tag), amount: 1748, currency: 'USD', at }, WIDTH);
+    expect(oldIds.every((id) => id.startsWith('v1.'))).toBe(true);
+    expect(newIds.every((id) => id.startsWith('v2.'))).toBe(true);
+    expect(oldIds).toEqual(evidenceIdsOf(keyring, { tag, amount: 1748, currency: 'USD', at }, WIDTH));
+  });
+});
