@@ -254,7 +254,10 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
     const { merchant, webhook } = await escrowedDelivery(receiver.url);
     advance(SCHEDULE[0]!);
 
-    const slow = sweep();
+    // The sender that hangs is a consumer of its own (in AWS another invocation of the delivery
+    // function): the queue hands a webhook's attempts to one consumer at a time, in order.
+    const stuck = new LocalDeliveryQueue(deps);
+    const slow = sweepDueDeliveries({ ...deps, queue: stuck }).then(() => stuck.drain());
     await waitFor(receiver, 2);
     advance(CLAIM_LEASE_MS - SECOND);
     await sweep();
@@ -300,7 +303,10 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
     const { merchant, webhook } = await escrowedDelivery(receiver.url);
     const { deliveryId } = await deliveryOf(merchant, webhook.webhookId);
     advance(SCHEDULE[0]!);
-    const slow = sweep();
+    // The sender that hangs is a consumer of its own (in AWS another invocation of the delivery
+    // function): the queue hands a webhook's attempts to one consumer at a time, in order.
+    const stuck = new LocalDeliveryQueue(deps);
+    const slow = sweepDueDeliveries({ ...deps, queue: stuck }).then(() => stuck.drain());
     await waitFor(receiver, 2);
 
     const input = { webhookId: webhook.webhookId, deliveryId, clientId: merchant.clientId };
