@@ -32,6 +32,7 @@ interface RawSchema {
   type?: 'string' | 'integer' | 'object';
   enum?: string[];
   minimum?: number;
+  pattern?: string;
   properties?: Record<string, RawSchema | Ref>;
   allOf?: (RawSchema | Ref)[];
 }
@@ -77,6 +78,15 @@ const headerComponents: Record<string, RawHeader> = {
   },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   Allow: { description: 'The methods this path has, comma-separated.', schema: { type: 'string' } },
+  Deprecation: {
+    description:
+      'On a deprecated operation only (RFC 9745): when it was deprecated, as `@` and Unix epoch seconds.',
+    schema: { type: 'string', pattern: '^@-?[0-9]+$' },
+  },
+  Sunset: {
+    description: 'On a deprecated operation only (RFC 8594): the HTTP-date after which it stops answering.',
+    schema: { type: 'string' },
+  },
 };
 
 const everyResponseHeaders = [
@@ -201,7 +211,10 @@ function describeOperation(route: RouteDeclaration): string {
   const access = route.apiKeyRequired
     ? `Requires an X-API-Key with the role ${route.roles.map((role) => `\`${role}\``).join(' or ')}.`
     : 'No API key.';
-  return `${route.docs.description}\n\n${access}`;
+  const sunset = route.deprecated
+    ? `\n\nDeprecated: stops answering on ${new Date(route.deprecated.sunset).toISOString()}.`
+    : '';
+  return `${route.docs.description}\n\n${access}${sunset}`;
 }
 
 const methods = { GET: 'get', POST: 'post', DELETE: 'delete' } as const;
@@ -217,6 +230,7 @@ function routeConfig(route: RouteDeclaration): RouteConfig {
     summary: docs.summary,
     description: describeOperation(route),
     ...(route.apiKeyRequired ? {} : { security: [] }),
+    ...(route.deprecated ? { deprecated: true } : {}),
     request: {
       ...(request.params ? { params: request.params } : {}),
       ...(request.query ? { query: request.query } : {}),
@@ -234,7 +248,12 @@ function routeConfig(route: RouteDeclaration): RouteConfig {
     responses: {
       [response.status ?? 200]: {
         description: response.description,
-        headers: headersFor(response.status ?? 200),
+        headers: {
+          ...headersFor(response.status ?? 200),
+          ...(route.deprecated
+            ? { Deprecation: ref('headers', 'Deprecation'), Sunset: ref('headers', 'Sunset') }
+            : {}),
+        },
         content: Object.fromEntries(
           (response.mediaTypes ?? ['application/json']).map((type) => [type, { schema: successSchema }]),
         ),
