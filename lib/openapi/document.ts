@@ -284,7 +284,10 @@ export function buildOpenApiDocument(routes: readonly RouteDeclaration[]): OpenA
     name: 'X-API-Key',
     description: 'A key issued to a client (merchant, issuer or both roles) with a subscription tier.',
   });
+  // The deprecation headers only once a route is deprecated: an unused component is noise.
+  const deprecationHeaderNames = routes.some((route) => route.deprecated) ? [] : ['Deprecation', 'Sunset'];
   for (const [name, header] of Object.entries(headerComponents)) {
+    if (deprecationHeaderNames.includes(name)) continue;
     registry.registerComponent('headers', name, { ...header, required: true });
   }
   for (const status of errorStatuses) {
