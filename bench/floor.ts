@@ -453,6 +453,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       orderId: null,
       gateway: 'gateway_a',
       receiptMetadata: { receiptId, transactionId, merchantId, isEscrowed: envelope.isEscrowed },
+      livemode: intent.livemode,
     };
     await doc.send(
       new UpdateCommand({

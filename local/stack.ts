@@ -118,7 +118,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       (options.inMemory ? inMemoryCardTagKeys() : await LocalCardTagKeyFile.loadOrCreate(dataDir));
     const cursorKey =
       options.cursorKey ?? (options.inMemory ? inMemoryCursorKey() : await localCursorKeyFile(dataDir));
-    const gateways = createGatewayRegistry(gatewayConfigFromEnv(env));
+    const gateways = createGatewayRegistry(gatewayConfigFromEnv(env), { stage: config.stage });
     const deps: AppDeps = {
       ...createCoreDeps({
         config,

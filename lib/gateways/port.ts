@@ -44,6 +44,8 @@ export interface CreatedPayment {
   status: string;
   amount: number;
   currency: string;
+  /** A live payment (real money): the provider's own answer where it gives one, else the credentials' mode. */
+  livemode: boolean;
 }
 
 export interface GatewayPayment {

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ConfigError } from '../kernel/config.js';
+import { ConfigError, isLiveStripeKey, liveGatewayCredentialRefusal } from '../kernel/config.js';
 import { ServiceUnavailableError } from '../kernel/errors.js';
 import { parseGatewayKind, type GatewayKind, type GatewayRegistry, type PaymentGateway } from './port.js';
 import { SquareGateway } from './square.js';
@@ -110,6 +110,8 @@ export const defaultSdkLoaders: SdkLoaders = {
 
 export interface GatewayRegistryOptions {
   resolveSecret?: ResolveSecret;
+  /** The stage: outside production, live credentials read at run time are refused (lib/kernel/config.ts). */
+  stage?: string;
   loaders?: Partial<SdkLoaders>;
 }
 
@@ -125,6 +127,11 @@ export function createGatewayRegistry(
   async function secret(name: SecretName, fromEnv: string | undefined): Promise<string> {
     const value = fromEnv ?? (await options.resolveSecret?.(name));
     if (!value) throw new ConfigError(`Gateway credential ${name} is not configured`);
+    const refusal =
+      options.stage === undefined
+        ? undefined
+        : liveGatewayCredentialRefusal(options.stage, { setting: name, stripeKey: value });
+    if (refusal) throw new ConfigError(`Gateway credential refused: ${refusal}`);
     return value;
   }
 
@@ -139,10 +146,19 @@ export function createGatewayRegistry(
             ...common,
             secretKey: await secret('STRIPE_SECRET_KEY', target.secretKey),
           });
-    return new StripeGateway(client);
+    // The sandbox's intents say livemode: false themselves; a provider key's mode is the fallback.
+    return new StripeGateway(client, target.mode === 'provider' && isLiveStripeKey(target.secretKey));
   }
 
   async function buildSquare(target: SquareTarget): Promise<PaymentGateway> {
+    const refusal =
+      target.mode === 'provider' && options.stage !== undefined
+        ? liveGatewayCredentialRefusal(options.stage, {
+            setting: 'SQUARE_ENVIRONMENT',
+            squareEnvironment: target.environment,
+          })
+        : undefined;
+    if (refusal) throw new ConfigError(`Gateway credential refused: ${refusal}`);
     const sdk = await loaders.square();
     const common = { maxRetries: retries, timeoutMs: config.timeoutMs };
     const client =
@@ -158,7 +174,11 @@ export function createGatewayRegistry(
             accessToken: await secret('SQUARE_ACCESS_TOKEN', target.accessToken),
             environment: target.environment,
           });
-    return new SquareGateway(client, target.locationId, { testNonceFallback: target.mode === 'sandbox' });
+    return new SquareGateway(client, target.locationId, {
+      testNonceFallback: target.mode === 'sandbox',
+      // Square's payments do not say; the environment the credentials belong to does.
+      livemode: target.mode === 'provider' && target.environment === 'production',
+    });
   }
 
   async function build(kind: GatewayKind): Promise<PaymentGateway> {

@@ -32,6 +32,8 @@ export interface SquareGatewayOptions {
    * attempted with a test card.
    */
   testNonceFallback?: boolean;
+  /** The credentials' environment is production: Square's payments do not say it themselves. */
+  livemode?: boolean;
 }
 
 export const squareMetadataLimits = { maxEntries: 10, maxKeyLength: 60, maxValueLength: 255 } as const;
@@ -131,7 +133,10 @@ export class SquareGateway implements PaymentGateway {
     options: SquareGatewayOptions = {},
   ) {
     this.testNonceFallback = options.testNonceFallback ?? false;
+    this.livemode = options.livemode ?? false;
   }
+
+  private readonly livemode: boolean;
 
   async createPayment(request: CreatePaymentRequest): Promise<CreatedPayment> {
     const currency = normaliseCurrency(request.currency) as Square.Currency;
@@ -178,6 +183,7 @@ export class SquareGateway implements PaymentGateway {
         status: payment.status ?? 'UNKNOWN',
         amount: minorUnits(payment.amountMoney, 'payment.amount_money'),
         currency: payment.amountMoney?.currency ?? currency,
+        livemode: this.livemode,
       };
     } catch (error) {
       throw this.toAppError(error, 'createPayment');

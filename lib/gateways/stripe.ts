@@ -56,7 +56,11 @@ const paymentIntentId = /^pi_[A-Za-z0-9]{1,255}$/;
 export class StripeGateway implements PaymentGateway {
   readonly kind = 'gateway_a' as const;
 
-  constructor(private readonly stripe: Stripe) {}
+  constructor(
+    private readonly stripe: Stripe,
+    /** The key's mode, for an answer that does not carry `livemode` itself. */
+    private readonly liveKey = false,
+  ) {}
 
   async createPayment(request: CreatePaymentRequest): Promise<CreatedPayment> {
     assertMinorUnits('amount', request.amount, { allowZero: false });
@@ -75,6 +79,7 @@ export class StripeGateway implements PaymentGateway {
         status: intent.status,
         amount: intent.amount,
         currency: intent.currency.toUpperCase(),
+        livemode: typeof intent.livemode === 'boolean' ? intent.livemode : this.liveKey,
       };
     } catch (error) {
       throw this.toAppError(error, 'createPayment');

@@ -190,8 +190,9 @@ describe('environment', () => {
   );
 
   it('switches Square on with its location id', () => {
+    // Square's production environment is production's alone (test/infra/settings.test.ts).
     const withSquare = synthVariant({
-      settings: { squareLocationId: 'L123', squareEnvironment: 'production' },
+      settings: { squareLocationId: 'L123', squareEnvironment: 'sandbox' },
     }).templates.template;
     const variables = (
       functionByName(withSquare, 'receipt-service-test-create-payment')[1].Properties.Environment as {
@@ -201,7 +202,7 @@ describe('environment', () => {
     expect(variables).toMatchObject({
       PAYMENT_GATEWAYS: 'gateway_a,gateway_b',
       SQUARE_LOCATION_ID: 'L123',
-      SQUARE_ENVIRONMENT: 'production',
+      SQUARE_ENVIRONMENT: 'sandbox',
     });
   });
 });

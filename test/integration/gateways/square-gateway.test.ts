@@ -71,6 +71,7 @@ describe('SquareGateway (gateway_b) with the real square SDK against the sandbox
       status: 'COMPLETED',
       amount: request.amount,
       currency: 'USD',
+      livemode: false,
     });
     // Plain numbers, not the SDK's bigint: results must survive JSON.
     expect(() => JSON.stringify(created)).not.toThrow();

@@ -1137,6 +1137,8 @@ export interface components {
         merchantId: string;
         isEscrowed: boolean;
       };
+      /** @description True when real money moved: the gateway's own answer (gateway_a), or the mode of the service's credentials (gateway_b). Always false outside production, which refuses live credentials. */
+      livemode: boolean;
     };
     /** @description A public JWK: {kty:"EC", crv:"P-256", x, y} or {kty:"RSA", n, e}. Private members (d, p, q, …) are refused. */
     PublicJwk: {
