@@ -110,6 +110,12 @@ export function newApiKeyRecord(
   };
 }
 
+/** A request with no X-API-Key: says what to fix, the usual mistake being a key sent as a bearer token. */
+export const missingKeyMessage = (hasAuthorizationHeader: boolean): string =>
+  hasAuthorizationHeader
+    ? 'Send the API key in the X-API-Key header; the Authorization header is not read'
+    : 'Missing API key: send it in the X-API-Key header';
+
 /** Verifies presented keys, caching records briefly so a hot key costs one read per cache lifetime. */
 export class ApiKeyAuthenticator {
   private readonly cache = new Map<string, { record: ApiKeyRecord | null; fetchedAt: number }>();

@@ -61,15 +61,15 @@ const headerComponents: Record<string, RawHeader> = {
   },
   'X-RateLimit-Limit': {
     description:
-      "Requests allowed in the current window: the key's budget for this endpoint's group (by tier), or the per-source-IP budget without a key.",
+      "Requests allowed in the window that binds: of the key's per-minute budget for this endpoint's group (by tier) and its tier's daily quota, the one with fewer requests left; the per-source-IP budget without a key.",
     schema: { type: 'integer', minimum: 0 },
   },
   'X-RateLimit-Remaining': {
-    description: 'Requests left in the current window.',
+    description: 'Requests left in that window.',
     schema: { type: 'integer', minimum: 0 },
   },
   'X-RateLimit-Reset': {
-    description: 'When the current window ends, in Unix epoch seconds.',
+    description: 'When that window ends, in Unix epoch seconds (the next minute, or 00:00 UTC for the daily quota).',
     schema: { type: 'integer', minimum: 0 },
   },
   'Cache-Control': {

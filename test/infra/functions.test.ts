@@ -93,7 +93,7 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
   merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
-  rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
+  rateLimits: { read: ['dynamodb:BatchGetItem'], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
   webhookDeliveries: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
   webhooks: {

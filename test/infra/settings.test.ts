@@ -150,7 +150,9 @@ describe('envelope template', () => {
     expect(envelopeTemplate('not_found')).toContain('"message":$context.error.messageString,');
     const fixed = envelopeTemplate('forbidden', 'Say "no"');
     expect(
-      JSON.parse(fixed.replaceAll('$context.requestTime', 't').replaceAll('$context.requestId', 'r')),
+      JSON.parse(
+        fixed.replaceAll('$context.authorizer.timestamp', 't').replaceAll('$context.requestId', 'r'),
+      ),
     ).toEqual({
       success: false,
       error: { code: 'forbidden', message: 'Say "no"', timestamp: 't', request_id: 'r' },
