@@ -124,7 +124,6 @@ export function envelopeTemplate(code: string, message?: string, messageTemplate
   );
 }
 
-
 export const edgeErrorResponses: readonly EdgeErrorResponse[] = [
   // Missing and wrong keys both arrive as INVALID_API_KEY (403 "Forbidden" by default).
   {

@@ -69,7 +69,8 @@ const headerComponents: Record<string, RawHeader> = {
     schema: { type: 'integer', minimum: 0 },
   },
   'X-RateLimit-Reset': {
-    description: 'When that window ends, in Unix epoch seconds (the next minute, or 00:00 UTC for the daily quota).',
+    description:
+      'When that window ends, in Unix epoch seconds (the next minute, or 00:00 UTC for the daily quota).',
     schema: { type: 'integer', minimum: 0 },
   },
   'Cache-Control': {
