@@ -1,4 +1,5 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { AUDIT_SHARDS, auditPartition } from '../lib/db/audit.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Stripe from 'stripe';
@@ -123,7 +124,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
         TableName: tables.audit,
         Item: {
           ...event,
-          pk: `CLIENT#${event.clientId}`,
+          pk: auditPartition(event.clientId, randomInt(AUDIT_SHARDS)),
           sk: `${now.toISOString()}#${event.requestId}#${randomBytes(4).toString('hex')}`,
           at: now.toISOString(),
           ttl: Math.floor(now.getTime() / 1000) + options.retention.auditDays * 86_400,

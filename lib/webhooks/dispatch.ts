@@ -1,5 +1,5 @@
 import { epochSeconds } from '../kernel/clock.js';
-import { DUE_BUCKET, type DeliveryRecord } from '../db/webhook-deliveries.js';
+import { dueBucketOf, type DeliveryRecord } from '../db/webhook-deliveries.js';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
 import { attemptDelivery, type DeliveryDeps } from './send.js';
@@ -47,9 +47,10 @@ async function createDeliveries(
   const now = deps.clock.now();
   const created: DeliveryRecord[] = [];
   for (const webhook of webhooks) {
+    const deliveryId = deliveryIdOf(webhook.webhookId, event);
     const delivery: DeliveryRecord = {
       webhookId: webhook.webhookId,
-      deliveryId: deliveryIdOf(webhook.webhookId, event),
+      deliveryId,
       clientId,
       eventType: event.type,
       payload: payloadOf(event, now),
@@ -59,7 +60,7 @@ async function createDeliveries(
       attempts: [],
       // Due at once: should the immediate attempt below never happen, the sweeper makes it.
       nextAttemptAt: now.toISOString(),
-      dueBucket: DUE_BUCKET,
+      dueBucket: dueBucketOf(deliveryId),
       createdAt: now.toISOString(),
       ttl: epochSeconds(now) + RETENTION_SECONDS,
     };
