@@ -304,7 +304,7 @@ async function runAgainst(
   let perRequest: PerRequestResult;
   try {
     const sides: { service: Side; floor: Side } = {
-      service: { url: stack.url, counter },
+      service: { url: stack.url, counter, notChargedCpuMicros: () => stack.adapterCpuMicros() },
       floor: { url: floorServer.url, counter: new DynamoCallCounter(floorDynamo.doc, tableKeys) },
     };
     // Decrypt tokens must stay live through a round; they are granted afresh when half their life is gone.

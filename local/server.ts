@@ -288,6 +288,12 @@ function decodeParameters(
 export interface HttpServerHandle {
   url: string;
   server: Server;
+  /**
+   * CPU microseconds this adapter spent standing in for API Gateway (routing, building the event
+   * and the Lambda context, writing the result back) since the server started: work a deployed
+   * function never does, which the benchmarks leave out of the service's CPU (bench/per-request.ts).
+   */
+  adapterCpuMicros(): number;
   close(): Promise<void>;
 }
 
@@ -323,13 +329,20 @@ export async function startHttpServer(
       .join('');
   const bySpecificity = (a: string, b: string) => shape(a).localeCompare(shape(b));
 
+  let adapterCpu = 0;
+  const cpuSince = (start: NodeJS.CpuUsage) => {
+    const used = process.cpuUsage(start);
+    adapterCpu += used.user + used.system;
+  };
   const server = createServer((request, response) => {
     void (async () => {
-      const url = new URL(request.url ?? '/', 'http://localhost');
       const body = await readBody(request);
+      let start = process.cpuUsage();
+      const url = new URL(request.url ?? '/', 'http://localhost');
       if (body === 'too-large') {
         // API Gateway answers oversized payloads itself, before any function runs.
         send(response, edge.tooLarge());
+        cpuSince(start);
         return;
       }
       // The developer console is the local stack's own page, not an API route (local/console).
@@ -354,8 +367,12 @@ export async function startHttpServer(
       const handler = 'malformed' in decoded ? badPathFor(decoded.malformed) : match.handler;
       const resourcePath = match.route.path;
       const event = toEvent(request, url, body, resourcePath, pathParameters);
-      const result = await handler(event, lambdaContext(match.route.name, match.route.timeoutSeconds ?? 10));
+      const context = lambdaContext(match.route.name, match.route.timeoutSeconds ?? 10);
+      cpuSince(start);
+      const result = await handler(event, context);
+      start = process.cpuUsage();
       send(response, result);
+      cpuSince(start);
     })().catch((error: unknown) => {
       deps.logger.error('local adapter failed', { error: error instanceof Error ? error : String(error) });
       if (!response.headersSent) send(response, errorResponse(error, randomUUID(), new Date()));
@@ -371,6 +388,7 @@ export async function startHttpServer(
   return {
     url: `http://${options.host}:${port}`,
     server,
+    adapterCpuMicros: () => adapterCpu,
     close: () =>
       new Promise<void>((resolveClose) => {
         server.closeAllConnections();

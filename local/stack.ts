@@ -68,6 +68,8 @@ export interface LocalStack {
   cardTagKeys: CardTagKeyStore;
   /** The webhook dispatcher (local/stream-poller.ts): tests stop it and start it again. */
   dispatcher: Dispatcher;
+  /** CPU microseconds the HTTP adapter spent standing in for API Gateway (local/server.ts). */
+  adapterCpuMicros(): number;
   close(): Promise<void>;
 }
 
@@ -177,6 +179,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       sandbox,
       cardTagKeys,
       dispatcher,
+      adapterCpuMicros: () => http.adapterCpuMicros(),
       close: async () => {
         for (const stop of stops.reverse()) await stop();
       },

@@ -27,10 +27,11 @@ export const createHandler =
 
 let handle: ReturnType<typeof createHandler> | undefined;
 
-export const handler = (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
-  if (!handle) {
-    const core = awsCoreDeps();
-    handle = createHandler(deliveryDeps(core), () => core.telemetry.flush());
-  }
+let building: Promise<ReturnType<typeof createHandler>> | undefined;
+
+export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+  handle ??= await (building ??= awsCoreDeps().then((core) =>
+    createHandler(deliveryDeps(core), () => core.telemetry.flush()),
+  ));
   return handle(event);
 };

@@ -16,10 +16,11 @@ export const createHandler =
 
 let handle: ReturnType<typeof createHandler> | undefined;
 
-export const handler = (): Promise<{ due: number; attempted: number }> => {
-  if (!handle) {
-    const core = awsCoreDeps();
-    handle = createHandler(deliveryDeps(core), () => core.telemetry.flush());
-  }
+let building: Promise<ReturnType<typeof createHandler>> | undefined;
+
+export const handler = async (): Promise<{ due: number; attempted: number }> => {
+  handle ??= await (building ??= awsCoreDeps().then((core) =>
+    createHandler(deliveryDeps(core), () => core.telemetry.flush()),
+  ));
   return handle();
 };
