@@ -12,14 +12,13 @@ import {
   parseKeyedRoutes,
   type EdgeAuthorizerDeps,
 } from '../lib/api-keys/edge-authorizer.js';
-import type { Clock } from '../lib/kernel/clock.js';
 import { rateGroupOf, type Role } from '../lib/kernel/route.js';
 import { createApiKey } from '../scripts/admin/api-keys.js';
-import { loadRoutes } from '../local/server.js';
-import { startLocalStack, type LocalStack } from '../local/stack.js';
+import { lambdaContext, loadRoutes } from '../local/server.js';
+import type { LocalStack } from '../local/stack.js';
 import { edgeAuthorizerFunction } from '../functions/platform/edge-authorizer/function.js';
 import { printTable, type TargetCheck } from './lib/report.js';
-import { startSandboxProcess } from './lib/sandbox-process.js';
+import { SkippingClock, withBenchStack } from './lib/bench-stack.js';
 import {
   encryptBody,
   inPool,
@@ -168,17 +167,6 @@ class LogMeter {
   }
 }
 
-/** Real time plus an offset moved forward, so grant runs find every token slot free (as bench/http.ts). */
-class SkippingClock implements Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  skip(ms: number): void {
-    this.offsetMs += ms;
-  }
-}
-
 /** What API Gateway's proxy integration hands a function. */
 function proxyEvent(
   method: string,
@@ -206,24 +194,6 @@ function proxyEvent(
       requestTimeEpoch: Date.now(),
       identity: { sourceIp: '203.0.113.10' },
     } as APIGatewayProxyEvent['requestContext'],
-  };
-}
-
-function lambdaContext(name: string) {
-  const deadline = Date.now() + 30_000;
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName: name,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${name}`,
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${name}`,
-    logStreamName: 'bench',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
   };
 }
 
@@ -257,25 +227,13 @@ const waitFor = async (check: () => boolean, maxMs: number): Promise<void> => {
 
 export async function runCostBench(options: CostOptions): Promise<CostResult> {
   const prices = JSON.parse(await readFile(new URL('./prices.json', import.meta.url), 'utf8')) as PriceTable;
-  const sandbox = await startSandboxProcess();
   const receiver = await startReceiver();
-  const clock = new SkippingClock();
   try {
-    const stack = await startLocalStack({
-      inMemory: true,
-      port: 0,
-      logLevel: 'INFO',
-      clock,
-      env: { STRIPE_SECRET_KEY: 'sk_test_bench_sandbox', GATEWAY_SANDBOX_URL: sandbox.url },
-    });
-    try {
-      return await measureAndPrice(stack, clock, receiver, prices, options);
-    } finally {
-      await stack.close();
-    }
+    return await withBenchStack('INFO', (stack, clock) =>
+      measureAndPrice(stack, clock, receiver, prices, options),
+    );
   } finally {
     await new Promise<void>((resolve) => receiver.server.close(() => resolve()));
-    await sandbox.stop();
   }
 }
 
@@ -371,7 +329,7 @@ async function measureAndPrice(
   ): Promise<{ statusCode: number; body: string }> => {
     const handler = handlers.get(routeName);
     if (!handler) throw new Error(`cost bench: no route ${routeName}`);
-    const result = await handler(event, lambdaContext(routeName));
+    const result = await handler(event, lambdaContext(routeName, 30));
     return { statusCode: result.statusCode, body: result.body };
   };
   const api = { gatewayCallsPerOp: 0, apiRequests: 1 };

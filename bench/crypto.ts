@@ -94,13 +94,18 @@ interface FloorSealed {
   tag: string;
 }
 
-function floorSeal(plaintext: Buffer, publicKey: KeyObject): FloorSealed {
+/** Both floors' content encryption: one draw for CEK and IV, AES-256-GCM of the receipt. */
+function floorGcmSeal(plaintext: Buffer): { cek: Buffer; iv: Buffer; ciphertext: Buffer; tag: Buffer } {
   const random = randomBytes(44);
   const cek = random.subarray(0, 32);
   const iv = random.subarray(32);
   const cipher = createCipheriv('aes-256-gcm', createSecretKey(cek), iv, { authTagLength: 16 });
   const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  const tag = cipher.getAuthTag();
+  return { cek, iv, ciphertext, tag: cipher.getAuthTag() };
+}
+
+function floorSeal(plaintext: Buffer, publicKey: KeyObject): FloorSealed {
+  const { cek, iv, ciphertext, tag } = floorGcmSeal(plaintext);
   const encryptedKey = publicEncrypt({ key: publicKey, ...OAEP }, cek);
   return {
     encryptedKey: encryptedKey.toString('base64'),
@@ -148,12 +153,7 @@ interface FloorP256Sealed extends FloorSealed {
 }
 
 function floorSealP256(plaintext: Buffer, recipientPoint: Buffer): FloorP256Sealed {
-  const random = randomBytes(44);
-  const cek = random.subarray(0, 32);
-  const iv = random.subarray(32);
-  const cipher = createCipheriv('aes-256-gcm', createSecretKey(cek), iv, { authTagLength: 16 });
-  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  const tag = cipher.getAuthTag();
+  const { cek, iv, ciphertext, tag } = floorGcmSeal(plaintext);
   const ephemeral = createECDH('prime256v1');
   const epk = ephemeral.generateKeys();
   const kek = createSecretKey(p256Kek(ephemeral.computeSecret(recipientPoint)));

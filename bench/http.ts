@@ -4,12 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../scripts/admin/api-keys.js';
-import type { Clock } from '../lib/kernel/clock.js';
 import { requireAllTables } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { USER_CACHE_MAX_AGE_MS } from '../lib/db/users.js';
 import type { Role } from '../lib/kernel/route.js';
-import { startLocalStack, type LocalStack } from '../local/stack.js';
+import type { LocalStack } from '../local/stack.js';
 import { startFloorServer } from './floor.js';
 import {
   DynamoCallCounter,
@@ -22,7 +21,7 @@ import {
 } from './lib/dynamo-probe.js';
 import type { LoadOutcome } from './lib/load-spec.js';
 import { printTable, type TargetCheck } from './lib/report.js';
-import { startSandboxProcess } from './lib/sandbox-process.js';
+import { SkippingClock, withBenchStack } from './lib/bench-stack.js';
 import {
   encryptBody,
   inPool,
@@ -110,41 +109,14 @@ export interface HttpResult {
 
 const cores = cpus().length;
 
-/**
- * Real time plus an offset the bench moves forward: a grant-access run starts with every token slot
- * expired, so no run meets a user who already holds 5 live tokens, and nothing sleeps for it.
- */
-class SkippingClock implements Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  skip(ms: number): void {
-    this.offsetMs += ms;
-  }
-}
-
 export async function runHttpBench(options: HttpOptions): Promise<HttpResult> {
   const workDir = await mkdtemp(join(tmpdir(), 'receipt-bench-http-'));
-  const sandbox = await startSandboxProcess();
-  const clock = new SkippingClock();
   try {
-    const stack = await startLocalStack({
-      inMemory: true,
-      port: 0,
-      // WARN: the per-request INFO access line would otherwise flood the bench output (and cost a write each).
-      logLevel: 'WARN',
-      clock,
-      // A key is what makes the stack leave its in-process sandbox out; the URL sends the SDKs to ours.
-      env: { STRIPE_SECRET_KEY: 'sk_test_bench_sandbox', GATEWAY_SANDBOX_URL: sandbox.url },
-    });
-    try {
-      return await runAgainst(stack, clock, sandbox.url, options, workDir);
-    } finally {
-      await stack.close();
-    }
+    // WARN: the per-request INFO access line would otherwise flood the bench output (and cost a write each).
+    return await withBenchStack('WARN', (stack, clock, sandboxUrl) =>
+      runAgainst(stack, clock, sandboxUrl, options, workDir),
+    );
   } finally {
-    await sandbox.stop();
     await rm(workDir, { recursive: true, force: true });
   }
 }

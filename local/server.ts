@@ -240,7 +240,8 @@ function toEvent(
   };
 }
 
-function lambdaContext(functionName: string, timeoutSeconds: number): ServiceContext {
+/** The Lambda context a function is handed (also used by bench/cost.ts, which invokes handlers directly). */
+export function lambdaContext(functionName: string, timeoutSeconds: number): ServiceContext {
   const deadline = Date.now() + timeoutSeconds * 1000;
   return {
     callbackWaitsForEmptyEventLoop: false,
