@@ -259,11 +259,12 @@ async function measureAndPrice(
   const users = await inPool(Array.from({ length: Math.max(4, Math.ceil(n / 3)) }), 4, () =>
     onboardUser(stack.url, issuer),
   ).finally(() => logs.stop());
+  logs.start();
   const hook = await fetch(`${stack.url}/api/v1/webhooks`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': issuer },
     body: JSON.stringify({ url: receiver.url, events: ['receipt.available'] }),
-  });
+  }).finally(() => logs.stop());
   if (hook.status !== 201) throw new Error(`cost bench: webhook registration answered ${hook.status}`);
 
   const handlers = new Map(
