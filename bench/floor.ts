@@ -53,6 +53,30 @@ export interface FloorOptions {
   recipients: ReadonlyMap<string, { userId: string; keyId: string; publicKey: string }>;
 }
 
+/**
+ * The floors still to write, for endpoints that other branches bring (issue 23: each gets a floor of
+ * its own and the 1.2× CPU target). Each becomes one more entry of `handlers` below, and one
+ * EndpointPlan in bench/http.ts under the name bench/per-request.ts lists. Like the others, a floor
+ * makes exactly the service's DynamoDB calls (same tables, keys, conditions, item shapes), its crypto
+ * through lib/crypto and its gateway call through the stripe SDK, with no Middy, zod, API-key lookup
+ * or rate limit; and the bench checks that what it writes is usable by the service.
+ */
+export const pendingFloors = {
+  'payments/gateway_a/refund':
+    'POST /api/v1/payments/gateway_a/{paymentId}/refunds (issue 21): read the payment mapping (merchant client ' +
+    '+ payment id), reserve the refund under its refundId (conditional put, the idempotency key), call ' +
+    'stripe.refunds.create with the derived idempotency key, build the refund DigitalReceipt and seal it ' +
+    "with sealEnvelope for the sale's recipient (or escrow), store it with the conditional put the service " +
+    "uses, update the sale's paymentStatus, and write the refund and payment audit records",
+  'receipts/claim':
+    "POST /api/v1/users/{userId}/receipts/claim (issue 20): read the user, spend the card's and the issuer " +
+    "client's daily allowances (conditional ADDs), compute the keyed evidence entries for each claimed " +
+    'transaction (HMAC under the key derived from the card-tag key, over card tag + amount + currency + ' +
+    'time bucket and its neighbours) and read them with one BatchGetItem, unseal the matching escrowed ' +
+    "receipts' keys (the escrow unwrap) and re-wrap each for the user's key (rewrapEnvelope), store each " +
+    'with its conditional update, and write the claim audit record',
+} as const;
+
 export interface FloorServer {
   url: string;
   close(): Promise<void>;
