@@ -1,5 +1,10 @@
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { missingKeyMessage, type ApiKeyAuthenticator, type Caller } from './authenticator.js';
+import {
+  INVALID_KEY_MESSAGE,
+  missingKeyMessage,
+  type ApiKeyAuthenticator,
+  type Caller,
+} from './authenticator.js';
 import {
   bindingLimit,
   DAY_WINDOW_SECONDS,
@@ -97,7 +102,7 @@ export interface EdgeContext {
 }
 
 /** The refusal the gateway response shows when the key is unknown, revoked or malformed. */
-export const INVALID_KEY_MESSAGE = 'Missing or invalid API key';
+export { INVALID_KEY_MESSAGE };
 
 /**
  * The authorizer's answer is cached per key value and reused for every method of the stage, so the

@@ -1,5 +1,5 @@
 import type { PlatformDeps } from '../app/deps.js';
-import { ForeignApiKeyError, missingKeyMessage } from '../api-keys/authenticator.js';
+import { ForeignApiKeyError, INVALID_KEY_MESSAGE, missingKeyMessage } from '../api-keys/authenticator.js';
 import {
   bindingLimit,
   DAILY_LEASE_SHARE,
@@ -89,6 +89,6 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
 
 /** Says what to fix: the usual mistake is a key sent as a bearer token. */
 function unauthorizedMessage(headers: Record<string, string | undefined>): string {
-  if (headers['x-api-key']) return 'The API key in X-API-Key is not valid';
+  if (headers['x-api-key']) return INVALID_KEY_MESSAGE;
   return missingKeyMessage(headers.authorization !== undefined);
 }
