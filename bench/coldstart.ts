@@ -79,6 +79,8 @@ const BARE_HANDLER: { name: string; contents: string } = {
 // 1 MB read strictly (10^6 bytes), so the target holds whichever megabyte is meant.
 const TARGET_BYTES = 1_000_000;
 const TARGET_IMPORT_MS = 100;
+/** Issue 23: a bundle that reaches no gateway imports in at most this × the bare bundle's time. */
+const TARGET_RATIO_TO_BARE = 1.25;
 
 // The same banner as infra/service-function.ts: CommonJS dependencies in an ESM bundle need require().
 const REQUIRE_BANNER =
@@ -95,6 +97,14 @@ interface BundleMeasure {
   /** CPU time of the same imports: the cross-check that ignores time spent descheduled on a shared machine. */
   importCpuMsMedian: number | null;
   importCpuMsRuns: number[];
+  /**
+   * Each import of this bundle ÷ an import of the bare handler made just before it, so both meet the
+   * same moment of a shared machine; the median is the "÷ bare" figure (wall, and CPU beside it).
+   */
+  ratioToBareRuns: number[];
+  cpuRatioToBareRuns: number[];
+  ratioToBareMedian: number | null;
+  cpuRatioToBareMedian: number | null;
   /** The packages contributing most to the output, in KB. */
   largestPackages: { name: string; kilobytes: number }[];
   error?: string;
@@ -126,6 +136,10 @@ const emptyMeasure = (): BundleMeasure => ({
   importMsRuns: [],
   importCpuMsMedian: null,
   importCpuMsRuns: [],
+  ratioToBareRuns: [],
+  cpuRatioToBareRuns: [],
+  ratioToBareMedian: null,
+  cpuRatioToBareMedian: null,
   largestPackages: [],
 });
 
@@ -321,14 +335,32 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
     }
   }
 
-  // Rounds over every bundle in rotating order, so a noisy moment does not land on one bundle only.
+  // Rounds over every bundle in rotating order, so a noisy moment does not land on one bundle only;
+  // each route bundle is paired with a bare-handler import just before it.
+  const bareFile = toImport.find((entry) => entry.measure === bareHandler)?.file;
+  const componentMeasures = new Set(components.map((component) => component.measure));
+  const record = (measure: BundleMeasure, timing: ImportTiming) => {
+    measure.importMsRuns.push(round(timing.ms, 1));
+    measure.importCpuMsRuns.push(round(timing.cpuMs, 1));
+  };
   for (let roundIndex = 0; roundIndex < options.imports; roundIndex++) {
     for (const { measure, file } of rotated(toImport, roundIndex)) {
       if (measure.error) continue;
       try {
+        const paired =
+          bareFile !== undefined &&
+          measure !== bareHandler &&
+          !componentMeasures.has(measure) &&
+          !bareHandler.error
+            ? await timeImport(bareFile, workDir)
+            : undefined;
         const timing = await timeImport(file, workDir);
-        measure.importMsRuns.push(round(timing.ms, 1));
-        measure.importCpuMsRuns.push(round(timing.cpuMs, 1));
+        record(measure, timing);
+        if (paired) {
+          record(bareHandler, paired);
+          measure.ratioToBareRuns.push(round(timing.ms / paired.ms, 3));
+          measure.cpuRatioToBareRuns.push(round(timing.cpuMs / paired.cpuMs, 3));
+        }
       } catch (error) {
         measure.error = error instanceof Error ? error.message : String(error);
       }
@@ -339,15 +371,17 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
       measure.importMsMedian = round(median(measure.importMsRuns), 1);
       measure.importCpuMsMedian = round(median(measure.importCpuMsRuns), 1);
     }
+    if (measure.ratioToBareRuns.length > 0 && !measure.error) {
+      measure.ratioToBareMedian = round(median(measure.ratioToBareRuns), 2);
+      measure.cpuRatioToBareMedian = round(median(measure.cpuRatioToBareRuns), 2);
+    }
   }
 
   const ratioToBare = (measure: BundleMeasure | undefined): number =>
-    measure?.importMsMedian && bareHandler.importMsMedian
-      ? round(measure.importMsMedian / bareHandler.importMsMedian, 2)
-      : Number.NaN;
+    measure?.ratioToBareMedian ?? Number.NaN;
   printTable(
     `Cold start: esbuild bundles as CDK builds them (minified ESM, node24); KB = 1024 bytes; import = median of ${options.imports} fresh processes, wall ms (CPU ms); ` +
-      `÷ bare = import (SDKs external) ÷ the bare handler's ${bareHandler.importMsMedian ?? '?'} ms`,
+      `÷ bare = median over rounds of import (SDKs external) ÷ a bare-handler import made just before it, wall (CPU); the bare handler's median ${bareHandler.importMsMedian ?? '?'} ms`,
     [
       'route',
       'gateway',
@@ -374,7 +408,7 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
         time(inlined),
         size(external),
         time(external),
-        ratioToBare(external),
+        `${ratioToBare(external)} (${external?.cpuRatioToBareMedian ?? '?'})`,
         (inlined?.largestPackages ?? [])
           .slice(0, 3)
           .map((entry) => `${entry.name} ${entry.kilobytes}`)
@@ -445,17 +479,39 @@ async function measureAll(options: ColdStartOptions, workDir: string): Promise<C
     },
     {
       section: 'coldstart',
+      target: `handler import ≤ ${TARGET_RATIO_TO_BARE}× the bare handler's, every bundle that reaches no payment gateway (${withoutGateway.length} bundles; paired fresh processes, median of ${options.imports})`,
+      measured: (() => {
+        const worst = withoutGateway.reduce<Measured | undefined>(
+          (best, entry) =>
+            !best || (entry.measure.ratioToBareMedian ?? 0) > (best.measure.ratioToBareMedian ?? 0)
+              ? entry
+              : best,
+          undefined,
+        );
+        return worst
+          ? `worst ${worst.route} ${worst.measure.ratioToBareMedian}× wall, ${worst.measure.cpuRatioToBareMedian}× CPU; ` +
+              `${withoutGateway.filter((entry) => (entry.measure.ratioToBareMedian ?? Infinity) > TARGET_RATIO_TO_BARE).length}/${withoutGateway.length} over`
+          : 'nothing imported';
+      })(),
+      met:
+        withoutGateway.length === 0
+          ? null
+          : complete &&
+            withoutGateway.every(
+              (entry) => (entry.measure.ratioToBareMedian ?? Infinity) <= TARGET_RATIO_TO_BARE,
+            ),
+    },
+    {
+      section: 'coldstart',
       target: `handler import < ${TARGET_IMPORT_MS} ms, every bundle that reaches no payment gateway (${withoutGateway.length} bundles)`,
       measured:
         slowest && bareHandler.importMsMedian
           ? `slowest ${importOf(slowest)}, ${slowest.measure.importCpuMsMedian} ms CPU; bare handler ${bareHandler.importMsMedian} ms; ` +
             `${withoutGateway.filter((entry) => (entry.measure.importMsMedian ?? Infinity) >= TARGET_IMPORT_MS).length}/${withoutGateway.length} over (median of ${options.imports})`
           : 'nothing imported',
-      met:
-        withoutGateway.length === 0
-          ? null
-          : complete &&
-            withoutGateway.every((entry) => (entry.measure.importMsMedian ?? Infinity) < TARGET_IMPORT_MS),
+      // The bare handler itself is over it on this machine: kept as information, judged by the ratio above.
+      met: null,
+      informational: true,
     },
     {
       section: 'coldstart',

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../scripts/admin/api-keys.js';
-import type { Clock } from '../lib/kernel/clock.js';
 import { requireAllTables } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
+import { USER_CACHE_MAX_AGE_MS } from '../lib/db/users.js';
 import type { Role } from '../lib/kernel/route.js';
-import { startLocalStack, type LocalStack } from '../local/stack.js';
+import type { LocalStack } from '../local/stack.js';
 import { startFloorServer } from './floor.js';
 import {
   DynamoCallCounter,
@@ -21,7 +21,7 @@ import {
 } from './lib/dynamo-probe.js';
 import type { LoadOutcome } from './lib/load-spec.js';
 import { printTable, type TargetCheck } from './lib/report.js';
-import { startSandboxProcess } from './lib/sandbox-process.js';
+import { SkippingClock, withBenchStack } from './lib/bench-stack.js';
 import {
   encryptBody,
   inPool,
@@ -109,41 +109,14 @@ export interface HttpResult {
 
 const cores = cpus().length;
 
-/**
- * Real time plus an offset the bench moves forward: a grant-access run starts with every token slot
- * expired, so no run meets a user who already holds 5 live tokens, and nothing sleeps for it.
- */
-class SkippingClock implements Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  skip(ms: number): void {
-    this.offsetMs += ms;
-  }
-}
-
 export async function runHttpBench(options: HttpOptions): Promise<HttpResult> {
   const workDir = await mkdtemp(join(tmpdir(), 'receipt-bench-http-'));
-  const sandbox = await startSandboxProcess();
-  const clock = new SkippingClock();
   try {
-    const stack = await startLocalStack({
-      inMemory: true,
-      port: 0,
-      // WARN: the per-request INFO access line would otherwise flood the bench output (and cost a write each).
-      logLevel: 'WARN',
-      clock,
-      // A key is what makes the stack leave its in-process sandbox out; the URL sends the SDKs to ours.
-      env: { STRIPE_SECRET_KEY: 'sk_test_bench_sandbox', GATEWAY_SANDBOX_URL: sandbox.url },
-    });
-    try {
-      return await runAgainst(stack, clock, sandbox.url, options, workDir);
-    } finally {
-      await stack.close();
-    }
+    // WARN: the per-request INFO access line would otherwise flood the bench output (and cost a write each).
+    return await withBenchStack('WARN', (stack, clock, sandboxUrl) =>
+      runAgainst(stack, clock, sandboxUrl, options, workDir),
+    );
   } finally {
-    await sandbox.stop();
     await rm(workDir, { recursive: true, force: true });
   }
 }
@@ -168,7 +141,9 @@ async function runAgainst(
   const encryptMerchant = await key('bench-merchant-encrypt', ['merchant']);
   const encryptKey = encryptMerchant.apiKey;
   const paymentKey = (await key('bench-merchant-payments', ['merchant'])).apiKey;
-  const counter = new DynamoCallCounter(stack.deps.dynamo.doc);
+  // Physical table name → its key, so the counters name the table of each call.
+  const tableKeys = new Map(Object.entries(requireAllTables(stack.config)).map(([key, name]) => [name, key]));
+  const counter = new DynamoCallCounter(stack.deps.dynamo.doc, tableKeys);
   const javaPid = javaChildPid();
   const tokenTtlMs = stack.config.tokenTtlSeconds * 1000;
   const freeAllTokenSlots = () => clock.skip(tokenTtlMs + 1000);
@@ -183,6 +158,22 @@ async function runAgainst(
     post(stack.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(user))),
   );
   const setupSeconds = (performance.now() - setupStart) / 1000;
+  // Nothing else runs in this process while a round is timed: the local stack's webhook dispatcher
+  // (the stream poller and the delivery sweeper, each a function of its own in AWS) polls DynamoDB
+  // through the service's client and would charge its CPU and its Query to whichever side is running.
+  await stack.dispatcher.stop();
+  counter.reset();
+  const idleCpu = process.cpuUsage();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const idle = process.cpuUsage(idleCpu);
+  const idleCalls = Object.values(counter.byCommand()).reduce((sum, count) => sum + count, 0);
+  console.log(
+    `  idle check, dispatcher stopped: ${idleCalls} DynamoDB calls and ${round((idle.user + idle.system) / 1000, 1)} ms CPU in 1 s with no request`,
+  );
+  if (idleCalls > 0)
+    throw new Error(
+      `something still calls DynamoDB in the background: ${JSON.stringify(counter.byTarget())}`,
+    );
   console.log(
     `  setup: ${users.length} users onboarded and one envelope each in ${setupSeconds.toFixed(1)} s`,
   );
@@ -285,8 +276,8 @@ async function runAgainst(
   let perRequest: PerRequestResult;
   try {
     const sides: { service: Side; floor: Side } = {
-      service: { url: stack.url, counter },
-      floor: { url: floorServer.url, counter: new DynamoCallCounter(floorDynamo.doc) },
+      service: { url: stack.url, counter, notChargedCpuMicros: () => stack.adapterCpuMicros() },
+      floor: { url: floorServer.url, counter: new DynamoCallCounter(floorDynamo.doc, tableKeys) },
     };
     // Decrypt tokens must stay live through a round; they are granted afresh when half their life is gone.
     let decryptTokens: { at: number; tokens: string[] } | undefined;
@@ -298,6 +289,18 @@ async function runAgainst(
       return decryptTokens.tokens;
     };
     await checkFloorAgainstService(users[0] as User);
+    const explainCall = (target: string): string | undefined => {
+      const [command = '', table = ''] = target.split(' ');
+      if (table === 'rateLimits')
+        return 'rate-limit lease: the per-minute budget is claimed from its shared counter in leases of 1, 2, 4… units up to 1 % of it, a new one each window (lib/db/rate-limits.ts); the floor counts nothing';
+      if (table === 'apiKeys')
+        return `API-key cache refresh: a key's record is kept ${stack.config.apiKeyCacheTtlSeconds} s (API_KEY_CACHE_TTL_SECONDS); the floor knows its callers`;
+      if (table === 'users' && command.startsWith('Get'))
+        return `recipient cache refresh: a recipient found is kept ${USER_CACHE_MAX_AGE_MS / 1000} s (lib/db/users.ts), and the bench's clock moves on by the token lifetime before grant runs, so each of the ${users.length} recipients is read once more; the floor keeps them all in memory`;
+      if (table === 'accessTokens' && command.startsWith('TransactWrite'))
+        return 'slot retries: a grant whose random first slot is taken tries the next (both sides draw at random)';
+      return undefined;
+    };
     let warmUser = 0;
     const nextUser = () => users[warmUser++ % users.length] as User;
     const plans: EndpointPlan[] = [
@@ -305,6 +308,7 @@ async function runAgainst(
         name: 'receipts/encrypt',
         path: '/api/v1/receipts/encrypt',
         apiKey: encryptKey,
+        explainCall,
         bodiesForRound: () => Promise.resolve(users.map(encryptBody)),
         warmUp: async (side) => {
           await post(side.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(nextUser())));
@@ -314,6 +318,7 @@ async function runAgainst(
         name: 'receipts/decrypt',
         path: '/api/v1/receipts/decrypt',
         apiKey: issuerKey,
+        explainCall,
         bodiesForRound: async () => decryptBodiesFor(await liveTokens()),
         warmUp: async (side) => {
           const tokens = await liveTokens();
@@ -324,6 +329,7 @@ async function runAgainst(
         name: 'keys/grant-access',
         path: '/api/v1/keys/grant-access',
         apiKey: issuerKey,
+        explainCall,
         bodiesForRound: () =>
           Promise.resolve(users.map((user) => ({ userId: user.userId, keyId: user.keyId }))),
         beforeRun: freeAllTokenSlots,
@@ -341,6 +347,7 @@ async function runAgainst(
         name: 'payments/gateway_a/create',
         path: '/api/v1/payments/gateway_a/create',
         apiKey: paymentKey,
+        explainCall,
         bodiesForRound: () => Promise.resolve(users.map(paymentBody)),
         warmUp: async (side) => {
           await post(

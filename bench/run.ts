@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runClaimBench } from './claims.js';
 import { runColdStartBench } from './coldstart.js';
+import { runCostBench } from './cost.js';
 import { runCryptoBench } from './crypto.js';
 import { runHttpBench } from './http.js';
 import { runKeygenBench } from './keygen.js';
@@ -14,13 +15,13 @@ import { printTargets, type TargetCheck } from './lib/report.js';
 import { round } from './lib/stats.js';
 
 /**
- * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart,sdk,webhooks,claims]`: benchmarks,
+ * `npm run bench [-- --quick] [-- --only crypto,keygen,http,coldstart,sdk,cost,webhooks,claims]`: benchmarks,
  * not tests (webhooks and claims run only when named). Each section prints its tables; a summary of targets follows,
  * and everything lands in bench/results/latest.json with a description of the machine. Nothing fails on a number: a target
  * that is not met is reported as such.
  */
 
-const sectionNames = ['crypto', 'keygen', 'http', 'coldstart', 'sdk', 'webhooks', 'claims'] as const;
+const sectionNames = ['crypto', 'keygen', 'http', 'coldstart', 'sdk', 'cost', 'webhooks', 'claims'] as const;
 /** Sections that run only when named in --only (they start a whole stack of their own). */
 const onDemand: readonly string[] = ['webhooks', 'claims'];
 type SectionName = (typeof sectionNames)[number];
@@ -80,6 +81,7 @@ const settings = {
       },
   coldstart: { imports: quick ? 3 : 5 },
   sdk: quick ? { rounds: 5, sliceMs: 40 } : { rounds: 15, sliceMs: 60 },
+  cost: { operations: quick ? 20 : 100 },
   webhooks: quick
     ? {
         receiptsPerProducer: { single: 20, concurrent: 5 },
@@ -104,6 +106,7 @@ const runners: Record<SectionName, () => Promise<{ targets: TargetCheck[] }>> = 
   http: () => runHttpBench(settings.http),
   coldstart: () => runColdStartBench(settings.coldstart),
   sdk: () => runSdkBench(settings.sdk),
+  cost: () => runCostBench(settings.cost),
   webhooks: () => runWebhookBench(settings.webhooks),
   claims: () => runClaimBench(settings.claims),
 };

@@ -27,9 +27,9 @@ export interface ServiceNagSubjects {
  */
 export const suppressionReasons = {
   apiAuthorization:
-    'Callers authenticate with API keys: every method except the public health check, the public openapi.json ' +
-    'and the 405 mocks has the edge Lambda authorizer, which checks x-api-key against hashed keys in DynamoDB, ' +
-    'and the functions verify the key again with per-key roles. The spec defines API-key authentication and no ' +
+    'Callers authenticate with API keys: every method has the edge Lambda authorizer, which checks x-api-key ' +
+    'against hashed keys in DynamoDB on the keyed routes (the public health check, openapi.json, API reference ' +
+    'and the 404/405 mocks are open to anyone), and the functions verify the key again with per-key roles. The spec defines API-key authentication and no ' +
     'end-user identities, so IAM and Cognito authorizers do not apply.',
   waf:
     'Edge limits come from per-tier usage plans (rate, burst, daily quota) and the functions count per key and ' +

@@ -74,8 +74,9 @@ export const tableOperations: Record<TableKey, TableOperations> = {
   },
   // merchantId claims: a conditional put, and the owner read back when it fails.
   merchants: { read: ['dynamodb:GetItem'], indexRead: [], write: ['dynamodb:PutItem'] },
-  // Every count is one atomic ADD whose result comes back with the update.
-  rateLimits: { read: [], indexRead: [], write: ['dynamodb:UpdateItem'] },
+  // Every count is one atomic ADD whose result comes back with the update; the edge authorizer reads
+  // a request's counters in one BatchGetItem to report them in API Gateway's own responses.
+  rateLimits: { read: ['dynamodb:BatchGetItem'], indexRead: [], write: ['dynamodb:UpdateItem'] },
   // Append-only: no function may change or remove what the audit recorded, whatever its route says.
   audit: { read: [], indexRead: [], write: ['dynamodb:PutItem'] },
   // Webhook deliveries: created by a conditional put (a replayed stream record makes nothing new),

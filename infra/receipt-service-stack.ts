@@ -7,7 +7,8 @@ import type { Construct } from 'constructs';
 // Apart from the other aws-cdk-lib import, so that this addition merges as a line of its own.
 import { Lazy } from 'aws-cdk-lib';
 import { edgeAuthorizerFunction } from '../functions/platform/edge-authorizer/function.js';
-import type { FunctionDefinition } from '../lib/kernel/route.js';
+import { formatKeyedRoutes } from '../lib/api-keys/edge-authorizer.js';
+import { rateGroupOf, type FunctionDefinition } from '../lib/kernel/route.js';
 import { routes as serviceRoutes, type RouteDefinition } from '../functions/routes.js';
 import { tableEnvVar, type TableKey } from '../lib/kernel/tables.js';
 import { tierNames, usagePlanParameterName } from '../lib/kernel/tiers.js';
@@ -124,10 +125,19 @@ export class ReceiptServiceStack extends Stack {
       route: edgeAuthorizerFunction,
       projectRoot,
       functionName: `${settings.resourcePrefix}-${edgeAuthorizerFunction.name}`,
-      environment: this.environmentFor(edgeAuthorizerFunction, settings),
+      environment: {
+        ...this.environmentFor(edgeAuthorizerFunction, settings),
+        // Which methods need a key, and whose budget each spends: the rest are open (lib/api-keys/edge-authorizer.ts).
+        EDGE_KEYED_ROUTES: formatKeyedRoutes(
+          routes
+            .filter((route) => route.apiKeyRequired)
+            .map((route) => ({ method: route.method, path: route.path, group: rateGroupOf(route) })),
+        ),
+      },
       logRetention: settings.logRetentionDays,
       tracingPolicy,
-      description: 'API Gateway authorizer: checks X-API-Key by its hash, names the usage-plan key',
+      description:
+        'API Gateway authorizer: checks X-API-Key by its hash, names the usage-plan key, reports the rate limits',
     });
     this.grantRoute(this.edgeAuthorizer, edgeAuthorizerFunction, settings);
 

@@ -2,8 +2,9 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   ApiKeySourceType,
+  CfnAuthorizer,
   EndpointType,
-  IdentitySource,
+  ResponseType,
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
@@ -12,6 +13,7 @@ import {
   Period,
   RequestAuthorizer,
   RestApi,
+  type IResource,
   type MethodDeploymentOptions,
   type RequestValidator,
   type UsagePlan,
@@ -19,10 +21,16 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { EDGE_API_KEY_HEADER, EDGE_AUTHORIZER_CACHE_SECONDS } from '../lib/api-keys/edge-authorizer.js';
+import { EDGE_AUTHORIZER_CACHE_SECONDS } from '../lib/api-keys/edge-authorizer.js';
 import type { RouteDefinition } from '../lib/kernel/route.js';
 import { tierNames, type TierName, type TierTable } from '../lib/kernel/tiers.js';
-import { edgeErrorResponses, envelopeTemplate, REQUEST_ID_HEADER } from './gateway-responses.js';
+import {
+  edgeErrorResponses,
+  gatewayAnswer,
+  methodNotAllowedAnswer,
+  notFoundAnswer,
+  type EdgeAnswer,
+} from './gateway-responses.js';
 
 export interface ServiceApiProps {
   stage: string;
@@ -77,6 +85,7 @@ export class ServiceApi extends Construct {
   readonly accessLogGroup: LogGroup;
   readonly usagePlans: Record<TierName, UsagePlan>;
   readonly authorizer: RequestAuthorizer;
+  private routePaths: string[] = [];
 
   constructor(scope: Construct, id: string, props: ServiceApiProps) {
     super(scope, id);
@@ -140,15 +149,19 @@ export class ServiceApi extends Construct {
     this.authorizer = new RequestAuthorizer(this, 'EdgeAuthorizer', {
       authorizerName: `${props.resourcePrefix}-edge`,
       handler: props.authorizer,
-      // API Gateway answers 401 itself, without invoking the function, when the header is missing.
-      identitySources: [IdentitySource.header(EDGE_API_KEY_HEADER)],
-      // One answer per key value for five minutes: most requests cost no invocation. A revoked key
-      // still stops at once: revoking deletes its usage-plan key, and the function checks it too.
+      // No identity source and no result cache: the authorizer runs for every request, a missing
+      // X-API-Key included, and its context (the request's ISO time, the binding rate limit) is that
+      // request's own, for the responses API Gateway makes itself (infra/gateway-responses.ts).
+      identitySources: [],
       resultsCacheTtl: Duration.seconds(EDGE_AUTHORIZER_CACHE_SECONDS),
     });
+    // CDK writes an empty IdentitySource; without a cache, the property is left out.
+    (this.authorizer.node.defaultChild as CfnAuthorizer).addPropertyDeletionOverride('IdentitySource');
 
+    this.routePaths = [...new Set(props.routes.map((route) => route.path))];
     this.addRoutes(props, validator);
     this.addMethodNotAllowed(props.routes);
+    this.addNotFound();
     this.addGatewayResponses();
     this.usagePlans = this.addUsagePlans(props);
   }
@@ -165,9 +178,10 @@ export class ServiceApi extends Construct {
         {
           operationName: route.name,
           // Keyed methods keep apiKeyRequired so the usage plans throttle each client at the edge;
-          // the key they count is the one the authorizer names.
+          // the key they count is the one the authorizer names. Public ones have the authorizer too:
+          // it lets anyone through and gives their gateway responses the time and the IP's budget.
           apiKeyRequired: route.apiKeyRequired,
-          ...(route.apiKeyRequired ? { authorizer: this.authorizer } : {}),
+          authorizer: this.authorizer,
           requestParameters: Object.fromEntries(
             parameters.map((name) => [`method.request.path.${name}`, true]),
           ),
@@ -188,53 +202,74 @@ export class ServiceApi extends Construct {
       allowedByPath.set(route.path, [...(allowedByPath.get(route.path) ?? []), route.method]);
 
     for (const [path, methods] of allowedByPath) {
-      const allow = methods.join(', ');
-      const body =
-        `{"success":false,"error":{"code":"method_not_allowed","message":"This method is not allowed on this resource",` +
-        `"details":{"allowed":${JSON.stringify(methods)}},"timestamp":"$context.requestTime","request_id":"$context.requestId"}}`;
-      this.api.root.resourceForPath(path).addMethod(
-        'ANY',
-        new MockIntegration({
-          // The default (unconditional) integration response below turns whatever the mock
-          // returns into the 405, so bodies of any content type pass through untouched.
-          passthroughBehavior: PassthroughBehavior.WHEN_NO_MATCH,
-          requestTemplates: { 'application/json': '{"statusCode": 405}' },
-          integrationResponses: [
-            {
-              statusCode: '405',
-              responseTemplates: { 'application/json': body },
-              responseParameters: {
-                'method.response.header.Allow': `'${allow}'`,
-                [`method.response.header.${REQUEST_ID_HEADER}`]: 'context.requestId',
-              },
-            },
-          ],
-        }),
-        {
-          apiKeyRequired: false,
-          methodResponses: [
-            {
-              statusCode: '405',
-              responseParameters: {
-                'method.response.header.Allow': true,
-                [`method.response.header.${REQUEST_ID_HEADER}`]: true,
-              },
-            },
-          ],
-        },
-      );
+      this.addMockAnswer(this.api.root.resourceForPath(path), methodNotAllowedAnswer(methods));
     }
+  }
+
+  /**
+   * A path no route declares: a greedy catch-all at the root answers 404 from a mock behind the
+   * authorizer, so the answer has the request's time and rate limit like every other (API Gateway's
+   * own MISSING_AUTHENTICATION_TOKEN comes before any authorizer). Routed paths are more specific
+   * and win over it.
+   */
+  private addNotFound(): void {
+    this.addMockAnswer(this.api.root.addResource('{proxy+}'), notFoundAnswer);
+    // A resource on the way to a route (/api, /api/v1...) has no method of its own: the same 404.
+    const routed = new Set(this.routePaths);
+    const between = new Set(
+      this.routePaths.flatMap((path) => {
+        const segments = path.split('/').filter(Boolean);
+        return segments.slice(1).map((_, index) => `/${segments.slice(0, index + 1).join('/')}`);
+      }),
+    );
+    for (const path of [...between].filter((path) => !routed.has(path)).sort())
+      this.addMockAnswer(this.api.root.resourceForPath(path), notFoundAnswer);
+  }
+
+  /** An ANY method giving `answer` from a mock integration, behind the authorizer. */
+  private addMockAnswer(resource: IResource, answer: EdgeAnswer): void {
+    const { statusCode: status, template: body, headers } = answer;
+    resource.addMethod(
+      'ANY',
+      new MockIntegration({
+        // The default (unconditional) integration response below turns whatever the mock
+        // returns into the answer, so bodies of any content type pass through untouched.
+        passthroughBehavior: PassthroughBehavior.WHEN_NO_MATCH,
+        requestTemplates: { 'application/json': `{"statusCode": ${status}}` },
+        integrationResponses: [
+          {
+            statusCode: status,
+            responseTemplates: { 'application/json': body },
+            responseParameters: Object.fromEntries(
+              Object.entries(headers).map(([name, value]) => [`method.response.header.${name}`, value]),
+            ),
+          },
+        ],
+      }),
+      {
+        // It reveals only what openapi.json already publishes; the authorizer lets anyone through.
+        apiKeyRequired: false,
+        authorizer: this.authorizer,
+        methodResponses: [
+          {
+            statusCode: status,
+            responseParameters: Object.fromEntries(
+              Object.keys(headers).map((name) => [`method.response.header.${name}`, true]),
+            ),
+          },
+        ],
+      },
+    );
   }
 
   private addGatewayResponses(): void {
     for (const response of edgeErrorResponses) {
-      this.api.addGatewayResponse(`Response${response.type.responseType}`, {
-        type: response.type,
+      const answer = gatewayAnswer(response);
+      this.api.addGatewayResponse(`Response${response.type}`, {
+        type: ResponseType.of(response.type),
         statusCode: response.statusCode,
-        responseHeaders: { [REQUEST_ID_HEADER]: 'context.requestId', ...response.headers },
-        templates: {
-          'application/json': envelopeTemplate(response.code, response.message, response.messageTemplate),
-        },
+        responseHeaders: answer.headers,
+        templates: { 'application/json': answer.template },
       });
     }
   }

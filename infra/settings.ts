@@ -1,7 +1,13 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import * as z from 'zod';
-import { deployedApiKeyEnvironment, serviceEnvSchema, type ApiKeyEnvironment } from '../lib/kernel/config.js';
+import {
+  deployedApiKeyEnvironment,
+  isLiveStripeKey,
+  liveGatewayCredentialRefusal,
+  serviceEnvSchema,
+  type ApiKeyEnvironment,
+} from '../lib/kernel/config.js';
 import { rateGroups, tierNames, tiers as serviceTiers, type TierTable } from '../lib/kernel/tiers.js';
 
 /**
@@ -129,6 +135,29 @@ export const settingKeys = Object.keys(settingsSchema.shape) as (keyof SettingsI
 
 export class SettingsError extends Error {}
 
+/**
+ * Live gateway credentials at synth: a stage other than production refuses Square's production
+ * environment and any live Stripe key in any setting (DECISIONS Round 3); the functions refuse them
+ * again when they read their secrets.
+ */
+function liveCredentialProblems(values: Parsed): string[] {
+  const problems: string[] = [];
+  for (const [setting, value] of Object.entries(values)) {
+    if (typeof value !== 'string' || !isLiveStripeKey(value)) continue;
+    problems.push(
+      liveGatewayCredentialRefusal(values.stage, { setting, stripeKey: value }) ??
+        // Production may use live keys, but from Secrets Manager: a key in a setting lands in the template.
+        `${setting}: holds a Stripe key; put the key in Secrets Manager and name the secret in stripeSecretName`,
+    );
+  }
+  const square = liveGatewayCredentialRefusal(values.stage, {
+    setting: 'squareEnvironment',
+    squareEnvironment: values.squareEnvironment,
+  });
+  if (square) problems.push(square);
+  return problems;
+}
+
 /** Props win over context, context over defaults. */
 export function resolveSettings(scope: Construct, overrides: SettingsInput = {}): ServiceSettings {
   const fromContext: Record<string, unknown> = {};
@@ -146,6 +175,9 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
     );
     throw new SettingsError(`Invalid receipt-service settings: ${issues.join('; ')}`);
   }
+  const credentialProblems = liveCredentialProblems(parsed.data);
+  if (credentialProblems.length > 0)
+    throw new SettingsError(`Invalid receipt-service settings: ${credentialProblems.join('; ')}`);
   const { tiers: overriddenTiers, ...values } = parsed.data;
   const tiers = Object.fromEntries(
     tierNames.map((tier) => [tier, { ...serviceTiers[tier], ...overriddenTiers?.[tier] }]),

@@ -2,15 +2,29 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type {
+  APIGatewayProxyEvent,
+  APIGatewayProxyResult,
+  APIGatewayRequestAuthorizerEvent,
+} from 'aws-lambda';
 import * as z from 'zod';
 import type { AppDeps } from '../lib/app/deps.js';
+import { InvalidRequestError } from '../lib/kernel/errors.js';
 import {
-  InvalidRequestError,
-  MethodNotAllowedError,
-  NotFoundError,
-  PayloadTooLargeError,
-} from '../lib/kernel/errors.js';
+  authorizeEdge,
+  formatKeyedRoutes,
+  parseKeyedRoutes,
+  type EdgeAuthorizerDeps,
+} from '../lib/api-keys/edge-authorizer.js';
+import { rateGroupOf } from '../lib/kernel/route.js';
+import {
+  edgeResponse,
+  gatewayAnswer,
+  methodNotAllowedAnswer,
+  notFoundAnswer,
+  renderEdgeAnswer,
+  type EdgeAnswer,
+} from '../infra/gateway-responses.js';
 import { errorResponse } from '../lib/http/error-envelope.js';
 import { httpEndpoint, type HttpHandler, type ServiceContext } from '../lib/http/pipeline.js';
 import { routes, type RouteDeclaration } from '../functions/routes.js';
@@ -75,6 +89,72 @@ const fallbackRoute: RouteDeclaration = {
   response: { description: 'Never succeeds.', schema: z.never(), enveloped: true },
   errors: {},
 };
+
+/**
+ * What API Gateway answers without a function, from the declarations the CDK stack deploys
+ * (infra/gateway-responses.ts): the 404 and 405 mocks behind the edge authorizer, whose context the
+ * same authorizer code gives here, and the 413 it makes before any authorizer runs.
+ */
+function edgeAnswers(deps: AppDeps, declared: readonly RouteDeclaration[]) {
+  const authorizer: EdgeAuthorizerDeps = {
+    authenticator: deps.authenticator,
+    logger: deps.logger,
+    rates: {
+      limiter: deps.rateLimiter,
+      tiers: deps.tiers,
+      anonymousRequestsPerMinute: deps.config.anonymousRequestsPerMinute,
+      keyedRoutes: parseKeyedRoutes(
+        formatKeyedRoutes(
+          declared
+            .filter((route) => route.apiKeyRequired)
+            .map((route) => ({ method: route.method, path: route.path, group: rateGroupOf(route) })),
+        ),
+      ),
+    },
+  };
+  const requestId = () => randomUUID();
+  return {
+    /** An answer of a mock method: the authorizer runs first, as in AWS, for its context. */
+    async behindAuthorizer(
+      answer: EdgeAnswer,
+      request: IncomingMessage,
+      resource: string,
+    ): Promise<APIGatewayProxyResult> {
+      const id = requestId();
+      const event = {
+        type: 'REQUEST',
+        methodArn: `arn:aws:execute-api:local:000000000000:local/local/${request.method ?? 'GET'}${resource}`,
+        resource,
+        path: resource,
+        httpMethod: request.method ?? 'GET',
+        headers: Object.fromEntries(
+          Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
+        ),
+        requestContext: {
+          requestId: id,
+          requestTimeEpoch: deps.clock.now().getTime(),
+          identity: { sourceIp: (request.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '') },
+        },
+      } as unknown as APIGatewayRequestAuthorizerEvent;
+      const { context } = await authorizeEdge(event, authorizer);
+      const strings = Object.fromEntries(
+        Object.entries(context ?? {}).map(([name, value]) => [name, String(value)]),
+      );
+      return toResult(renderEdgeAnswer(answer, { requestId: id, authorizer: strings }));
+    },
+    /** Over API Gateway's 10 MB: answered before any authorizer, so with no context at all. */
+    tooLarge: (): APIGatewayProxyResult =>
+      toResult(
+        renderEdgeAnswer(gatewayAnswer(edgeResponse('REQUEST_TOO_LARGE')), { requestId: requestId() }),
+      ),
+  };
+}
+
+const toResult = (rendered: ReturnType<typeof renderEdgeAnswer>): APIGatewayProxyResult => ({
+  statusCode: rendered.statusCode,
+  headers: { 'Content-Type': 'application/json', ...rendered.headers },
+  body: rendered.body,
+});
 
 function fallbackHandler(deps: AppDeps, error: () => Error): HttpHandler {
   return httpEndpoint(fallbackRoute, deps, async () => {
@@ -161,7 +241,8 @@ function toEvent(
   };
 }
 
-function lambdaContext(functionName: string, timeoutSeconds: number): ServiceContext {
+/** The Lambda context a function is handed (also used by bench/cost.ts, which invokes handlers directly). */
+export function lambdaContext(functionName: string, timeoutSeconds: number): ServiceContext {
   const deadline = Date.now() + timeoutSeconds * 1000;
   return {
     callbackWaitsForEmptyEventLoop: false,
@@ -209,6 +290,12 @@ function decodeParameters(
 export interface HttpServerHandle {
   url: string;
   server: Server;
+  /**
+   * CPU microseconds this adapter spent standing in for API Gateway (routing, building the event
+   * and the Lambda context, writing the result back) since the server started: work a deployed
+   * function never does, which the benchmarks leave out of the service's CPU (bench/per-request.ts).
+   */
+  adapterCpuMicros(): number;
   close(): Promise<void>;
 }
 
@@ -224,7 +311,7 @@ export async function startHttpServer(
   },
 ): Promise<HttpServerHandle> {
   const loaded = await loadRoutes(deps, options.routes);
-  const notFound = fallbackHandler(deps, () => new NotFoundError('No such resource'));
+  const edge = edgeAnswers(deps, options.routes ?? routes);
   const badPath = new Map<string, HttpHandler>();
   const badPathFor = (name: string): HttpHandler => {
     let handler = badPath.get(name);
@@ -242,12 +329,6 @@ export async function startHttpServer(
   };
   const byPath = new Map<string, LoadedRoute[]>();
   for (const entry of loaded) byPath.set(entry.route.path, [...(byPath.get(entry.route.path) ?? []), entry]);
-  const wrongMethod = new Map(
-    [...byPath].map(([path, entries]) => [
-      path,
-      fallbackHandler(deps, () => new MethodNotAllowedError(entries.map((entry) => entry.route.method))),
-    ]),
-  );
 
   /** '0' for a literal segment, '1' for a parameter: the smaller string is the more specific path. */
   const shape = (path: string) =>
@@ -257,16 +338,20 @@ export async function startHttpServer(
       .join('');
   const bySpecificity = (a: string, b: string) => shape(a).localeCompare(shape(b));
 
+  let adapterCpu = 0;
+  const cpuSince = (start: NodeJS.CpuUsage) => {
+    const used = process.cpuUsage(start);
+    adapterCpu += used.user + used.system;
+  };
   const server = createServer((request, response) => {
     void (async () => {
-      const url = new URL(request.url ?? '/', 'http://localhost');
       const body = await readBody(request);
+      let start = process.cpuUsage();
+      const url = new URL(request.url ?? '/', 'http://localhost');
       if (body === 'too-large') {
         // API Gateway answers oversized payloads itself, before any function runs.
-        send(
-          response,
-          errorResponse(new PayloadTooLargeError(GATEWAY_MAX_BODY_BYTES), randomUUID(), new Date()),
-        );
+        send(response, edge.tooLarge());
+        cpuSince(start);
         return;
       }
       // The developer console is the local stack's own page, not an API route (local/console).
@@ -277,24 +362,27 @@ export async function startHttpServer(
       const resource = matching.map((entry) => entry.route.path).sort(bySpecificity)[0];
       const candidates = matching.filter((entry) => entry.route.path === resource);
       const match = candidates.find((entry) => entry.route.method === request.method);
-      let handler: HttpHandler = notFound;
-      let pathParameters: Record<string, string> | null = null;
-      let resourcePath = '/{proxy+}';
-      if (match) {
-        const values = match.pattern.exec(url.pathname)?.slice(1) ?? [];
-        const decoded = decodeParameters(match.paramNames, values);
-        pathParameters = 'parameters' in decoded ? decoded.parameters : null;
-        handler = 'malformed' in decoded ? badPathFor(decoded.malformed) : match.handler;
-        resourcePath = match.route.path;
-      } else if (candidates[0]) {
-        handler = wrongMethod.get(candidates[0].route.path) ?? notFound;
-        resourcePath = candidates[0].route.path;
+      if (!match) {
+        // No function: API Gateway's mocks answer 405 on a routed path and 404 anywhere else.
+        const answer = resource
+          ? methodNotAllowedAnswer(candidates.map((entry) => entry.route.method))
+          : notFoundAnswer;
+        send(response, await edge.behindAuthorizer(answer, request, resource ?? '/{proxy+}'));
+        return;
       }
+      const values = match.pattern.exec(url.pathname)?.slice(1) ?? [];
+      const decoded = decodeParameters(match.paramNames, values);
+      const pathParameters = 'parameters' in decoded ? decoded.parameters : null;
+      const handler = 'malformed' in decoded ? badPathFor(decoded.malformed) : match.handler;
+      const resourcePath = match.route.path;
       const event = toEvent(request, url, body, resourcePath, pathParameters);
-      const invoke = () =>
-        handler(event, lambdaContext(match?.route.name ?? 'fallback', match?.route.timeoutSeconds ?? 10));
+      const context = lambdaContext(match.route.name, match.route.timeoutSeconds ?? 10);
+      cpuSince(start);
+      const invoke = () => handler(event, context);
       const result = await (options.invocationScope ? options.invocationScope.run(invoke) : invoke());
+      start = process.cpuUsage();
       send(response, result);
+      cpuSince(start);
     })().catch((error: unknown) => {
       deps.logger.error('local adapter failed', { error: error instanceof Error ? error : String(error) });
       if (!response.headersSent) send(response, errorResponse(error, randomUUID(), new Date()));
@@ -310,6 +398,7 @@ export async function startHttpServer(
   return {
     url: `http://${options.host}:${port}`,
     server,
+    adapterCpuMicros: () => adapterCpu,
     close: () =>
       new Promise<void>((resolveClose) => {
         server.closeAllConnections();

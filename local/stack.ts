@@ -74,6 +74,8 @@ export interface LocalStack {
   cardTagKeys: CardTagKeyStore;
   /** The webhook dispatcher (local/stream-poller.ts): tests stop it and start it again. */
   dispatcher: Dispatcher;
+  /** CPU microseconds the HTTP adapter spent standing in for API Gateway (local/server.ts). */
+  adapterCpuMicros(): number;
   close(): Promise<void>;
 }
 
@@ -142,6 +144,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       SQUARE_WEBHOOK_SIGNATURE_KEY: sandbox?.webhookSecrets.square,
     };
     const gateways = createGatewayRegistry(gatewayConfigFromEnv(env), {
+      stage: config.stage,
       resolveSecret: async (name) =>
         name === 'SQUARE_WEBHOOK_URL' ? listening.notificationUrl : localSettings[name],
     });
@@ -223,6 +226,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       sandbox,
       cardTagKeys,
       dispatcher,
+      adapterCpuMicros: () => http.adapterCpuMicros(),
       close: async () => {
         for (const stop of stops.reverse()) await stop();
       },

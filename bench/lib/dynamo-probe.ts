@@ -28,8 +28,26 @@ export function kindOf(commandName: string): CallKind {
   return 'put';
 }
 
+/** The tables a call names: one for most commands, several for transactions and batches. */
+function tablesOf(input: unknown): string[] {
+  if (typeof input !== 'object' || input === null) return [];
+  const record = input as Record<string, unknown>;
+  if (typeof record.TableName === 'string') return [record.TableName];
+  if (typeof record.RequestItems === 'object' && record.RequestItems !== null)
+    return Object.keys(record.RequestItems);
+  if (Array.isArray(record.TransactItems)) {
+    const names = new Set<string>();
+    for (const item of record.TransactItems as Record<string, { TableName?: string }>[])
+      for (const operation of Object.values(item)) if (operation.TableName) names.add(operation.TableName);
+    return [...names];
+  }
+  return [];
+}
+
 export class DynamoCallCounter {
   private counts = new Map<string, number>();
+  /** `Command table+table` → count: which table each call went to, so a difference can be named. */
+  private targets = new Map<string, number>();
   private durations: Record<CallKind, number> = { read: 0, put: 0, update: 0, transact: 0 };
   private inflight = 0;
   private lastActivity = performance.now();
@@ -38,11 +56,21 @@ export class DynamoCallCounter {
    * Added at the initialize step: once per logical call, and its duration includes the SDK's own work
    * (marshalling, signing, retries), which is what a call costs the handler that awaits it.
    */
-  constructor(doc: DynamoDBDocumentClient) {
+  constructor(
+    doc: DynamoDBDocumentClient,
+    /** Physical table name → its key in tableDefinitions, so targets read `UpdateCommand rateLimits`. */
+    private readonly tableKeys: ReadonlyMap<string, string> = new Map(),
+  ) {
     doc.middlewareStack.add(
       (next, context) => async (args) => {
         const name = context.commandName ?? 'unknown';
         this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
+        const target = `${name} ${
+          tablesOf(args.input)
+            .map((table) => this.tableKeys.get(table) ?? table)
+            .join('+') || '?'
+        }`;
+        this.targets.set(target, (this.targets.get(target) ?? 0) + 1);
         this.inflight++;
         const start = performance.now();
         try {
@@ -60,11 +88,17 @@ export class DynamoCallCounter {
 
   reset(): void {
     this.counts = new Map();
+    this.targets = new Map();
     this.durations = { read: 0, put: 0, update: 0, transact: 0 };
   }
 
   byCommand(): Record<string, number> {
     return Object.fromEntries([...this.counts].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
+  /** Calls by command and table (`GetCommand users`), since the last reset. */
+  byTarget(): Record<string, number> {
+    return Object.fromEntries([...this.targets].sort(([a], [b]) => a.localeCompare(b)));
   }
 
   byKind(): Record<CallKind, number> {

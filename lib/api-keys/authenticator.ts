@@ -110,6 +110,18 @@ export function newApiKeyRecord(
   };
 }
 
+/**
+ * A key that is unknown, revoked or malformed: the same words at the edge (the authorizer's Deny) and
+ * in the functions, so a client reads the same refusal deployed and on the local stack.
+ */
+export const INVALID_KEY_MESSAGE = 'The API key in X-API-Key is not valid';
+
+/** A request with no X-API-Key: says what to fix, the usual mistake being a key sent as a bearer token. */
+export const missingKeyMessage = (hasAuthorizationHeader: boolean): string =>
+  hasAuthorizationHeader
+    ? 'Send the API key in the X-API-Key header; the Authorization header is not read'
+    : 'Missing API key: send it in the X-API-Key header';
+
 /** Verifies presented keys, caching records briefly so a hot key costs one read per cache lifetime. */
 export class ApiKeyAuthenticator {
   private readonly cache = new Map<string, { record: ApiKeyRecord | null; fetchedAt: number }>();

@@ -1,4 +1,4 @@
-import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isConditionFailure } from './client.js';
 
 export interface RateLimitState {
@@ -7,6 +7,33 @@ export interface RateLimitState {
   /** Unix epoch seconds at which the current window ends. */
   resetAt: number;
   allowed: boolean;
+}
+
+/** The service's per-minute budgets. */
+export const MINUTE_WINDOW_SECONDS = 60;
+/** The usage plan's quota counts requests per UTC day; epoch seconds align days on 00:00 UTC. */
+export const DAY_WINDOW_SECONDS = 86_400;
+/**
+ * A daily quota's leases are capped at 0.1 % of it: a unit claimed by an instance that then goes idle
+ * stays counted until 00:00 UTC, so a smaller share keeps `Remaining` near the truth.
+ */
+export const DAILY_LEASE_SHARE = 0.001;
+
+/** The counter names, shared by the functions (which count) and the edge authorizer (which reads). */
+export const rateBuckets = {
+  key: (keyId: string, group: string) => `key#${keyId}#${group}`,
+  day: (keyId: string) => `day#${keyId}`,
+  ip: (sourceIp: string) => `ip#${sourceIp}`,
+};
+
+/**
+ * Of a key's per-minute budget and its daily quota, the one that binds: a window already refused, else
+ * the one with fewer requests left (the minute on a tie, as it resets first). This is what the
+ * X-RateLimit-* headers describe, so a client never sees room in its minute while its day is spent.
+ */
+export function bindingLimit(minute: RateLimitState, day: RateLimitState | undefined): RateLimitState {
+  if (!day || !minute.allowed) return minute;
+  return day.remaining < minute.remaining ? { ...day, allowed: minute.allowed } : minute;
 }
 
 const windowOf = (windowSeconds: number, now: Date) => {
@@ -37,7 +64,8 @@ const MAX_LEASE_SHARE = 0.01;
 const MAX_TRACKED_BUCKETS = 1_000;
 
 /** How many units a limit allows claiming at once; 1 means every request is counted on its own. */
-export const maxLeaseFor = (limit: number): number => Math.max(1, Math.floor(limit * MAX_LEASE_SHARE));
+export const maxLeaseFor = (limit: number, share = MAX_LEASE_SHARE): number =>
+  Math.max(1, Math.floor(limit * share));
 
 /**
  * Fixed-window counters in DynamoDB shared by every Lambda instance; counters expire through TTL
@@ -63,7 +91,13 @@ export class RateLimiter {
     private readonly tableName: string,
   ) {}
 
-  async hit(bucket: string, limit: number, windowSeconds: number, now: Date): Promise<RateLimitState> {
+  async hit(
+    bucket: string,
+    limit: number,
+    windowSeconds: number,
+    now: Date,
+    leaseShare = MAX_LEASE_SHARE,
+  ): Promise<RateLimitState> {
     const { windowStart, resetAt } = windowOf(windowSeconds, now);
     const verdict = (position: number): RateLimitState => ({
       limit,
@@ -71,7 +105,8 @@ export class RateLimiter {
       resetAt,
       allowed: position <= limit,
     });
-    if (maxLeaseFor(limit) === 1) return verdict(await this.claim(bucket, windowStart, resetAt, 1));
+    const maxLease = maxLeaseFor(limit, leaseShare);
+    if (maxLease === 1) return verdict(await this.claim(bucket, windowStart, resetAt, 1));
 
     // Every pass either spends a unit or waits for a refill that adds at least one, so this ends.
     for (;;) {
@@ -86,7 +121,7 @@ export class RateLimiter {
         await pending;
         continue;
       }
-      const refill = this.refill(bucket, limit, windowStart, resetAt, lease);
+      const refill = this.refill(bucket, limit, maxLease, windowStart, resetAt, lease);
       this.refills.set(bucket, refill);
       try {
         await refill;
@@ -99,12 +134,12 @@ export class RateLimiter {
   private async refill(
     bucket: string,
     limit: number,
+    maxLease: number,
     windowStart: number,
     resetAt: number,
     previous: Lease | undefined,
   ): Promise<void> {
-    const wanted =
-      previous?.windowStart === windowStart ? Math.min(previous.size * 2, maxLeaseFor(limit)) : 1;
+    const wanted = previous?.windowStart === windowStart ? Math.min(previous.size * 2, maxLease) : 1;
     let size = wanted;
     let last: number;
     try {
@@ -147,6 +182,44 @@ export class RateLimiter {
       }),
     );
     return Number(result.Attributes?.count ?? units);
+  }
+
+  /**
+   * The windows' shared counts as they stand, without counting anything: the edge authorizer reports
+   * them in the responses API Gateway makes itself. Leased units count as spent, so `remaining` errs
+   * low, never high. One BatchGetItem, eventually consistent: a header, not a decision.
+   */
+  async peek(
+    windows: readonly { bucket: string; limit: number; windowSeconds: number }[],
+    now: Date,
+  ): Promise<RateLimitState[]> {
+    const keyed = windows.map((window) => {
+      const { windowStart, resetAt } = windowOf(window.windowSeconds, now);
+      return { ...window, pk: `${window.bucket}#${windowStart}`, resetAt };
+    });
+    const result = await this.doc.send(
+      new BatchGetCommand({
+        RequestItems: {
+          [this.tableName]: {
+            Keys: [...new Set(keyed.map((window) => window.pk))].map((pk) => ({ pk })),
+            ProjectionExpression: 'pk, #count',
+            ExpressionAttributeNames: { '#count': 'count' },
+          },
+        },
+      }),
+    );
+    const counts = new Map(
+      (result.Responses?.[this.tableName] ?? []).map((item) => [String(item.pk), Number(item.count ?? 0)]),
+    );
+    return keyed.map((window) => {
+      const count = counts.get(window.pk) ?? 0;
+      return {
+        limit: window.limit,
+        remaining: Math.max(0, window.limit - count),
+        resetAt: window.resetAt,
+        allowed: count < window.limit,
+      };
+    });
   }
 
   /** Drops past windows' leases, then, with many busy buckets in one window, the oldest ones. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   GetCommand,
   PutCommand,
@@ -35,8 +36,11 @@ export interface DeliveryRecord {
   attempts: DeliveryAttempt[];
   /** When the next attempt is due, while pending. */
   nextAttemptAt?: string;
-  /** 'pending' while pending and absent otherwise: the sparse by-due index holds only what is owed. */
-  dueBucket?: 'pending';
+  /**
+   * One of DUE_BUCKETS shards (`pending#<n>`, dueBucketOf) while pending and absent otherwise: the
+   * sparse by-due index holds only what is owed. `pending` alone on deliveries made before shards.
+   */
+  dueBucket?: string;
   createdAt: string;
   /** Epoch seconds: 30 days after the last attempt. */
   ttl: number;
@@ -52,7 +56,24 @@ export interface DeliveryPage {
   lastKey?: Record<string, string>;
 }
 
-export const DUE_BUCKET = 'pending' as const;
+/**
+ * The by-due index's partition keys. Under one key, every delivery of the platform (each written,
+ * claimed and finished there) goes to one index partition whose sort key is time-ordered, so DynamoDB
+ * cannot split it: its 1,000 writes a second cap the platform at about 330 deliveries a second, under
+ * one enterprise issuer's allowance (docs/SCALE.md). A delivery keeps its shard for life (it is
+ * derived from its id), and the sweeper reads every shard.
+ */
+export const DUE_BUCKETS = 16;
+const LEGACY_DUE_BUCKET = 'pending';
+
+export const dueBucketOf = (deliveryId: string): string =>
+  `pending#${(createHash('sha256').update(deliveryId).digest()[0] as number) % DUE_BUCKETS}`;
+
+/** Every bucket the sweeper reads: the shards, and the single bucket of deliveries made before them. */
+export const dueBuckets = (): string[] => [
+  ...Array.from({ length: DUE_BUCKETS }, (_, shard) => `pending#${shard}`),
+  LEGACY_DUE_BUCKET,
+];
 
 export class WebhookDeliveryRepository {
   constructor(
@@ -108,18 +129,25 @@ export class WebhookDeliveryRepository {
     };
   }
 
-  /** Pending deliveries due at `now`, the longest overdue first, at most `limit`. */
+  /** Pending deliveries due at `now`, the longest overdue first, at most `limit`, from every bucket. */
   async due(now: Date, limit: number): Promise<DeliveryRecord[]> {
-    const page = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: 'by-due',
-        KeyConditionExpression: 'dueBucket = :due AND nextAttemptAt <= :now',
-        ExpressionAttributeValues: { ':due': DUE_BUCKET, ':now': now.toISOString() },
-        Limit: limit,
-      }),
+    const pages = await Promise.all(
+      dueBuckets().map((bucket) =>
+        this.doc.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: 'by-due',
+            KeyConditionExpression: 'dueBucket = :due AND nextAttemptAt <= :now',
+            ExpressionAttributeValues: { ':due': bucket, ':now': now.toISOString() },
+            Limit: limit,
+          }),
+        ),
+      ),
     );
-    return (page.Items as DeliveryRecord[] | undefined) ?? [];
+    return pages
+      .flatMap((page) => (page.Items as DeliveryRecord[] | undefined) ?? [])
+      .sort((a, b) => ((a.nextAttemptAt ?? '') < (b.nextAttemptAt ?? '') ? -1 : 1))
+      .slice(0, limit);
   }
 
   /**
@@ -194,7 +222,9 @@ export class WebhookDeliveryRepository {
         ':status': outcome.status,
         ':count': attemptCount,
         ':ttl': ttl,
-        ...(pending ? { ':next': outcome.nextAttemptAt.toISOString(), ':due': DUE_BUCKET } : {}),
+        ...(pending
+          ? { ':next': outcome.nextAttemptAt.toISOString(), ':due': dueBucketOf(key.deliveryId) }
+          : {}),
       },
     });
   }
@@ -224,7 +254,7 @@ export class WebhookDeliveryRepository {
         ':next': seenCount + 1,
         ':now': now.toISOString(),
         ':lease': leaseUntil.toISOString(),
-        ':due': DUE_BUCKET,
+        ':due': dueBucketOf(key.deliveryId),
       },
     });
   }

@@ -55,6 +55,8 @@ export interface CreatedPayment {
   state: PaymentState;
   amount: number;
   currency: string;
+  /** A live payment (real money): the provider's own answer where it gives one, else the credentials' mode. */
+  livemode: boolean;
 }
 
 export interface GatewayPayment {

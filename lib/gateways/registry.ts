@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ConfigError } from '../kernel/config.js';
+import { ConfigError, isLiveStripeKey, liveGatewayCredentialRefusal } from '../kernel/config.js';
 import { ServiceUnavailableError } from '../kernel/errors.js';
 import { parseGatewayKind, type GatewayKind, type GatewayRegistry, type PaymentGateway } from './port.js';
 import { SquareGateway } from './square.js';
@@ -148,6 +148,8 @@ export const defaultSdkLoaders: SdkLoaders = {
 
 export interface GatewayRegistryOptions {
   resolveSecret?: ResolveSecret;
+  /** The stage: outside production, live credentials read at run time are refused (lib/kernel/config.ts). */
+  stage?: string;
   loaders?: Partial<SdkLoaders>;
 }
 
@@ -163,6 +165,11 @@ export function createGatewayRegistry(
   async function secret(name: SecretName, fromEnv: string | undefined): Promise<string> {
     const value = fromEnv ?? (await options.resolveSecret?.(name));
     if (!value) throw new ConfigError(`Gateway credential ${name} is not configured`);
+    const refusal =
+      options.stage === undefined
+        ? undefined
+        : liveGatewayCredentialRefusal(options.stage, { setting: name, stripeKey: value });
+    if (refusal) throw new ConfigError(`Gateway credential refused: ${refusal}`);
     return value;
   }
 
@@ -179,10 +186,20 @@ export function createGatewayRegistry(
           });
     return new StripeGateway(client, {
       webhookSecret: () => secret('STRIPE_WEBHOOK_SECRET', config.webhooks?.stripeSecret),
+      // The sandbox's intents say livemode: false themselves; a provider key's mode is the fallback.
+      liveKey: target.mode === 'provider' && isLiveStripeKey(target.secretKey),
     });
   }
 
   async function buildSquare(target: SquareTarget): Promise<PaymentGateway> {
+    const refusal =
+      target.mode === 'provider' && options.stage !== undefined
+        ? liveGatewayCredentialRefusal(options.stage, {
+            setting: 'SQUARE_ENVIRONMENT',
+            squareEnvironment: target.environment,
+          })
+        : undefined;
+    if (refusal) throw new ConfigError(`Gateway credential refused: ${refusal}`);
     const sdk = await loaders.square();
     const common = { maxRetries: retries, timeoutMs: config.timeoutMs };
     const client =
@@ -205,6 +222,8 @@ export function createGatewayRegistry(
         signatureKey: () => secret('SQUARE_WEBHOOK_SIGNATURE_KEY', config.webhooks?.squareSignatureKey),
         notificationUrl: () => secret('SQUARE_WEBHOOK_URL', config.webhooks?.squareNotificationUrl),
       },
+      // Square's payments do not say; the environment the credentials belong to does.
+      livemode: target.mode === 'provider' && target.environment === 'production',
     });
   }
 

@@ -42,6 +42,8 @@ export interface SquareGatewayOptions {
    * attempted with a test card.
    */
   testNonceFallback?: boolean;
+  /** The credentials' environment is production: Square's payments do not say it themselves. */
+  livemode?: boolean;
   /**
    * Webhook verification: the SDK's helper, the subscription's signature key and the notification
    * URL it was registered with (Square signs the URL with the body), read when the first event is.
@@ -231,7 +233,10 @@ export class SquareGateway implements PaymentGateway {
     private readonly options: SquareGatewayOptions = {},
   ) {
     this.testNonceFallback = options.testNonceFallback ?? false;
+    this.livemode = options.livemode ?? false;
   }
+
+  private readonly livemode: boolean;
 
   async createPayment(request: CreatePaymentRequest): Promise<CreatedPayment> {
     const currency = normaliseCurrency(request.currency) as Square.Currency;
@@ -279,6 +284,7 @@ export class SquareGateway implements PaymentGateway {
         state: paymentState(payment.status),
         amount: minorUnits(payment.amountMoney, 'payment.amount_money'),
         currency: payment.amountMoney?.currency ?? currency,
+        livemode: this.livemode,
       };
     } catch (error) {
       throw this.toAppError(error, 'createPayment');

@@ -160,6 +160,8 @@ function factsOf(type: string, object: unknown): GatewayFact[] {
 export interface StripeGatewayOptions {
   /** The endpoint's signing secret (`whsec_…`), read when the first event is verified. */
   webhookSecret?: () => Promise<string>;
+  /** The key's mode, for an answer that does not carry `livemode` itself. */
+  liveKey?: boolean;
 }
 
 /** gateway_a: a PaymentIntent whose metadata holds the receipt pointers. */
@@ -189,6 +191,7 @@ export class StripeGateway implements PaymentGateway {
         state: intentState(intent.status),
         amount: intent.amount,
         currency: intent.currency.toUpperCase(),
+        livemode: typeof intent.livemode === 'boolean' ? intent.livemode : (this.options.liveKey ?? false),
       };
     } catch (error) {
       throw this.toAppError(error, 'createPayment');

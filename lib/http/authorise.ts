@@ -1,6 +1,13 @@
 import type { PlatformDeps } from '../app/deps.js';
-import { ForeignApiKeyError } from '../api-keys/authenticator.js';
-import { uncountedWindow } from '../db/rate-limits.js';
+import { ForeignApiKeyError, INVALID_KEY_MESSAGE, missingKeyMessage } from '../api-keys/authenticator.js';
+import {
+  bindingLimit,
+  DAILY_LEASE_SHARE,
+  DAY_WINDOW_SECONDS,
+  MINUTE_WINDOW_SECONDS,
+  rateBuckets,
+  uncountedWindow,
+} from '../db/rate-limits.js';
 import {
   ForbiddenError,
   isDependencyOutage,
@@ -11,8 +18,6 @@ import {
 import { rateGroupOf, type RouteDeclaration } from '../kernel/route.js';
 import { metaOf, type Middleware } from './context.js';
 import { correlate } from './correlation.js';
-
-const RATE_WINDOW_SECONDS = 60;
 
 /** API key, role and rate limit: per key and endpoint group, or per source IP for keyless calls. */
 export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middleware {
@@ -43,18 +48,34 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
       if (caller) correlate(deps, { clientId: caller.clientId });
       const group = rateGroupOf(route);
       // A keyless route with its own budget counts by its parameter, whoever sends a key with it.
+      const keyless = route.keylessBudget !== undefined && !route.apiKeyRequired;
       const [bucket, limit] =
         route.keylessBudget && !route.apiKeyRequired
           ? [keylessBucket(route, request.event.pathParameters), route.keylessBudget.requestsPerMinute]
           : caller
-            ? [`key#${caller.keyId}#${group}`, deps.tiers[caller.tier].requestsPerMinute[group]]
-            : [`ip#${meta.sourceIp}`, deps.config.anonymousRequestsPerMinute];
-      meta.rateLimit = await deps.rateLimiter
-        .hit(bucket, limit, RATE_WINDOW_SECONDS, now)
-        .catch(unlessOutage(uncountedWindow(limit, RATE_WINDOW_SECONDS, now)));
-      if (!meta.rateLimit.allowed) {
+            ? [rateBuckets.key(caller.keyId, group), deps.tiers[caller.tier].requestsPerMinute[group]]
+            : [rateBuckets.ip(meta.sourceIp), deps.config.anonymousRequestsPerMinute];
+      const count = (countBucket: string, countLimit: number, windowSeconds: number, share?: number) =>
+        deps.rateLimiter
+          .hit(countBucket, countLimit, windowSeconds, now, share)
+          .catch(unlessOutage(uncountedWindow(countLimit, windowSeconds, now)));
+      // A key's requests also count against its tier's daily quota, which API Gateway's usage plan
+      // enforces: counted here (not enforced twice) so the headers can say when the day binds.
+      const [minute, day] = await Promise.all([
+        count(bucket, limit, MINUTE_WINDOW_SECONDS),
+        caller && !keyless
+          ? count(
+              rateBuckets.day(caller.keyId),
+              deps.tiers[caller.tier].dailyQuota,
+              DAY_WINDOW_SECONDS,
+              DAILY_LEASE_SHARE,
+            )
+          : undefined,
+      ]);
+      meta.rateLimit = bindingLimit(minute, day);
+      if (!minute.allowed) {
         deps.telemetry.count('RateLimitRefusals', { group: caller ? group : 'anonymous' });
-        throw new RateLimitExceededError(meta.rateLimit.resetAt - now.getTime() / 1000);
+        throw new RateLimitExceededError(minute.resetAt - now.getTime() / 1000);
       }
       if (!route.apiKeyRequired) return;
       if (outage)
@@ -90,8 +111,6 @@ function keylessBucket(
 
 /** Says what to fix: the usual mistake is a key sent as a bearer token. */
 function unauthorizedMessage(headers: Record<string, string | undefined>): string {
-  if (headers['x-api-key']) return 'The API key in X-API-Key is not valid';
-  if (headers.authorization)
-    return 'Send the API key in the X-API-Key header; the Authorization header is not read';
-  return 'Missing API key: send it in the X-API-Key header';
+  if (headers['x-api-key']) return INVALID_KEY_MESSAGE;
+  return missingKeyMessage(headers.authorization !== undefined);
 }

@@ -1,6 +1,5 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { Logger } from '../kernel/log.js';
@@ -23,6 +22,25 @@ export function publishTelemetry(telemetry: Telemetry): AnyMiddleware {
 }
 
 /**
+ * Powertools' captureLambdaHandler, loaded with the first traced invocation rather than with the
+ * handler module: the Tracer pulls in the X-Ray SDK, whose context tracking hooks every promise of
+ * the process (an await costs ~17× more once it is loaded), so a function that traces nothing must
+ * never load it (lib/wiring/aws-observability.ts).
+ */
+function captureHandler(tracer: Tracer): AnyMiddleware {
+  let loaded: Promise<AnyMiddleware> | undefined;
+  const middleware = () =>
+    (loaded ??= import('@aws-lambda-powertools/tracer/middleware').then(({ captureLambdaHandler }) =>
+      captureLambdaHandler(tracer, { captureResponse: false }),
+    ));
+  return {
+    before: async (request) => (await middleware()).before?.(request),
+    after: async (request) => (await middleware()).after?.(request),
+    onError: async (request) => (await middleware()).onError?.(request),
+  };
+}
+
+/**
  * The Powertools middlewares for one endpoint, to be used first in the Middy chain so that they wrap
  * everything else: the Lambda context (request id, function name, cold start) on every log line,
  * an X-Ray subsegment for the handler, and the invocation's metrics published at its end.
@@ -33,7 +51,7 @@ export function publishTelemetry(telemetry: Telemetry): AnyMiddleware {
 export function observability(deps: ObservabilityDeps): AnyMiddleware[] {
   return [
     injectLambdaContext(deps.logger, { resetKeys: true }),
-    ...(deps.tracer ? [captureLambdaHandler(deps.tracer, { captureResponse: false })] : []),
+    ...(deps.tracer ? [captureHandler(deps.tracer)] : []),
     publishTelemetry(deps.telemetry),
   ];
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { PlatformDeps } from '../app/deps.js';
-import type { RouteDeclaration } from '../kernel/route.js';
+import { deprecationHeaders, type RouteDeclaration } from '../kernel/route.js';
 import type { Middleware, ServiceContext } from './context.js';
 import { correlate } from './correlation.js';
 
@@ -21,6 +21,7 @@ export function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Mi
       'Cache-Control': 'no-store',
       // After the security headers middleware, which sets the API's policy on every response.
       ...(meta.contentSecurityPolicy ? { 'Content-Security-Policy': meta.contentSecurityPolicy } : {}),
+      ...(route.deprecated ? deprecationHeaders(route.deprecated, meta.receivedAt) : {}),
       ...(meta.rateLimit
         ? {
             'X-RateLimit-Limit': String(meta.rateLimit.limit),

@@ -22,6 +22,29 @@ export const productionStages: readonly string[] = ['prod', 'production'];
 export const deployedApiKeyEnvironment = (stage: string): Exclude<ApiKeyEnvironment, 'local'> =>
   productionStages.includes(stage) ? 'live' : 'test';
 
+export const isProductionStage = (stage: string): boolean => productionStages.includes(stage);
+
+/** Stripe's live secret and restricted keys: they move real money. */
+export const isLiveStripeKey = (value: string | undefined): boolean =>
+  value !== undefined && /^(sk|rk)_live_/.test(value.trim());
+
+/**
+ * Live gateway credentials belong to production alone: a staging or local stage given a live Stripe
+ * key or Square's production environment would charge real cards from a test deployment. The reason,
+ * naming the setting, or undefined when the stage may use them.
+ */
+export function liveGatewayCredentialRefusal(
+  stage: string,
+  credentials: { setting: string; stripeKey?: string | undefined; squareEnvironment?: string | undefined },
+): string | undefined {
+  if (isProductionStage(stage)) return undefined;
+  if (isLiveStripeKey(credentials.stripeKey))
+    return `${credentials.setting}: a live Stripe key (sk_live_/rk_live_) in the non-production stage "${stage}"; use a test key (sk_test_/rk_test_) there`;
+  if (credentials.squareEnvironment === 'production')
+    return `${credentials.setting}: Square's production environment in the non-production stage "${stage}"; use "sandbox" there`;
+  return undefined;
+}
+
 const seconds = (min: number, max: number, fallback: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -114,6 +137,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
   const parsed = serviceEnvSchema.safeParse(env);
   if (!parsed.success) throw new ConfigError(`Invalid configuration: ${describeIssues(parsed.error)}`);
   const values = parsed.data;
+  // Credentials given in the environment (the local stack's .env) are checked here, at start; a
+  // deployed function reads its own from Secrets Manager, and the gateway registry checks those.
+  const refusal =
+    liveGatewayCredentialRefusal(values.STAGE, {
+      setting: 'STRIPE_SECRET_KEY',
+      stripeKey: env.STRIPE_SECRET_KEY,
+    }) ??
+    liveGatewayCredentialRefusal(values.STAGE, {
+      setting: 'SQUARE_ENVIRONMENT',
+      squareEnvironment: env.SQUARE_ENVIRONMENT,
+    });
+  if (refusal) throw new ConfigError(`Invalid configuration: ${refusal}`);
   return {
     stage: values.STAGE,
     region: values.AWS_REGION,

@@ -103,6 +103,32 @@ export interface RouteDeclaration extends RouteDefinition {
     status?: 200 | 201;
   };
   errors: RouteErrors;
+  /**
+   * A route on its way out: its responses carry `Deprecation` (RFC 9745) and `Sunset` (RFC 8594),
+   * and OpenAPI marks the operation deprecated. Dates are ISO 8601 (a day means its 00:00 UTC).
+   */
+  deprecated?: RouteDeprecation;
+}
+
+export interface RouteDeprecation {
+  /** When the route stops answering. */
+  sunset: string;
+  /** When it was (or will be) deprecated; the moment of each response when omitted (it is deprecated now). */
+  since?: string;
+  /** Where the migration is explained: sent as `Link: <…>; rel="deprecation"`. */
+  link?: string;
+}
+
+/** The headers a deprecated route's responses carry, at `now` (the Deprecation date when `since` is omitted). */
+export function deprecationHeaders(deprecation: RouteDeprecation, now: Date): Record<string, string> {
+  const since = deprecation.since === undefined ? now : new Date(deprecation.since);
+  return {
+    // RFC 9745: a Structured Field Date, `@` and Unix seconds.
+    Deprecation: `@${Math.floor(since.getTime() / 1000)}`,
+    // RFC 8594: an HTTP-date.
+    Sunset: new Date(deprecation.sunset).toUTCString(),
+    ...(deprecation.link ? { Link: `<${deprecation.link}>; rel="deprecation"` } : {}),
+  };
 }
 
 /** Keeps a declaration's literal types (schemas, flags) so handlers infer their input from it. */

@@ -32,6 +32,7 @@ interface RawSchema {
   type?: 'string' | 'integer' | 'object';
   enum?: string[];
   minimum?: number;
+  pattern?: string;
   properties?: Record<string, RawSchema | Ref>;
   allOf?: (RawSchema | Ref)[];
 }
@@ -60,15 +61,16 @@ const headerComponents: Record<string, RawHeader> = {
   },
   'X-RateLimit-Limit': {
     description:
-      "Requests allowed in the current window: the key's budget for this endpoint's group (by tier), or the per-source-IP budget without a key.",
+      "Requests allowed in the window that binds: of the key's per-minute budget for this endpoint's group (by tier) and its tier's daily quota, the one with fewer requests left; the per-source-IP budget without a key.",
     schema: { type: 'integer', minimum: 0 },
   },
   'X-RateLimit-Remaining': {
-    description: 'Requests left in the current window.',
+    description: 'Requests left in that window.',
     schema: { type: 'integer', minimum: 0 },
   },
   'X-RateLimit-Reset': {
-    description: 'When the current window ends, in Unix epoch seconds.',
+    description:
+      'When that window ends, in Unix epoch seconds (the next minute, or 00:00 UTC for the daily quota).',
     schema: { type: 'integer', minimum: 0 },
   },
   'Cache-Control': {
@@ -77,6 +79,15 @@ const headerComponents: Record<string, RawHeader> = {
   },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   Allow: { description: 'The methods this path has, comma-separated.', schema: { type: 'string' } },
+  Deprecation: {
+    description:
+      'On a deprecated operation only (RFC 9745): when it was deprecated, as `@` and Unix epoch seconds.',
+    schema: { type: 'string', pattern: '^@-?[0-9]+$' },
+  },
+  Sunset: {
+    description: 'On a deprecated operation only (RFC 8594): the HTTP-date after which it stops answering.',
+    schema: { type: 'string' },
+  },
 };
 
 const everyResponseHeaders = [
@@ -201,7 +212,10 @@ function describeOperation(route: RouteDeclaration): string {
   const access = route.apiKeyRequired
     ? `Requires an X-API-Key with the role ${route.roles.map((role) => `\`${role}\``).join(' or ')}.`
     : 'No API key.';
-  return `${route.docs.description}\n\n${access}`;
+  const sunset = route.deprecated
+    ? `\n\nDeprecated: stops answering on ${new Date(route.deprecated.sunset).toISOString()}.`
+    : '';
+  return `${route.docs.description}\n\n${access}${sunset}`;
 }
 
 const methods = { GET: 'get', POST: 'post', DELETE: 'delete' } as const;
@@ -217,6 +231,7 @@ function routeConfig(route: RouteDeclaration): RouteConfig {
     summary: docs.summary,
     description: describeOperation(route),
     ...(route.apiKeyRequired ? {} : { security: [] }),
+    ...(route.deprecated ? { deprecated: true } : {}),
     request: {
       ...(request.params ? { params: request.params } : {}),
       ...(request.query ? { query: request.query } : {}),
@@ -234,7 +249,12 @@ function routeConfig(route: RouteDeclaration): RouteConfig {
     responses: {
       [response.status ?? 200]: {
         description: response.description,
-        headers: headersFor(response.status ?? 200),
+        headers: {
+          ...headersFor(response.status ?? 200),
+          ...(route.deprecated
+            ? { Deprecation: ref('headers', 'Deprecation'), Sunset: ref('headers', 'Sunset') }
+            : {}),
+        },
         content: Object.fromEntries(
           (response.mediaTypes ?? ['application/json']).map((type) => [type, { schema: successSchema }]),
         ),
@@ -265,7 +285,10 @@ export function buildOpenApiDocument(routes: readonly RouteDeclaration[]): OpenA
     name: 'X-API-Key',
     description: 'A key issued to a client (merchant, issuer or both roles) with a subscription tier.',
   });
+  // The deprecation headers only once a route is deprecated: an unused component is noise.
+  const deprecationHeaderNames = routes.some((route) => route.deprecated) ? [] : ['Deprecation', 'Sunset'];
   for (const [name, header] of Object.entries(headerComponents)) {
+    if (deprecationHeaderNames.includes(name)) continue;
     registry.registerComponent('headers', name, { ...header, required: true });
   }
   for (const status of errorStatuses) {

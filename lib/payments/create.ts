@@ -21,6 +21,8 @@ export interface PaymentResult {
   orderId: string | null;
   gateway: GatewayKind;
   receiptMetadata: { receiptId: string; transactionId: string; merchantId: string; isEscrowed: boolean };
+  /** Whether real money moved (DECISIONS Round 3: every payment response says so). */
+  livemode: boolean;
 }
 
 /**
@@ -241,5 +243,6 @@ export async function createPaymentWithReceipt(
     orderId: created.orderId,
     gateway: kind,
     receiptMetadata: { ...pointers, isEscrowed: envelope.isEscrowed },
+    livemode: created.livemode,
   };
 }

@@ -1,7 +1,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { epochSeconds } from '../kernel/clock.js';
-import { DUE_BUCKET, type DeliveryRecord } from '../db/webhook-deliveries.js';
+import { dueBucketOf, type DeliveryRecord } from '../db/webhook-deliveries.js';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
 import { messageOf, type DeliveryMessage, type DispatchDeps } from './queue.js';
@@ -59,9 +59,10 @@ async function deliveriesOf(
   const now = deps.clock.now();
   const messages: DeliveryMessage[] = [];
   for (const webhook of webhooks) {
+    const deliveryId = deliveryIdOf(webhook.webhookId, event);
     const delivery: DeliveryRecord = {
       webhookId: webhook.webhookId,
-      deliveryId: deliveryIdOf(webhook.webhookId, event),
+      deliveryId,
       clientId,
       eventType: event.type,
       payload: payloadOf(event, now),
@@ -71,7 +72,7 @@ async function deliveriesOf(
       attempts: [],
       // Due at once: should its queued attempt never be made, the sweeper queues it again.
       nextAttemptAt: now.toISOString(),
-      dueBucket: DUE_BUCKET,
+      dueBucket: dueBucketOf(deliveryId),
       createdAt: now.toISOString(),
       ttl: epochSeconds(now) + RETENTION_SECONDS,
     };

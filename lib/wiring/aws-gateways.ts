@@ -26,7 +26,7 @@ let registry: GatewayRegistry | undefined;
  * Gateways for a deployed function: credentials are read from Secrets Manager on first use and
  * cached by Powertools for the life of the container (refreshed every 5 minutes, so rotation lands).
  */
-export function awsGateways(_config: ServiceConfig, logger: Logger): GatewayRegistry {
+export function awsGateways(config: ServiceConfig, logger: Logger): GatewayRegistry {
   if (registry) return registry;
   const env = process.env;
   const enabled = Object.entries(credentialVariables)
@@ -40,6 +40,8 @@ export function awsGateways(_config: ServiceConfig, logger: Logger): GatewayRegi
       PAYMENT_GATEWAYS: env.PAYMENT_GATEWAYS ?? enabled.join(','),
     }),
     {
+      // A staging function given a live key in its secret refuses it when it reads it.
+      stage: config.stage,
       resolveSecret: async (name) => {
         const variable = secretNameVariables[name];
         const secretName = variable ? env[variable] : undefined;

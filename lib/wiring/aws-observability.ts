@@ -1,5 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Logger } from '../kernel/log.js';
 import {
   METRIC_NAMESPACE,
@@ -55,18 +55,27 @@ export class PowertoolsTelemetry implements Telemetry {
 
 export interface AwsObservability {
   telemetry: Telemetry;
-  tracer: Tracer;
+  /** Only where tracing is on (tracingActive): elsewhere the X-Ray SDK is never loaded. */
+  tracer: Tracer | undefined;
 }
 
-let observability: AwsObservability | undefined;
+/**
+ * Lambda with active tracing (the stack sets it: AWS_XRAY_DAEMON_ADDRESS is there only then), unless
+ * POWERTOOLS_TRACE_ENABLED=false. The Tracer would be inert anywhere else, but loading it still costs:
+ * the X-Ray SDK's import, and its async hooks on every promise of the process.
+ */
+export const tracingActive = (env: NodeJS.ProcessEnv = process.env): boolean =>
+  Boolean(env.AWS_LAMBDA_FUNCTION_NAME && env.AWS_XRAY_DAEMON_ADDRESS) &&
+  env.POWERTOOLS_TRACE_ENABLED !== 'false';
+
+let observability: Promise<AwsObservability> | undefined;
 
 /**
- * One Tracer and one Metrics per cold start, as Powertools expects. Tracing is on only inside Lambda
- * (Powertools checks), so the same wiring is inert anywhere else; POWERTOOLS_TRACE_ENABLED=false turns
- * it off there too.
+ * One Tracer and one Metrics per cold start, as Powertools expects. The Tracer, and with it the X-Ray
+ * SDK, is loaded only where tracing is on (tracingActive).
  */
-export function awsObservability(logger: Logger, serviceName?: string): AwsObservability {
-  if (!observability) {
+export function awsObservability(logger: Logger, serviceName?: string): Promise<AwsObservability> {
+  observability ??= (async () => {
     const service = serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? 'receipt-service';
     const metrics = new Metrics({
       namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE,
@@ -74,10 +83,10 @@ export function awsObservability(logger: Logger, serviceName?: string): AwsObser
       // Powertools' own warnings go through our logger, so they are redacted and levelled like the rest.
       logger,
     });
-    observability = {
-      telemetry: new PowertoolsTelemetry(metrics, logger),
-      tracer: new Tracer({ serviceName: service }),
-    };
-  }
+    const tracer = tracingActive()
+      ? new (await import('@aws-lambda-powertools/tracer')).Tracer({ serviceName: service })
+      : undefined;
+    return { telemetry: new PowertoolsTelemetry(metrics, logger), tracer };
+  })();
   return observability;
 }

@@ -32,7 +32,7 @@ export function awsHandler<R extends RouteDefinition>(
   createHandler: (deps: DepsFor<R>) => HttpHandler,
 ): LambdaEntry {
   return lambdaHandler(async () => {
-    const core = awsCoreDeps();
+    const core = await awsCoreDeps();
     // Each condition is written out in full so that esbuild can fold it (see bundleDefines).
     const escrow =
       process.env.RECEIPT_SERVICE_BUNDLE_ESCROW !== 'no' && route.escrow

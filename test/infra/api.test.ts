@@ -27,7 +27,7 @@ const render = (body: string): unknown =>
   JSON.parse(
     body
       .replaceAll('$context.error.messageString', JSON.stringify('Forbidden'))
-      .replaceAll('$context.requestTime', '22/Nov/2025:01:41:00 +0000')
+      .replaceAll('$context.authorizer.timestamp', '2025-11-22T01:41:00.000Z')
       .replaceAll('$context.requestId', 'c0ffee00-0000-4000-8000-000000000000'),
   );
 
@@ -36,7 +36,7 @@ const envelope = (code: string) => ({
   error: {
     code,
     message: expect.any(String),
-    timestamp: '22/Nov/2025:01:41:00 +0000',
+    timestamp: '2025-11-22T01:41:00.000Z',
     request_id: 'c0ffee00-0000-4000-8000-000000000000',
   },
 });
@@ -95,7 +95,9 @@ describe('routes', () => {
       };
       expect(integration.Type).toBe('MOCK');
       expect(any.Properties.ApiKeyRequired).toBe(false);
-      const [response] = integration.IntegrationResponses;
+      const [response] = integration.IntegrationResponses.filter(
+        (candidate) => candidate.StatusCode === '405',
+      );
       expect(response?.StatusCode).toBe('405');
       const allowed = routes.filter((route) => route.path === path).map((route) => route.method);
       expect(response?.ResponseParameters['method.response.header.Allow']).toBe(`'${allowed.join(', ')}'`);
@@ -105,8 +107,13 @@ describe('routes', () => {
         error: { ...envelope('method_not_allowed').error, details: { allowed } },
       });
     }
-    // Resources without routes get no ANY: their paths fall to the 404 gateway response.
-    expect(methods().filter((method) => method.Properties.HttpMethod === 'ANY')).toHaveLength(paths.length);
+    // Resources without routes get a 404 ANY instead (test/infra/gateway-responses.test.ts).
+    const anyMethods = methods().filter((method) => method.Properties.HttpMethod === 'ANY');
+    const statusOf = (method: Resource) =>
+      (method.Properties.Integration as { IntegrationResponses: { StatusCode: string }[] })
+        .IntegrationResponses[0]?.StatusCode;
+    expect(anyMethods.filter((method) => statusOf(method) === '405')).toHaveLength(paths.length);
+    expect(anyMethods.every((method) => ['404', '405'].includes(statusOf(method) ?? ''))).toBe(true);
   });
 });
 

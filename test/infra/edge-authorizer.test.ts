@@ -59,14 +59,15 @@ describe('the REST API', () => {
     expect(api?.Properties.ApiKeySourceType).toBe('AUTHORIZER');
   });
 
-  it('has one REQUEST authorizer on the function, keyed and cached by X-API-Key', () => {
+  it('has one REQUEST authorizer on the function, run for every request: no identity source, no cache', () => {
     const authorizer = resourcesOf(template, 'AWS::ApiGateway::Authorizer')[authorizerId];
     expect(authorizer?.Properties).toMatchObject({
       Type: 'REQUEST',
-      IdentitySource: 'method.request.header.X-API-Key',
       AuthorizerResultTtlInSeconds: EDGE_AUTHORIZER_CACHE_SECONDS,
     });
-    expect(EDGE_AUTHORIZER_CACHE_SECONDS).toBe(300);
+    // A missing X-API-Key reaches the authorizer too, and every answer is the request's own.
+    expect(authorizer?.Properties.IdentitySource).toBeUndefined();
+    expect(EDGE_AUTHORIZER_CACHE_SECONDS).toBe(0);
     expect(JSON.stringify(authorizer?.Properties.AuthorizerUri)).toContain(`"${authorizerFunctionId}"`);
   });
 
@@ -79,7 +80,9 @@ describe('the REST API', () => {
     },
   );
 
-  it('leaves the public routes and the 405 answers without authorizer or key', () => {
+  it('puts the public routes and the 404/405 answers behind the authorizer too, without a key', () => {
+    // The authorizer lets anyone through there: it only gives their gateway responses the request's
+    // time and the source IP's budget (lib/api-keys/edge-authorizer.ts, EDGE_KEYED_ROUTES).
     const open = routes.filter((route) => !route.apiKeyRequired);
     // The gateways' events are signed by their providers instead (test/infra/gateway-events.test.ts).
     expect(open.map((route) => route.name).sort()).toEqual([
@@ -95,12 +98,19 @@ describe('the REST API', () => {
     expect(unkeyed.length).toBeGreaterThan(open.length);
     for (const method of unkeyed) {
       expect(method.Properties.ApiKeyRequired).not.toBe(true);
-      expect(method.Properties.AuthorizerId).toBeUndefined();
-      expect(method.Properties.AuthorizationType ?? 'NONE').toBe('NONE');
+      expect(referencedId(method.Properties.AuthorizerId)).toBe(authorizerId);
     }
-    // Every method with an authorizer is a keyed route's.
-    const authorized = methods().filter((method) => method.Properties.AuthorizerId !== undefined);
-    expect(authorized).toHaveLength(routes.filter((route) => route.apiKeyRequired).length);
+    expect(methods().every((method) => referencedId(method.Properties.AuthorizerId) === authorizerId)).toBe(
+      true,
+    );
+    // Which methods need a key is the route table's say, passed to the function.
+    const variables = (authorizerFunction.Properties.Environment as { Variables: Record<string, string> })
+      .Variables;
+    const keyed = (variables.EDGE_KEYED_ROUTES ?? '').split(',');
+    expect(keyed).toHaveLength(routes.filter((route) => route.apiKeyRequired).length);
+    expect(keyed).toContain('POST /api/v1/payments/{gateway}/create=payments');
+    for (const route of open)
+      expect(keyed.some((entry) => entry.startsWith(`${route.method} ${route.path}=`))).toBe(false);
   });
 
   it('lets API Gateway invoke the authorizer from this API only', () => {
@@ -142,10 +152,13 @@ describe('the authorizer function', () => {
     expect(resourcesOf(template, 'AWS::Logs::LogGroup')[logGroupId]?.Properties.RetentionInDays).toBe(365);
   });
 
-  it('is given the api-keys table and its environment, nothing else', () => {
+  it('is given the api-keys and rate-limits tables and its environment, nothing else', () => {
     const variables = (authorizerFunction.Properties.Environment as { Variables: Record<string, unknown> })
       .Variables;
-    expect(Object.keys(variables).filter((key) => key.startsWith('TABLE_'))).toEqual(['TABLE_API_KEYS']);
+    expect(Object.keys(variables).filter((key) => key.startsWith('TABLE_'))).toEqual([
+      'TABLE_API_KEYS',
+      'TABLE_RATE_LIMITS',
+    ]);
     expect(referencedId(variables.TABLE_API_KEYS)).toBe(apiKeysTableId());
     // A staging stage: only rk_test_ keys pass.
     expect(variables.API_KEY_ENVIRONMENT).toBe('test');
@@ -158,15 +171,17 @@ describe('the authorizer function', () => {
       expect(variables).not.toHaveProperty(absent);
   });
 
-  it('may only GetItem on the api-keys table, besides its logs and traces', () => {
+  it('may only GetItem on the api-keys table and read the rate counters, besides its logs and traces', () => {
     const roleId = roleIdOf(authorizerFunction);
     const statements = statementsOfRole(template, roleId);
     const data = statements.filter((statement) =>
       asArray(statement.Action).some((action) => !action.startsWith('logs:') && !action.startsWith('xray:')),
     );
-    expect(data).toHaveLength(1);
+    expect(data).toHaveLength(2);
     expect(data[0]?.Action).toBe('dynamodb:GetItem');
     expect(asArray(data[0]?.Resource).map((resource) => referencedId(resource))).toEqual([apiKeysTableId()]);
+    // Never a write: the functions count, the authorizer only reports.
+    expect(data[1]?.Action).toBe('dynamodb:BatchGetItem');
     expect(resourcesOf(template, 'AWS::IAM::Role')[roleId]?.Properties.ManagedPolicyArns).toBeUndefined();
   });
 });
@@ -181,12 +196,12 @@ describe('gateway responses for the authorizer', () => {
     );
   const body = (type: string): string =>
     (responses()[type]?.ResponseTemplates as Record<string, string>)['application/json'] ?? '';
-  /** Fills a template the way API Gateway does. */
+  /** Fills a template the way API Gateway does (test/infra/gateway-responses.test.ts renders them all). */
   const render = (template: string, message: string): unknown =>
     JSON.parse(
       template
         .replaceAll('$context.authorizer.message', message)
-        .replaceAll('$context.requestTime', '22/Nov/2025:01:41:00 +0000')
+        .replaceAll('$context.authorizer.timestamp', '2025-11-22T01:41:00.000Z')
         .replaceAll('$context.requestId', 'c0ffee00-0000-4000-8000-000000000000'),
     );
 
@@ -198,13 +213,13 @@ describe('gateway responses for the authorizer', () => {
       error: {
         code: 'unauthorized',
         message: reason,
-        timestamp: '22/Nov/2025:01:41:00 +0000',
+        timestamp: '2025-11-22T01:41:00.000Z',
         request_id: 'c0ffee00-0000-4000-8000-000000000000',
       },
     });
   });
 
-  it('answers a missing key (refused before the authorizer runs) with 401 unauthorized', () => {
+  it('keeps UNAUTHORIZED (an identity source missing, which no longer happens) a 401 unauthorized', () => {
     expect(responses().UNAUTHORIZED?.StatusCode).toBe('401');
     expect(render(body('UNAUTHORIZED'), '')).toMatchObject({
       error: { code: 'unauthorized', message: 'Missing or invalid API key' },

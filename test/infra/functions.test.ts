@@ -97,7 +97,7 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     write: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
   merchants: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem'] },
-  rateLimits: { read: [], write: ['dynamodb:UpdateItem'] },
+  rateLimits: { read: ['dynamodb:BatchGetItem'], write: ['dynamodb:UpdateItem'] },
   audit: { read: [], write: ['dynamodb:PutItem'] },
   webhookDeliveries: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
   webhooks: {
@@ -204,8 +204,9 @@ describe('environment', () => {
   );
 
   it('switches Square on with its location id', () => {
+    // Square's production environment is production's alone (test/infra/settings.test.ts).
     const withSquare = synthVariant({
-      settings: { squareLocationId: 'L123', squareEnvironment: 'production' },
+      settings: { squareLocationId: 'L123', squareEnvironment: 'sandbox' },
     }).templates.template;
     const variables = (
       functionByName(withSquare, 'receipt-service-test-create-payment')[1].Properties.Environment as {
@@ -215,7 +216,7 @@ describe('environment', () => {
     expect(variables).toMatchObject({
       PAYMENT_GATEWAYS: 'gateway_a,gateway_b',
       SQUARE_LOCATION_ID: 'L123',
-      SQUARE_ENVIRONMENT: 'production',
+      SQUARE_ENVIRONMENT: 'sandbox',
     });
   });
 });

@@ -91,6 +91,36 @@ describe('settings', () => {
     expect(() => settingsFrom(context)).toThrow(new RegExp(`${key.replace(/\./g, '\\.')}:`));
   });
 
+  describe('live gateway credentials', () => {
+    const liveKey = `sk_live_${'x'.repeat(24)}`;
+
+    it('fail the synth of a staging stage given an sk_live_ key, naming the setting', () => {
+      expect(() => synthVariant({ settings: { stage: 'staging', stripeSecretName: liveKey } })).toThrow(
+        /stripeSecretName: a live Stripe key \(sk_live_\/rk_live_\) in the non-production stage "staging"/,
+      );
+    });
+
+    it.each([
+      [{ stage: 'staging', stripeSecretName: `rk_live_${'y'.repeat(24)}` }, 'stripeSecretName'],
+      [{ stage: 'staging', squareSecretName: liveKey }, 'squareSecretName'],
+      [{ stage: 'staging', squareEnvironment: 'production' }, 'squareEnvironment'],
+      [{ stage: 'dev', squareEnvironment: 'production' }, 'squareEnvironment'],
+      // Production may use live keys, from Secrets Manager only: a key in a setting would be in the template.
+      [{ stage: 'prod', stripeSecretName: liveKey }, 'stripeSecretName'],
+    ])('refuse %j, naming %s', (context, key) => {
+      expect(() => settingsFrom(context)).toThrow(new RegExp(`${key}:`));
+    });
+
+    it("leave production its live Square environment and test keys' names alone", () => {
+      expect(settingsFrom({ stage: 'prod', squareEnvironment: 'production' }).squareEnvironment).toBe(
+        'production',
+      );
+      expect(settingsFrom({ stage: 'staging', stripeSecretName: '/staging/stripe' }).stripeSecretName).toBe(
+        '/staging/stripe',
+      );
+    });
+  });
+
   it('leaves the account-wide API Gateway logging role out when asked', () => {
     const { template } = synthVariant({ context: { apiGatewayCloudWatchRole: 'false' } }).templates;
     expect(Object.keys(resourcesOf(template, 'AWS::ApiGateway::Account'))).toHaveLength(0);
@@ -125,7 +155,9 @@ describe('envelope template', () => {
     expect(envelopeTemplate('not_found')).toContain('"message":$context.error.messageString,');
     const fixed = envelopeTemplate('forbidden', 'Say "no"');
     expect(
-      JSON.parse(fixed.replaceAll('$context.requestTime', 't').replaceAll('$context.requestId', 'r')),
+      JSON.parse(
+        fixed.replaceAll('$context.authorizer.timestamp', 't').replaceAll('$context.requestId', 'r'),
+      ),
     ).toEqual({
       success: false,
       error: { code: 'forbidden', message: 'Say "no"', timestamp: 't', request_id: 'r' },

@@ -75,6 +75,12 @@ const addedSinceTheSplit: Record<string, number> = {
   'AWS::Lambda::Function': 1,
   'AWS::SQS::Queue': 2,
   'AWS::SQS::QueuePolicy': 2,
+  // Unknown paths answered by a mock 404 behind the authorizer instead of API Gateway's own
+  // MISSING_AUTHENTICATION_TOKEN, so the answer has an ISO timestamp and rate-limit headers (the edge as
+  // deployed): a root `{proxy+}` resource with its ANY method, and an ANY method on each resource that
+  // leads to a route without being one (11 of them).
+  'AWS::ApiGateway::Resource': 1,
+  'AWS::ApiGateway::Method': 12,
 };
 
 const kinds = ['data', 'service', 'monitoring'] as const;

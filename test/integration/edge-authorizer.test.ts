@@ -21,7 +21,9 @@ import type { ApiKeyEnvironment } from '../../lib/kernel/config.js';
 import { ApiKeyRepository } from '../../lib/db/api-keys.js';
 import { createDynamoClients } from '../../lib/db/client.js';
 import { ensureTables } from '../../lib/db/create-tables.js';
-import { edgeUsageKey, INVALID_KEY_MESSAGE } from '../../lib/api-keys/edge-authorizer.js';
+import { edgeUsageKey, formatKeyedRoutes, INVALID_KEY_MESSAGE } from '../../lib/api-keys/edge-authorizer.js';
+import { rateGroupOf } from '../../lib/kernel/route.js';
+import { routes } from '../../functions/routes.js';
 import { awsEdgeAuthorizerDeps } from '../../lib/wiring/aws-edge-authorizer.js';
 import { createLogger } from '../../lib/kernel/log.js';
 import { prefixedTableNames } from '../../lib/kernel/tables.js';
@@ -63,6 +65,13 @@ const liveAuthorizer = () =>
       AWS_REGION: region,
       DYNAMODB_ENDPOINT: endpoint,
       TABLE_API_KEYS: names.apiKeys,
+      TABLE_RATE_LIMITS: names.rateLimits,
+      // As the CDK stack sets it from the route table.
+      EDGE_KEYED_ROUTES: formatKeyedRoutes(
+        routes
+          .filter((route) => route.apiKeyRequired)
+          .map((route) => ({ method: route.method, path: route.path, group: rateGroupOf(route) })),
+      ),
       API_KEY_ENVIRONMENT: 'live',
       STAGE: 'prod',
       LOG_LEVEL: 'SILENT',
@@ -106,7 +115,25 @@ describe('edge authorizer', () => {
         Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/*',
       },
     ]);
-    expect(result.context).toEqual({ clientId: record.clientId, keyId: record.keyId, tier: 'standard' });
+    expect(result.context).toMatchObject({
+      clientId: record.clientId,
+      keyId: record.keyId,
+      tier: 'standard',
+    });
+    // What the gateway responses show (test/infra/gateway-responses.test.ts): the time, the binding limit.
+    expect(Object.keys(result.context ?? {}).sort()).toEqual(
+      [
+        'clientId',
+        'keyId',
+        'tier',
+        'timestamp',
+        'rateLimitLimit',
+        'rateLimitRemaining',
+        'rateLimitReset',
+        'quotaLimit',
+        'quotaReset',
+      ].sort(),
+    );
     const answer = JSON.stringify(result);
     expect(answer).not.toContain(secret);
     expect(answer).not.toContain(apiKey);
@@ -159,9 +186,47 @@ describe('edge authorizer', () => {
     expect(denial(result)).toEqual({ effect: 'Deny', usage: undefined, message: INVALID_KEY_MESSAGE });
   });
 
-  it('denies a request without the header', async () => {
+  it('denies a request without the header, saying what to send (it reaches the authorizer: no identity source)', async () => {
     const result = await liveAuthorizer()(event(null));
-    expect(denial(result)).toEqual({ effect: 'Deny', usage: undefined, message: INVALID_KEY_MESSAGE });
+    expect(denial(result)).toEqual({
+      effect: 'Deny',
+      usage: undefined,
+      message: 'Missing API key: send it in the X-API-Key header',
+    });
+    const bearer = await liveAuthorizer()(event({ Authorization: 'Bearer rk_live_x' }));
+    expect(denial(bearer).message).toBe(
+      'Send the API key in the X-API-Key header; the Authorization header is not read',
+    );
+  });
+
+  it('lets anyone through a method that needs no key, with the time and the source IP budget', async () => {
+    const result = await liveAuthorizer()({
+      ...event(null),
+      resource: '/api/v1/health',
+      httpMethod: 'GET',
+      requestContext: {
+        requestTimeEpoch: Date.parse('2026-01-02T03:04:05.006Z'),
+        identity: { sourceIp: '198.51.100.7' },
+      },
+    } as unknown as APIGatewayRequestAuthorizerEvent);
+    expect(denial(result)).toMatchObject({ effect: 'Allow', usage: undefined });
+    expect(result.context).toMatchObject({
+      timestamp: '2026-01-02T03:04:05.006Z',
+      rateLimitLimit: '60',
+      rateLimitRemaining: '60',
+    });
+  });
+
+  it('refuses to start without the list of keyed methods, rather than opening every method', () => {
+    expect(() =>
+      awsEdgeAuthorizerDeps({
+        AWS_REGION: region,
+        TABLE_API_KEYS: names.apiKeys,
+        TABLE_RATE_LIMITS: names.rateLimits,
+        API_KEY_ENVIRONMENT: 'live',
+        STAGE: 'prod',
+      }),
+    ).toThrow(/EDGE_KEYED_ROUTES/);
   });
 
   it('throws, rather than denying, when the key table cannot be read', async () => {

@@ -30,6 +30,24 @@ describe('configuration', () => {
     expect(() => loadConfig({ TABLE_PREFIX: 'x-', [variable]: value })).toThrow(new RegExp(variable));
   });
 
+  it.each([
+    [{ STRIPE_SECRET_KEY: `sk_live_${'a'.repeat(24)}` }, 'STRIPE_SECRET_KEY'],
+    [{ STRIPE_SECRET_KEY: `rk_live_${'a'.repeat(24)}`, STAGE: 'staging' }, 'STRIPE_SECRET_KEY'],
+    [{ SQUARE_ENVIRONMENT: 'production' }, 'SQUARE_ENVIRONMENT'],
+  ])('refuses live gateway credentials outside production at start: %j', (env, named) => {
+    expect(() => loadConfig({ TABLE_PREFIX: 'x-', ...env })).toThrow(ConfigError);
+    expect(() => loadConfig({ TABLE_PREFIX: 'x-', ...env })).toThrow(
+      new RegExp(`${named}: .*non-production stage`),
+    );
+  });
+
+  it('lets production start with live credentials, and any stage with test ones', () => {
+    expect(
+      loadConfig({ TABLE_PREFIX: 'x-', STAGE: 'prod', STRIPE_SECRET_KEY: `sk_live_${'a'.repeat(24)}` }).stage,
+    ).toBe('prod');
+    expect(loadConfig({ TABLE_PREFIX: 'x-', STRIPE_SECRET_KEY: 'sk_test_abc' }).stage).toBe('local');
+  });
+
   it("builds a function's dependencies from only the tables it was granted, and names a missing one on use", () => {
     // What the CDK stack gives the grant-access function: its own tables and nothing else.
     const config = loadConfig({

@@ -24,6 +24,11 @@ export const paymentResultResponse = z
       .meta({
         description: 'The pointers attached to the payment; the receipt itself stays with the service.',
       }),
+    livemode: z.boolean().meta({
+      description:
+        "True when real money moved: the gateway's own answer (gateway_a), or the mode of the service's credentials (gateway_b). " +
+        'Always false outside production, which refuses live credentials.',
+    }),
   })
   .meta({
     id: 'PaymentResult',

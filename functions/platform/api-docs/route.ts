@@ -11,7 +11,7 @@ export const apiDocsRoute = defineRoute({
   entry: 'functions/platform/api-docs/handler.ts',
   apiKeyRequired: false,
   roles: [],
-  tables: { rateLimits: 'readWrite', apiKeys: 'read' },
+  tables: { rateLimits: 'write', apiKeys: 'read' },
   staticAssets: ['redoc/bundles/redoc.standalone.js'],
   docs: {
     tag: 'health',

@@ -8,8 +8,8 @@ export const edgeAuthorizerFunction: RouteDefinition = {
   entry: 'functions/platform/edge-authorizer/handler.ts',
   apiKeyRequired: false,
   roles: [],
-  // Reads one key record by id; the authorizer never writes.
-  tables: { apiKeys: 'read' },
+  // Reads one key record by id, and the request's rate counters for the gateway responses; never writes.
+  tables: { apiKeys: 'read', rateLimits: 'read' },
   // API Gateway waits at most 30 s for an authorizer; a slow table read should fail well before that.
   timeoutSeconds: 5,
 };

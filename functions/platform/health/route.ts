@@ -35,7 +35,7 @@ export const healthRoute = defineRoute({
   entry: 'functions/platform/health/handler.ts',
   apiKeyRequired: false,
   roles: [],
-  tables: { rateLimits: 'readWrite', apiKeys: 'read' },
+  tables: { rateLimits: 'write', apiKeys: 'read' },
   escrow: 'wrap',
   gateways: true,
   docs: {

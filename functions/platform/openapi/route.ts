@@ -19,7 +19,7 @@ export const openApiRoute = defineRoute({
   entry: 'functions/platform/openapi/handler.ts',
   apiKeyRequired: false,
   roles: [],
-  tables: { rateLimits: 'readWrite', apiKeys: 'read' },
+  tables: { rateLimits: 'write', apiKeys: 'read' },
   docs: {
     tag: 'health',
     summary: 'This OpenAPI document',

@@ -20,11 +20,11 @@ export const createHandler =
   };
 
 let handle: ReturnType<typeof createHandler> | undefined;
+let building: Promise<ReturnType<typeof createHandler>> | undefined;
 
-export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => {
-  if (!handle) {
-    const core = awsCoreDeps();
-    handle = createHandler(deliveryDeps(core), () => core.telemetry.flush());
-  }
+export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  handle ??= await (building ??= awsCoreDeps().then((core) =>
+    createHandler(deliveryDeps(core), () => core.telemetry.flush()),
+  ));
   return handle(event);
 };

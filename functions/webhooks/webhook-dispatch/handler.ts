@@ -22,11 +22,12 @@ export const createHandler =
 
 let handle: ReturnType<typeof createHandler> | undefined;
 
-export const handler = (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
-  if (!handle) {
-    const core = awsCoreDeps();
+let building: Promise<ReturnType<typeof createHandler>> | undefined;
+
+export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+  handle ??= await (building ??= awsCoreDeps().then((core) => {
     const queue = awsDeliveryQueue(core.config.region, core.tracer);
-    handle = createHandler({ ...deliveryDeps(core), queue }, () => core.telemetry.flush());
-  }
+    return createHandler({ ...deliveryDeps(core), queue }, () => core.telemetry.flush());
+  }));
   return handle(event);
 };

@@ -20,11 +20,12 @@ export const createHandler =
 
 let handle: ReturnType<typeof createHandler> | undefined;
 
-export const handler = (): Promise<{ due: number; queued: number }> => {
-  if (!handle) {
-    const core = awsCoreDeps();
+let building: Promise<ReturnType<typeof createHandler>> | undefined;
+
+export const handler = async (): Promise<{ due: number; queued: number }> => {
+  handle ??= await (building ??= awsCoreDeps().then((core) => {
     const queue = awsDeliveryQueue(core.config.region, core.tracer);
-    handle = createHandler({ ...deliveryDeps(core), queue }, () => core.telemetry.flush());
-  }
+    return createHandler({ ...deliveryDeps(core), queue }, () => core.telemetry.flush());
+  }));
   return handle();
 };

@@ -183,6 +183,36 @@ describe('gateway registry', () => {
     expect(asked).toEqual(['STRIPE_SECRET_KEY', 'STRIPE_SECRET_KEY']);
   });
 
+  it('refuses live credentials read at run time outside production, naming them, and uses them in production', async () => {
+    const liveKey = `sk_live_${'z'.repeat(24)}`;
+    const provider = (stage: string) =>
+      createGatewayRegistry(
+        {
+          gateway_a: { mode: 'provider', secretKey: undefined },
+          gateway_b: {
+            mode: 'provider',
+            accessToken: 'EAAA-token',
+            locationId: 'L1',
+            environment: 'production',
+          },
+          timeoutMs: 1_000,
+          maxAttempts: 3,
+        },
+        { stage, resolveSecret: async () => liveKey },
+      );
+    const staging = provider('staging');
+    await expect(staging.get('gateway_a')).rejects.toThrow(ConfigError);
+    await expect(staging.get('gateway_a')).rejects.toThrow(
+      /STRIPE_SECRET_KEY: a live Stripe key .* "staging"/,
+    );
+    await expect(staging.get('gateway_b')).rejects.toThrow(
+      /SQUARE_ENVIRONMENT: Square's production environment/,
+    );
+    const production = provider('prod');
+    await expect(production.get('gateway_a')).resolves.toMatchObject({ kind: 'gateway_a' });
+    await expect(production.get('gateway_b')).resolves.toMatchObject({ kind: 'gateway_b' });
+  });
+
   it('answers 503 for a gateway that is not configured, without loading anything', async () => {
     const { loaders, loads } = countingLoaders();
     const registry = createGatewayRegistry(sandboxConfig(sandbox.url, { gateway_b: null }), { loaders });

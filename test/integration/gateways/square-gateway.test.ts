@@ -72,6 +72,7 @@ describe('SquareGateway (gateway_b) with the real square SDK against the sandbox
       state: 'succeeded',
       amount: request.amount,
       currency: 'USD',
+      livemode: false,
     });
     // Plain numbers, not the SDK's bigint: results must survive JSON.
     expect(() => JSON.stringify(created)).not.toThrow();

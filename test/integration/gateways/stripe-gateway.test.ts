@@ -44,6 +44,8 @@ describe('StripeGateway (gateway_a) with the real stripe SDK against the sandbox
       state: 'pending',
       amount: 4_250,
       currency: 'EUR',
+      // The intent's own answer: the sandbox is a test-mode account.
+      livemode: false,
     });
     await expect(gateway.retrievePayment(created.paymentId)).resolves.toEqual({
       paymentId: created.paymentId,

@@ -1264,6 +1264,8 @@ export interface components {
         merchantId: string;
         isEscrowed: boolean;
       };
+      /** @description True when real money moved: the gateway's own answer (gateway_a), or the mode of the service's credentials (gateway_b). Always false outside production, which refuses live credentials. */
+      livemode: boolean;
     };
     /** @description A public JWK: {kty:"EC", crv:"P-256", x, y} or {kty:"RSA", n, e}. Private members (d, p, q, …) are refused. */
     PublicJwk: {
@@ -1705,11 +1707,11 @@ export interface components {
   headers: {
     /** @description Identifies this request; equal to `error.request_id` in error bodies. */
     'X-Request-Id': string;
-    /** @description Requests allowed in the current window: the key's budget for this endpoint's group (by tier), or the per-source-IP budget without a key. */
+    /** @description Requests allowed in the window that binds: of the key's per-minute budget for this endpoint's group (by tier) and its tier's daily quota, the one with fewer requests left; the per-source-IP budget without a key. */
     'X-RateLimit-Limit': number;
-    /** @description Requests left in the current window. */
+    /** @description Requests left in that window. */
     'X-RateLimit-Remaining': number;
-    /** @description When the current window ends, in Unix epoch seconds. */
+    /** @description When that window ends, in Unix epoch seconds (the next minute, or 00:00 UTC for the daily quota). */
     'X-RateLimit-Reset': number;
     /** @description Always `no-store`: receipts, tokens and keys must never sit in a shared cache. */
     'Cache-Control': 'no-store';
