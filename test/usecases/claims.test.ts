@@ -10,6 +10,7 @@ import { rotateUserKey } from '../../lib/users/lifecycle.js';
 import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import {
   importDeviceKey,
+  receiptWith,
   registerCardholder,
   request,
   startUseCases,
@@ -36,18 +37,6 @@ const transaction = (overrides: Partial<ClaimedTransaction> = {}): ClaimedTransa
   transactionDate: PAID_AT,
   ...overrides,
 });
-
-/** The sample receipt with its card transaction changed: no tip, no card digits, another time. */
-function receiptWith(change: { tip?: number; last4?: string | null }): DigitalReceipt {
-  const base = sampleReceipt();
-  const tip = change.tip ?? base.summary.tipAmount ?? 0;
-  const { cardDetails, ...transactionRest } = base.transaction;
-  const details = change.last4 === null ? undefined : { ...cardDetails, last4: change.last4 ?? '4242' };
-  return sampleReceipt({
-    transaction: { ...transactionRest, ...(details ? { cardDetails: details } : {}) },
-    summary: { ...base.summary, tipAmount: tip, total: base.summary.subtotal + base.summary.totalTax + tip },
-  });
-}
 
 describe('claims: escrowed receipts released by the card transaction', () => {
   let useCases: UseCases;
