@@ -9,9 +9,12 @@ import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import { unbindUser } from '../../scripts/admin/users.js';
 import { newHashedPan } from '../support/fixtures.js';
 import {
+  cardTransaction,
+  PAID_AT,
   receiptWith,
   registerCardholder,
   request,
+  shifted,
   startUseCases,
   storeReceipt,
   type Cardholder,
@@ -27,15 +30,9 @@ const WINDOW_MINUTES = 5;
 const DAILY_LIMIT = 8;
 const MINUTE = 60_000;
 
-/** The sample receipt's card transaction: 09:15 UTC, 17.48 USD of which 2.00 tip, card 4242. */
-const PAID_AT = '2026-11-21T09:15:00.000Z';
-const shifted = (ms: number) => new Date(Date.parse(PAID_AT) + ms).toISOString();
 const line = (reference: string, overrides: Partial<MatchedTransaction> = {}): MatchedTransaction => ({
   reference,
-  amount: 1748,
-  currency: 'USD',
-  transactionDate: PAID_AT,
-  ...overrides,
+  ...cardTransaction(overrides),
 });
 
 describe("match: the user's receipts beside its card transactions", () => {
