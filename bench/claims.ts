@@ -2,26 +2,30 @@ import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../scripts/admin/api-keys.js';
 import type { Role } from '../lib/kernel/route.js';
 import { tiers as defaultTiers, type TierTable } from '../lib/kernel/tiers.js';
+import { MATCH_PATH } from '../lib/openapi/description.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
 import { newHashedPan, sampleReceipt } from '../test/support/fixtures.js';
 import { DynamoCallCounter } from './lib/dynamo-probe.js';
 import { printTable, type TargetCheck } from './lib/report.js';
-import { inPool, post, text } from './lib/setup.js';
+import { inPool, isRecord, post, text } from './lib/setup.js';
 import { median, percentile, rotated, round } from './lib/stats.js';
 
 /**
- * Claims on the local stack (issue 20): what one claimed transaction costs for a card with 0, 1, 10
- * and 400 escrowed receipts near its time, none matching (a caller guessing, without the evidence).
- * The keyed evidence index makes a claim one look-up per transaction, so the medians should be the
+ * Claims and matches on the local stack (issues 20 and 22): what one named card transaction costs for
+ * a card with 0, 1, 10 and 400 receipts near its time, none matching (a caller guessing, without the
+ * evidence). A claim looks among the card's escrowed receipts, a match among the user's own; both make
+ * one look-up in the keyed evidence index per transaction, so within each the medians should be the
  * same (target: largest over smallest ≤ 1.10), and so should the DynamoDB calls, counted on the
- * service's own document client for one claim of one transaction and per transaction more.
- * The cards take turns claim by claim, in an order that rotates, so none always runs first.
+ * service's own document client for one call naming one transaction and per transaction more.
+ * The eight cards (four claimed, four matched) take turns call by call, in an order that rotates, so
+ * none always runs first.
  */
 
 export interface ClaimBenchOptions {
-  /** Escrowed receipts near the claimed time, per card. */
+  /** Receipts near the named time, per card: escrowed ones for claims, the user's own for matches. */
   populations: readonly number[];
   rounds: number;
+  /** Calls per card and round (claims and matches alike). */
   claimsPerRound: number;
 }
 
@@ -30,9 +34,9 @@ interface CardResult {
   samples: number;
   p50Ms: number;
   p90Ms: number;
-  /** DynamoDB calls of one claim naming one transaction, by SDK command. */
+  /** DynamoDB calls of one call naming one transaction, by SDK command. */
   callsOneTransaction: Record<string, number>;
-  /** Calls each further transaction of a claim adds (one claim of 5 against one of 1, over 4). */
+  /** Calls each further transaction adds (one call of 5 against one of 1, over 4). */
   callsPerTransaction: number;
 }
 
@@ -40,13 +44,22 @@ export interface ClaimBenchResult {
   options: ClaimBenchOptions;
   cards: CardResult[];
   ratioLargestToSmallestMedian: number;
+  /** The same for POST /users/{userId}/receipts/match. */
+  matches: { cards: CardResult[]; ratioLargestToSmallestMedian: number };
   targets: TargetCheck[];
 }
 
 const CLAIMED_AT = Date.parse('2026-11-21T12:00:00Z');
 const WINDOW_MINUTES = 15;
-/** No receipt below has this amount: every claim is a miss, as a guess is. */
+/** No receipt below has this amount: every claim and match is a miss, as a guess is. */
 const GUESSED_AMOUNT = 1;
+
+/** One card under measurement: how many receipts it has near the time, and one timed call for it. */
+interface Card {
+  count: number;
+  call(transactions: number): Promise<void>;
+  latencies: number[];
+}
 
 async function apiKey(stack: LocalStack, roles: Role[]): Promise<string> {
   const created = await createApiKey(
@@ -56,8 +69,16 @@ async function apiKey(stack: LocalStack, roles: Role[]): Promise<string> {
   return created.apiKey;
 }
 
-/** `count` receipts of one card spread over ± the window around the claimed time, none of GUESSED_AMOUNT. */
-async function escrow(stack: LocalStack, merchant: string, hashedPan: string, count: number): Promise<void> {
+/**
+ * `count` receipts paid with one card, spread over ± the window around the claimed time, none of
+ * GUESSED_AMOUNT: escrowed while the card has no user, the user's own once it has one.
+ */
+async function payWithCard(
+  stack: LocalStack,
+  merchant: string,
+  hashedPan: string,
+  count: number,
+): Promise<void> {
   const windowMs = WINDOW_MINUTES * 60_000;
   await inPool(
     Array.from({ length: count }, (_, index) => index),
@@ -81,6 +102,24 @@ async function escrow(stack: LocalStack, merchant: string, hashedPan: string, co
   );
 }
 
+async function register(stack: LocalStack, issuer: string, hashedPan: string): Promise<string> {
+  const pair = await post(stack.url, '/api/v1/onboarding/generate-keys', issuer);
+  const registered = await post(stack.url, '/api/v1/onboarding/register', issuer, {
+    hashedPan,
+    publicKey: text(pair, 'publicKey'),
+    keyId: text(pair, 'keyId'),
+  });
+  return text(registered, 'userId');
+}
+
+const guesses = (transactions: number) =>
+  Array.from({ length: transactions }, (_, index) => ({
+    reference: `guess-${index}`,
+    amount: GUESSED_AMOUNT,
+    currency: 'USD',
+    transactionDate: new Date(CLAIMED_AT).toISOString(),
+  }));
+
 async function claimOnce(
   stack: LocalStack,
   issuer: string,
@@ -89,20 +128,87 @@ async function claimOnce(
 ): Promise<void> {
   const data = await post(stack.url, '/api/v1/receipts/claim', issuer, {
     userId,
-    transactions: Array.from({ length: transactions }, () => ({
-      amount: GUESSED_AMOUNT,
-      currency: 'USD',
-      transactionDate: new Date(CLAIMED_AT).toISOString(),
-    })),
+    transactions: guesses(transactions).map(({ reference: _reference, ...transaction }) => transaction),
   });
   if (data.released !== 0) throw new Error(`a guess released ${String(data.released)} receipts`);
+}
+
+async function matchOnce(
+  stack: LocalStack,
+  issuer: string,
+  userId: string,
+  transactions: number,
+): Promise<void> {
+  const data = await post(stack.url, MATCH_PATH.replace('{userId}', userId), issuer, {
+    transactions: guesses(transactions),
+  });
+  const matches = Array.isArray(data.matches) ? data.matches : [];
+  const found = matches.filter(
+    (entry) => !isRecord(entry) || !Array.isArray(entry.receiptIds) || entry.receiptIds.length > 0,
+  );
+  if (matches.length !== transactions || found.length > 0)
+    throw new Error(`a guess matched receipts: ${JSON.stringify(data).slice(0, 300)}`);
 }
 
 const totalCalls = (calls: Record<string, number>): number =>
   Object.values(calls).reduce((sum, count) => sum + count, 0);
 
+/** The cards' results, one table and the two targets (flat median, equal calls) of one operation. */
+function report(
+  operation: string,
+  title: string,
+  results: CardResult[],
+): { ratio: number; targets: TargetCheck[] } {
+  const medians = results.map((result) => result.p50Ms);
+  const ratio = round(Math.max(...medians) / Math.min(...medians), 3);
+  const callSets = new Set(
+    results.map((result) => JSON.stringify([result.callsOneTransaction, result.callsPerTransaction])),
+  );
+  printTable(
+    title,
+    [
+      'receipts in window',
+      'samples',
+      'p50 ms',
+      'p90 ms',
+      'DynamoDB calls (1 transaction)',
+      'calls per further transaction',
+    ],
+    results.map((result) => [
+      result.receiptsInWindow,
+      result.samples,
+      result.p50Ms,
+      result.p90Ms,
+      Object.entries(result.callsOneTransaction)
+        .map(([command, count]) => `${command.replace(/Command$/, '')} ${count}`)
+        .join(', '),
+      result.callsPerTransaction,
+    ]),
+  );
+  console.log(`Largest / smallest median (${operation}): ${ratio}`);
+  return {
+    ratio,
+    targets: [
+      {
+        section: 'claims',
+        target: `${operation} p50, largest / smallest across 0, 1, 10, 400 receipts in the window ≤ 1.10`,
+        measured: `${ratio} (${medians.join(' / ')} ms)`,
+        met: ratio <= 1.1,
+      },
+      {
+        section: 'claims',
+        target: `DynamoDB calls per ${operation === 'claim' ? 'claimed' : 'matched'} transaction, equal across the four`,
+        measured: results
+          .map((result) => `${totalCalls(result.callsOneTransaction)}+${result.callsPerTransaction}`)
+          .join(' / '),
+        met: callSets.size === 1,
+      },
+    ],
+  };
+}
+
 export async function runClaimBench(options: ClaimBenchOptions): Promise<ClaimBenchResult> {
-  // Limits out of the way: the bench measures the claim, not the rate limiter or the daily allowance.
+  // Limits out of the way: the bench measures the claim and the match, not the rate limiter or the daily allowance.
   const tiers: TierTable = {
     ...defaultTiers,
     enterprise: {
@@ -120,109 +226,89 @@ export async function runClaimBench(options: ClaimBenchOptions): Promise<ClaimBe
   try {
     const merchant = await apiKey(stack, ['merchant']);
     const issuer = await apiKey(stack, ['issuer']);
-    const cards = [];
+    const claimed: Card[] = [];
+    const matched: Card[] = [];
     for (const count of options.populations) {
-      const hashedPan = newHashedPan();
-      await escrow(stack, merchant, hashedPan, count);
-      const pair = await post(stack.url, '/api/v1/onboarding/generate-keys', issuer);
-      const registered = await post(stack.url, '/api/v1/onboarding/register', issuer, {
-        hashedPan,
-        publicKey: text(pair, 'publicKey'),
-        keyId: text(pair, 'keyId'),
-      });
-      cards.push({ count, userId: text(registered, 'userId'), latencies: [] as number[] });
+      // Claimed: receipts escrowed for a card nobody had registered, then its user.
+      const escrowedPan = newHashedPan();
+      await payWithCard(stack, merchant, escrowedPan, count);
+      const claimant = await register(stack, issuer, escrowedPan);
+      claimed.push({ count, latencies: [], call: (n) => claimOnce(stack, issuer, claimant, n) });
+      // Matched: the user first, then receipts sealed for it.
+      const ownPan = newHashedPan();
+      const owner = await register(stack, issuer, ownPan);
+      await payWithCard(stack, merchant, ownPan, count);
+      matched.push({ count, latencies: [], call: (n) => matchOnce(stack, issuer, owner, n) });
     }
+    const cards = [...claimed, ...matched];
 
     // The webhook poller's stream reads and sweeps would land in the timings and the call counts.
     await stack.dispatcher.stop();
     // Warm-up: module loading, the keyring, DynamoDB Local's JIT.
-    for (const card of cards)
-      for (let index = 0; index < 5; index += 1) await claimOnce(stack, issuer, card.userId, 1);
+    for (const card of cards) for (let index = 0; index < 5; index += 1) await card.call(1);
 
-    // Claim by claim, the four cards take turns (in an order that rotates), so a change in the
-    // machine's load falls on all four alike.
+    // Call by call, the eight cards take turns (in an order that rotates), so a change in the
+    // machine's load falls on all of them alike.
     for (let roundIndex = 0; roundIndex < options.rounds; roundIndex += 1) {
       for (let index = 0; index < options.claimsPerRound; index += 1) {
         for (const card of rotated(cards, roundIndex + index)) {
           const start = performance.now();
-          await claimOnce(stack, issuer, card.userId, 1);
+          await card.call(1);
           card.latencies.push(performance.now() - start);
         }
       }
     }
 
     const counter = new DynamoCallCounter(stack.deps.dynamo.doc);
-    // The fewest of five: now and then a claim also pays the rate limiter's lease refill (an UpdateItem
-    // that belongs to no claim in particular), which is no part of what a claimed transaction costs.
-    const callsOf = async (userId: string, transactions: number) => {
+    // The fewest of five: now and then a call also pays the rate limiter's lease refill (an UpdateItem
+    // that belongs to no call in particular), which is no part of what a named transaction costs.
+    const callsOf = async (card: Card, transactions: number) => {
       let fewest: Record<string, number> | undefined;
       for (let attempt = 0; attempt < 5; attempt += 1) {
         counter.reset();
-        await claimOnce(stack, issuer, userId, transactions);
+        await card.call(transactions);
         await counter.quiesce(50, 2_000);
         const calls = counter.byCommand();
         if (!fewest || totalCalls(calls) < totalCalls(fewest)) fewest = calls;
       }
       return fewest!;
     };
-    const results: CardResult[] = [];
-    for (const card of cards) {
-      const one = await callsOf(card.userId, 1);
-      const five = await callsOf(card.userId, 5);
-      results.push({
-        receiptsInWindow: card.count,
-        samples: card.latencies.length,
-        p50Ms: round(median(card.latencies), 2),
-        p90Ms: round(percentile(card.latencies, 90), 2),
-        callsOneTransaction: one,
-        callsPerTransaction: round((totalCalls(five) - totalCalls(one)) / 4, 2),
-      });
-    }
+    const resultsOf = async (group: Card[]): Promise<CardResult[]> => {
+      const results: CardResult[] = [];
+      for (const card of group) {
+        const one = await callsOf(card, 1);
+        const five = await callsOf(card, 5);
+        results.push({
+          receiptsInWindow: card.count,
+          samples: card.latencies.length,
+          p50Ms: round(median(card.latencies), 2),
+          p90Ms: round(percentile(card.latencies, 90), 2),
+          callsOneTransaction: one,
+          callsPerTransaction: round((totalCalls(five) - totalCalls(one)) / 4, 2),
+        });
+      }
+      return results;
+    };
 
-    const medians = results.map((result) => result.p50Ms);
-    const ratio = round(Math.max(...medians) / Math.min(...medians), 3);
-    const callSets = new Set(
-      results.map((result) => JSON.stringify([result.callsOneTransaction, result.callsPerTransaction])),
-    );
-    printTable(
+    const claimResults = await resultsOf(claimed);
+    const matchResults = await resultsOf(matched);
+    const claims = report(
+      'claim',
       `POST /receipts/claim, one guessed transaction (no match), by escrowed receipts within ±${WINDOW_MINUTES} min of it`,
-      [
-        'receipts in window',
-        'samples',
-        'p50 ms',
-        'p90 ms',
-        'DynamoDB calls (1 transaction)',
-        'calls per further transaction',
-      ],
-      results.map((result) => [
-        result.receiptsInWindow,
-        result.samples,
-        result.p50Ms,
-        result.p90Ms,
-        Object.entries(result.callsOneTransaction)
-          .map(([command, count]) => `${command.replace(/Command$/, '')} ${count}`)
-          .join(', '),
-        result.callsPerTransaction,
-      ]),
+      claimResults,
     );
-    console.log(`Largest / smallest median: ${ratio}`);
-    const targets: TargetCheck[] = [
-      {
-        section: 'claims',
-        target: 'claim p50, largest / smallest across 0, 1, 10, 400 receipts in the window ≤ 1.10',
-        measured: `${ratio} (${medians.join(' / ')} ms)`,
-        met: ratio <= 1.1,
-      },
-      {
-        section: 'claims',
-        target: 'DynamoDB calls per claimed transaction, equal across the four',
-        measured: results
-          .map((result) => `${totalCalls(result.callsOneTransaction)}+${result.callsPerTransaction}`)
-          .join(' / '),
-        met: callSets.size === 1,
-      },
-    ];
-    return { options, cards: results, ratioLargestToSmallestMedian: ratio, targets };
+    const matches = report(
+      'match',
+      `POST ${MATCH_PATH}, one guessed transaction (no match), by the user's receipts within ±${WINDOW_MINUTES} min of it`,
+      matchResults,
+    );
+    return {
+      options,
+      cards: claimResults,
+      ratioLargestToSmallestMedian: claims.ratio,
+      matches: { cards: matchResults, ratioLargestToSmallestMedian: matches.ratio },
+      targets: [...claims.targets, ...matches.targets],
+    };
   } finally {
     await stack.close();
   }

@@ -28,6 +28,7 @@ import { rotateWebhookSecretRoute } from './webhooks/rotate-webhook-secret/route
 import { gatewayEventsRoute } from './payments/gateway-events/route.js';
 import { createRefundRoute } from './payments/create-refund/route.js';
 import { listRefundsRoute } from './payments/list-refunds/route.js';
+import { matchReceiptsRoute } from './receipts/match-receipts/route.js';
 
 export {
   rateGroupOf,
@@ -75,6 +76,7 @@ export const routeTable = {
   'gateway-events': gatewayEventsRoute,
   'create-refund': createRefundRoute,
   'list-refunds': listRefundsRoute,
+  'match-receipts': matchReceiptsRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

@@ -30,7 +30,7 @@ const described: Record<string, string> = {
   'test/': 'the tests, in three tiers (jest.config.js): unit, integration, slow',
   'test/unit/': 'pure logic: no DynamoDB, no network',
   'test/usecases/':
-    'use cases below HTTP, on DynamoDB Local: the decisions of claims, payments, key lifecycle, webhook scheduling',
+    'use cases below HTTP, on DynamoDB Local: the decisions of claims, matches, payments, key lifecycle, webhook scheduling',
   'test/integration/': 'the service over HTTP on the local stack and DynamoDB Local',
   'test/contract/': 'the OpenAPI document against the service, lint rules and boundaries',
   'test/adversarial/': 'fuzzing, tampering, OWASP checks, secrets in logs and tables',

@@ -28,7 +28,8 @@ export type AuditAction =
   | 'payment.refund'
   | 'gateway.event'
   | 'user.re-register'
-  | 'evidence.backfill';
+  | 'evidence.backfill'
+  | 'receipts.match';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only

@@ -206,7 +206,7 @@ export class ClaimLimitError extends AppError<429> {
   readonly status = 429 as const;
   readonly code = 'CLAIM_LIMIT_EXCEEDED';
   constructor(retryAfterSeconds: number, dailyLimit: number) {
-    super(`At most ${dailyLimit} transactions may be claimed per user per day`, undefined, {
+    super(`At most ${dailyLimit} transactions may be claimed or matched per card per day`, undefined, {
       'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
     });
   }

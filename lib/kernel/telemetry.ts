@@ -23,7 +23,7 @@ export interface MetricDimensions {
   RegisterConflicts: Record<string, never>;
   /** An escrowed receipt released to a user by a claim with its card transaction. */
   ReceiptsClaimed: Record<string, never>;
-  /** A claim refused because the user's daily number of claimed transactions is spent. */
+  /** A claim or a match refused because the card's daily allowance of transactions with the client is spent. */
   ClaimLimitRefusals: Record<string, never>;
   /** A request refused at the per-minute rate limit: per endpoint group, or per source IP without a key. */
   RateLimitRefusals: { group: RateGroup | 'anonymous' };

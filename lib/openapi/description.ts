@@ -23,15 +23,27 @@ export const MATCH_PATH = '/api/v1/users/{userId}/receipts/match';
  */
 function describeMatch(routes: readonly RouteDeclaration[]): string[] {
   const available = routes.some((route) => route.path === MATCH_PATH);
-  return [
+  const summary = [
     `\`POST ${MATCH_PATH}\` (issuer owning the user) puts receipts beside the lines of a card statement without`,
     "decrypting anything: it takes up to 100 of the card's transactions as the issuer's ledger has them (`reference`,",
     "the ledger's own id, echoed back; `amount`, `currency`, `transactionDate`, `cardLast4`?) and answers, per",
     "`reference`, the ids of the user's receipts whose evidence matches, by the same keyed look-up as claims",
-    '(escrowed receipts need a claim first), spending the same per-card allowance.',
-    available
-      ? 'See the operation below.'
-      : 'It is being added in this round: until this document lists the operation, the service answers its path 404.',
+  ];
+  if (!available)
+    return [
+      ...summary,
+      '(escrowed receipts need a claim first), spending the same per-card allowance.',
+      'It is being added in this round: until this document lists the operation, the service answers its path 404.',
+    ];
+  return [
+    ...summary,
+    '(same currency, the total or the total before tip equal to `amount`, the time within the claim window, the',
+    'last four digits when both sides have them): one look-up per transaction, so a match costs the same whatever',
+    "the card has near that time. Escrowed receipts are not listed (a claim makes them the user's first), nor are",
+    "receipts wrapped for the user before the evidence index existed. Each transaction spends one of the card's",
+    'daily allowance with the client, the one claims spend (429 `CLAIM_LIMIT_EXCEEDED` for both once it is spent);',
+    "another issuer's user is the same 404 as an unknown one. The device then fetches and opens each receipt as in",
+    'the device flow. See the operation below.',
   ];
 }
 

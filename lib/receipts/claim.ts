@@ -6,8 +6,8 @@ import { parsePublicKey } from '../crypto/keys.js';
 import type { ReceiptEnvelope, ReceiptKey, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
-import { ClaimLimitError, NotFoundError } from '../kernel/errors.js';
-import { checkTransactionDates, findByEvidence } from './evidence.js';
+import { admitCardRequest } from './card-request.js';
+import { findByEvidence } from './evidence.js';
 import type { claimedTransactionSchema, claimReceiptsBody } from './requests.js';
 
 export type ClaimDeps = Pick<
@@ -40,44 +40,7 @@ const DAY_MS = 86_400_000;
  */
 export async function claimEscrowedReceipts(deps: ClaimDeps, input: ClaimInput): Promise<ClaimOutcome> {
   const { caller, requestId } = input;
-  checkTransactionDates(deps, input.transactions);
-  const user = await deps.repos.users.getById(input.userId);
-  if (!user || user.clientId !== caller.clientId) {
-    await deps.audit.record({
-      action: 'escrow.claim-request',
-      outcome: 'failure',
-      reason: !user ? 'unknown user' : 'user of another client',
-      requestId,
-      clientId: caller.clientId,
-      userId: input.userId,
-    });
-    // Another client's user is answered exactly like one that does not exist.
-    throw new NotFoundError('No user with this userId is registered by this client');
-  }
-
-  const now = deps.clock.now();
-  const keyring = await deps.cardTags.keyring();
-  // Per card and client, not per user (DECISIONS, round 3): erasing the user and registering the card
-  // again must not give anyone a fresh allowance.
-  const quota = await deps.repos.claimQuota.spend(
-    `${keyring.allowanceSubject(user.cardTag)}#${caller.clientId}`,
-    input.transactions.length,
-    deps.config.claimDailyLimit,
-    now,
-  );
-  if (!quota.spent) {
-    deps.telemetry.count('ClaimLimitRefusals');
-    await deps.audit.record({
-      action: 'escrow.claim-request',
-      outcome: 'failure',
-      reason: 'daily claim limit reached',
-      requestId,
-      clientId: caller.clientId,
-      userId: user.userId,
-      counts: { transactions: input.transactions.length },
-    });
-    throw new ClaimLimitError(quota.retryAfterSeconds, deps.config.claimDailyLimit);
-  }
+  const user = await admitCardRequest(deps, input, 'escrow.claim-request');
 
   const recipient = { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) };
   const released = new Set<string>();

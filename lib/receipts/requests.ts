@@ -105,3 +105,49 @@ export const claimReceiptsBody = z
     transactions: z.array(claimedTransactionSchema).min(1).max(MAX_CLAIMED_TRANSACTIONS),
   })
   .meta({ id: 'ClaimReceiptsRequest' });
+
+export const MAX_MATCHED_TRANSACTIONS = 100;
+
+const referenceMessage = 'must be 1 to 128 printable ASCII characters (space to ~)';
+
+/** The issuer's own id of a ledger line: echoed back as it came, never stored or logged. */
+export const ledgerReference = z
+  .string()
+  .regex(/^[\x20-\x7e]{1,128}$/, referenceMessage)
+  .meta({
+    description:
+      "The issuer's own id of the ledger line (1 to 128 printable ASCII characters), echoed back with its " +
+      'matches. Not stored: only counts are audited.',
+    examples: ['ledger-2026-11-21-000042'],
+  });
+
+export const matchedTransactionSchema = z
+  .strictObject({ reference: ledgerReference, ...claimedTransactionSchema.shape })
+  .meta({
+    id: 'MatchedTransaction',
+    description:
+      "A line of the user's card statement as the issuer's ledger has it: its reference, the amount in minor " +
+      'units, its currency, when it was authorised and, when known, the last four digits of the card.',
+  });
+
+export const matchReceiptsBody = z
+  .strictObject({
+    transactions: z
+      .array(matchedTransactionSchema)
+      .min(1)
+      .max(MAX_MATCHED_TRANSACTIONS)
+      .superRefine((transactions, ctx) => {
+        // The answer is keyed by reference: a repeated one would be ambiguous.
+        const seen = new Set<string>();
+        for (const [index, { reference }] of transactions.entries()) {
+          if (seen.has(reference))
+            ctx.addIssue({
+              code: 'custom',
+              path: [index, 'reference'],
+              message: 'repeats an earlier reference',
+            });
+          seen.add(reference);
+        }
+      }),
+  })
+  .meta({ id: 'MatchReceiptsRequest' });

@@ -41,12 +41,15 @@ const gatewayEvents = routes.find((route) => route.name === 'gateway-events')!;
 let fuzzedWebhookId = '';
 /** One of that webhook's deliveries, which retry-webhook-delivery fuzzes. */
 let fuzzedDeliveryId = '';
+/** The user whose receipts match-receipts fuzzes (its card's allowance is its own): made in beforeAll. */
+let fuzzedUserId = '';
 const fill = (route: RouteDefinition, gateway = 'gateway_a'): string =>
   route.path
     .replace('{gateway}', gateway)
     .replace('{transactionId}', '00000000-0000-4000-8000-000000000000')
     .replace('{webhookId}', fuzzedWebhookId)
-    .replace('{deliveryId}', fuzzedDeliveryId);
+    .replace('{deliveryId}', fuzzedDeliveryId)
+    .replace('{userId}', fuzzedUserId);
 /** A fresh device key (P-256 SPKI) for each import: what a phone would send. */
 const devicePublicKey = (): string =>
   generateKeyPairSync('ec', { namedCurve: 'P-256' })
@@ -242,6 +245,19 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
         transactions: [{ amount: 1548, currency: 'USD', transactionDate: '2026-11-21T09:15:00Z' }],
       },
     }),
+    'match-receipts': async (variant) => ({
+      body: {
+        transactions: [
+          {
+            reference: `fuzz-${variant}`,
+            amount: 1548,
+            currency: 'USD',
+            transactionDate: '2026-11-21T09:15:00Z',
+            ...(variant % 2 === 0 ? { cardLast4: '4242' } : {}),
+          },
+        ],
+      },
+    }),
     // Loopback http is allowed on the local stack; the client's limit of 10 soon answers 409.
     'create-webhook': async () => ({
       body: { url: `${receiverUrl}/fuzz`, events: ['receipt.escrowed'] },
@@ -285,6 +301,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     issuer = await stack.apiKey(['issuer']);
     user = await onboardUser(stack, issuer.apiKey);
     rotatingUser = await onboardUser(stack, issuer.apiKey);
+    fuzzedUserId = (await onboardUser(stack, issuer.apiKey)).userId;
     const encrypted = await stack.request<SuccessEnvelope<ReceiptEnvelope>>(
       'POST',
       '/api/v1/receipts/encrypt',

@@ -9,9 +9,12 @@ import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import { rotateUserKey } from '../../lib/users/lifecycle.js';
 import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import {
+  cardTransaction,
   importDeviceKey,
+  receiptWith,
   registerCardholder,
   request,
+  shifted,
   startUseCases,
   storeReceipt,
   type Cardholder,
@@ -27,27 +30,8 @@ const WINDOW_MINUTES = 5;
 const DAILY_LIMIT = 6;
 const MINUTE = 60_000;
 
-/** The card transaction of the sample receipt: paid at 09:15 UTC, 17.48 USD of which 2.00 tip, card 4242. */
-const PAID_AT = '2026-11-21T09:15:00.000Z';
-const shifted = (ms: number) => new Date(Date.parse(PAID_AT) + ms).toISOString();
-const transaction = (overrides: Partial<ClaimedTransaction> = {}): ClaimedTransaction => ({
-  amount: 1748,
-  currency: 'USD',
-  transactionDate: PAID_AT,
-  ...overrides,
-});
-
-/** The sample receipt with its card transaction changed: no tip, no card digits, another time. */
-function receiptWith(change: { tip?: number; last4?: string | null }): DigitalReceipt {
-  const base = sampleReceipt();
-  const tip = change.tip ?? base.summary.tipAmount ?? 0;
-  const { cardDetails, ...transactionRest } = base.transaction;
-  const details = change.last4 === null ? undefined : { ...cardDetails, last4: change.last4 ?? '4242' };
-  return sampleReceipt({
-    transaction: { ...transactionRest, ...(details ? { cardDetails: details } : {}) },
-    summary: { ...base.summary, tipAmount: tip, total: base.summary.subtotal + base.summary.totalTax + tip },
-  });
-}
+const transaction = (overrides: Partial<ClaimedTransaction> = {}): ClaimedTransaction =>
+  cardTransaction(overrides);
 
 describe('claims: escrowed receipts released by the card transaction', () => {
   let useCases: UseCases;

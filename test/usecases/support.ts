@@ -174,6 +174,37 @@ export async function storeReceipt(
   return { receipt, envelope, recipientUserId };
 }
 
+/** When the sample receipt's card transaction was made (test/support/fixtures.ts), and a time `ms` from it. */
+export const PAID_AT = '2026-11-21T09:15:00.000Z';
+export const shifted = (ms: number): string => new Date(Date.parse(PAID_AT) + ms).toISOString();
+
+/** The sample receipt's card transaction as the issuer's ledger has it (17.48 USD at PAID_AT), changed by `overrides`. */
+export const cardTransaction = <T extends object>(overrides: T) => ({
+  amount: 1748,
+  currency: 'USD',
+  transactionDate: PAID_AT,
+  ...overrides,
+});
+
+/**
+ * The sample receipt (paid 2026-11-21 09:15 UTC, 17.48 USD of which 2.00 tip, card 4242) with its card
+ * transaction changed: another tip (0 for none), other card digits (null for none), another time.
+ */
+export function receiptWith(change: { tip?: number; last4?: string | null; at?: string }): DigitalReceipt {
+  const base = sampleReceipt();
+  const tip = change.tip ?? base.summary.tipAmount ?? 0;
+  const { cardDetails, ...transactionRest } = base.transaction;
+  const details = change.last4 === null ? undefined : { ...cardDetails, last4: change.last4 ?? '4242' };
+  return sampleReceipt({
+    transaction: {
+      ...transactionRest,
+      ...(change.at ? { datetime: change.at } : {}),
+      ...(details ? { cardDetails: details } : {}),
+    },
+    summary: { ...base.summary, tipAmount: tip, total: base.summary.subtotal + base.summary.totalTax + tip },
+  });
+}
+
 /**
  * The receipts table's stream, read as the dispatcher's event source reads it: `next()` answers the
  * records written since the last call. This file's tables are its own, so every record is its doing.

@@ -1,7 +1,7 @@
 /**
  * What a TypeScript integrator writes first, checked against the SDK's types: the README's
  * walk-through bodies (`$RECEIPT`, and the flattened encrypt body made from it) sent through the
- * typed client, and an envelope opened on the device. Nothing here runs: test/sdk/types.slow.test.ts
+ * typed client, an envelope opened on the device, and the SDK README's match call. Nothing here runs: test/sdk/types.slow.test.ts
  * compiles this file with the SDK's own compiler settings (and `npm run lint`'s tsc compiles it too),
  * checks that the bodies are the README's, and that every `@ts-expect-error` below marks the error
  * it names (tsc reports a directive whose error has gone).
@@ -79,6 +79,36 @@ export async function integrate(pkcs8: string): Promise<void> {
   await openEnvelope(whole, privateKey);
   // @ts-expect-error TS2345: nor is its data ({ envelope, mapping }).
   await openEnvelope(whole.data, privateKey);
+}
+
+/** The SDK README's match call ("Matching receipts to card statement lines"), through the typed client. */
+export async function matchStatement(
+  userId: string,
+  statementLines: {
+    id: string;
+    amountMinor: number;
+    currency: string;
+    authorisedAt: string;
+    cardLast4?: string;
+  }[],
+): Promise<Record<string, string[]>> {
+  const api = createClient({ baseUrl: 'https://receipts.example.com', apiKey: 'rk_local_issuer' });
+  const { data, error } = await api.POST('/api/v1/users/{userId}/receipts/match', {
+    params: { path: { userId } },
+    body: {
+      transactions: statementLines.map((line) => ({
+        reference: line.id,
+        amount: line.amountMinor,
+        currency: line.currency,
+        transactionDate: line.authorisedAt,
+        cardLast4: line.cardLast4,
+      })),
+    },
+  });
+  if (error) throw new Error(error.error.code);
+  const found: Record<string, string[]> = {};
+  for (const { reference, receiptIds } of data.data.matches) found[reference] = receiptIds;
+  return found;
 }
 
 /** Responses stay output-side: what the service always sends is required in their types. */

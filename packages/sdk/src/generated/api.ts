@@ -610,6 +610,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/users/{userId}/receipts/match': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Match a user's receipts to card transactions
+     * @description Puts receipts beside the lines of a card statement without decrypting anything. For each of the user's card transactions as the issuer's ledger has them, the ids of the user's receipts that match it: same currency, the receipt total (or its total before tip) equal to `amount`, its transaction time within ±15 minutes (CLAIM_WINDOW_MINUTES) of `transactionDate`, and `cardLast4`, when both sides have it, equal. Each transaction is one look-up in the keyed evidence index that claims use, so a match costs the same whatever the card has near that time. Escrowed receipts are not listed: a claim makes them the user's first. Receipts wrapped for the user before the evidence index existed have no entries in it and are not found (the inbox lists them). Refund receipts are not matched: find them through their sale (`relatedReceiptId` in the inbox). Up to 100 transactions a call, each with a `reference` of the issuer's own (echoed back, never stored) used once per call, each dated no later than a day from now and no earlier than the longest a receipt is kept (400 otherwise). Each transaction spends one of the card's daily allowance with this client that claims spend too (200, CLAIM_DAILY_LIMIT): a spent allowance is 429 for both. Another issuer's user is the same 404 as an unknown one. Audited (ids and counts only).
+     *
+     *     Requires an X-API-Key with the role `issuer`.
+     */
+    post: operations['matchReceipts'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1221,6 +1243,38 @@ export interface components {
       pointsBalance?: number;
       memberNumber?: string;
     } | null;
+    /** @description A line of the user's card statement as the issuer's ledger has it: its reference, the amount in minor units, its currency, when it was authorised and, when known, the last four digits of the card. */
+    MatchedTransaction: {
+      /**
+       * @description The issuer's own id of the ledger line (1 to 128 printable ASCII characters), echoed back with its matches. Not stored: only counts are audited.
+       * @example ledger-2026-11-21-000042
+       */
+      reference: string;
+      amount: number;
+      /**
+       * @description ISO 4217 currency code, upper case.
+       * @example USD
+       */
+      currency: string;
+      /** Format: date-time */
+      transactionDate: string;
+      cardLast4?: string;
+    };
+    MatchReceiptsRequest: {
+      transactions: components['schemas']['MatchedTransaction'][];
+    };
+    /** @description One entry per transaction of the request, in its order, each with its `reference`. */
+    MatchReceiptsResult: {
+      matches: {
+        /**
+         * @description The issuer's own id of the ledger line (1 to 128 printable ASCII characters), echoed back with its matches. Not stored: only counts are audited.
+         * @example ledger-2026-11-21-000042
+         */
+        reference: string;
+        /** @description The user's receipts this transaction matches (often none, now and then more than one), in no particular order. Fetch each with GET /receipts/{receiptId}. */
+        receiptIds: string[];
+      }[];
+    };
     /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. */
     NestedEncryptRequest: {
       receipt: components['schemas']['DigitalReceipt'];
@@ -4138,6 +4192,108 @@ export interface operations {
           };
         };
       };
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  matchReceipts: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        userId: string;
+      };
+      cookie?: never;
+    };
+    /** @description The user's card transactions to match. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MatchReceiptsRequest'];
+      };
+    };
+    responses: {
+      /** @description The matching receipts, per transaction. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['MatchReceiptsResult'];
+          };
+        };
+      };
+      /** @description Invalid userId or body (a repeated reference among them), or a transactionDate no stored receipt can have. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No such user for this client: another client's user is answered the same way. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      /** @description Rate limit exceeded, or (CLAIM_LIMIT_EXCEEDED) the card's daily allowance with this client, shared with claims, is spent. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'CLAIM_LIMIT_EXCEEDED' | 'rate_limit_exceeded';
+            };
+          };
+        };
+      };
+      500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
   };
