@@ -19,7 +19,6 @@ const infraFolder = '<rootDir>/test/infra';
 const slowFolders = [infraFolder];
 const slowFiles = [
   '<rootDir>/test/integration/npm-start.test.ts',
-  '<rootDir>/test/integration/readme-walkthrough.test.ts',
   '<rootDir>/test/integration/newcomer-errors.test.ts',
   '<rootDir>/test/integration/outage.test.ts',
   '<rootDir>/test/contract/lint.test.ts',

@@ -1,9 +1,9 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CardTagKeyring } from '../../lib/crypto/card-tag.js';
 import { createDynamoClients } from '../../lib/db/client.js';
@@ -87,6 +87,9 @@ const admin = async (dataDir: string, ...args: string[]) =>
     })
   ).stdout;
 
+const README_BASE = 'http://127.0.0.1:3000';
+const WALKTHROUGH = '## Walk-through with curl';
+
 const escrowKeyOf = (output: string) => /escrow key: (\S+)/.exec(output)?.[1];
 
 /** Any admin command against the local stack of `dataDir`, its --json output parsed. */
@@ -156,39 +159,83 @@ async function asStoredBeforeTheIndex(dataDir: string, receipt: DigitalReceipt, 
   });
 }
 
+/** Every ```bash block of the README's walk-through section, in order. */
+function walkthroughScript(readme: string): string {
+  const start = readme.indexOf(WALKTHROUGH);
+  if (start < 0) throw new Error(`README.md has no "${WALKTHROUGH}" section`);
+  const end = readme.indexOf('\n## ', start + WALKTHROUGH.length);
+  const section = readme.slice(start, end < 0 ? undefined : end);
+  const blocks = [...section.matchAll(/^```bash\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
+  if (blocks.length === 0) throw new Error(`"${WALKTHROUGH}" has no bash block`);
+  return blocks.join('\n');
+}
+
+/** The JSON documents printed one after another by `jq .` (each starts and ends at column 0). */
+function printedDocuments(stdout: string): unknown[] {
+  const documents: unknown[] = [];
+  let current: string[] | null = null;
+  for (const line of stdout.split('\n')) {
+    if (current === null && line === '{') current = [];
+    if (current === null) continue;
+    current.push(line);
+    if (line === '}') {
+      documents.push(JSON.parse(current.join('\n')));
+      current = null;
+    }
+  }
+  return documents;
+}
+
+const hasCommand = (name: string): boolean => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * One data folder through its life, as a developer lives it: a first start, the admin CLI, the README's
+ * walk-through in a second terminal, Ctrl-C; a restart that keeps everything and brings the evidence
+ * index up to date; and a last start that indexes what the one before left unindexed. The tests run in
+ * this order and each starts from where the one before left the folder (a failure makes the later
+ * ones fail too, naming what they missed): three `npm start`s in all, each a JVM and a TypeScript
+ * start, where separate folders would take five.
+ */
 describe('npm start', () => {
-  const dataDirs: string[] = [];
-  /**
-   * The first test's data folder, left as its Ctrl-C left it (a key created, moved to enterprise and
-   * revoked; the escrow key made on first start): the second test starts again on it, so the restart
-   * is checked without a third `npm start` (each costs a JVM and a TypeScript start).
-   */
-  let stopped: { dataDir: string; keyId: string; escrowKey: string | undefined } | undefined;
-  const newDataDir = async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'receipts-start-'));
-    dataDirs.push(dir);
-    return dir;
+  let dataDir = '';
+  let running: RunningService | undefined;
+  let state: { url: string; dynamoDbEndpoint: string } | undefined;
+  /** What the first start left: the key made and revoked through the CLI, the escrow key's id. */
+  let first: { keyId: string; escrowKey: string | undefined } | undefined;
+  /** An escrowed receipt turned back into one stored before the index, for the last start to index. */
+  let unindexed: DigitalReceipt | undefined;
+
+  const service = (): RunningService => {
+    if (!running) throw new Error('no npm start is running: an earlier test of this file failed');
+    return running;
   };
 
-  afterEach(async () => {
-    await stopAllProcessGroups();
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'receipts-start-'));
   });
 
   afterAll(async () => {
-    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+    await stopAllProcessGroups();
+    await rm(dataDir, { recursive: true, force: true });
   });
 
   it(
-    'serves health, prints how to create keys, manages keys with the admin CLI, and Ctrl-C stops everything',
+    'serves health, prints how to create keys, and manages keys with the admin CLI',
     async () => {
-      const dataDir = await newDataDir();
-      const service = await startService(dataDir);
-      expect(service.group.output()).toContain('npm run admin -- api-keys create');
-      const state = JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as {
+      running = await startService(dataDir);
+      expect(running.group.output()).toContain('npm run admin -- api-keys create');
+      state = JSON.parse(await readFile(join(dataDir, 'stack.json'), 'utf8')) as {
         url: string;
         dynamoDbEndpoint: string;
       };
-      expect(state.url).toBe(service.url);
+      expect(state.url).toBe(running.url);
       expect(await answersHttp(state.dynamoDbEndpoint)).toBe(true);
 
       // The admin CLI finds the running stack and manages keys against it.
@@ -206,7 +253,7 @@ describe('npm start', () => {
         ),
       ) as { apiKey: string; keyId: string; tier: string };
       expect(created).toMatchObject({ tier: 'free', apiKey: expect.stringMatching(/^rk_/) });
-      const keys = await fetch(`${service.url}/api/v1/onboarding/generate-keys`, {
+      const keys = await fetch(`${running.url}/api/v1/onboarding/generate-keys`, {
         method: 'POST',
         headers: { 'X-API-Key': created.apiKey },
       });
@@ -231,14 +278,108 @@ describe('npm start', () => {
         admin(dataDir, 'create', '--name', 'x', '--roles', 'admin', '--tier', 'free'),
       ).rejects.toThrow(/--roles/);
 
-      const escrowKey = escrowKeyOf(service.group.output());
+      const escrowKey = escrowKeyOf(running.group.output());
       expect(escrowKey).toMatch(/^local-escrow-/);
+      first = { keyId: created.keyId, escrowKey };
+    },
+    patience(240_000),
+  );
 
-      await interrupt(service);
-      // Every process of the group has ended, DynamoDB Local included: nothing listens any more.
-      expect(await answersHttp(`${service.url}/api/v1/health`)).toBe(false);
-      expect(await answersHttp(state.dynamoDbEndpoint)).toBe(false);
-      stopped = { dataDir, keyId: created.keyId, escrowKey };
+  /*
+   * The README's curl walk-through, as written there, in a second terminal while `npm start` runs, so
+   * the README cannot drift from the service. The one change made to the script: the README's base
+   * address (http://127.0.0.1:3000) becomes the port this start listens on.
+   */
+  it(
+    'runs the README walk-through with curl and jq, writes no file, and prints the receipt, then a refund and its refund receipt',
+    async () => {
+      const { url } = service();
+      for (const command of ['bash', 'curl', 'jq']) {
+        expect({ command, installed: hasCommand(command) }).toEqual({ command, installed: true });
+      }
+      const script = walkthroughScript(await readFile(new URL('../../README.md', import.meta.url), 'utf8'));
+      expect(script.split(README_BASE)).toHaveLength(2);
+      // Nothing is written into the working directory (the repository): no redirection but to /dev/null.
+      const code = script
+        .split('\n')
+        .filter((line) => !line.trimStart().startsWith('#'))
+        .join('\n')
+        .replaceAll('2>/dev/null', '');
+      expect(code).not.toMatch(/[^<]>|\btee\b|\s-o\s|--output/);
+
+      const bash = spawn('bash', ['-e', '-o', 'pipefail', '-s'], {
+        cwd: new URL('../..', import.meta.url).pathname,
+        env: childEnv(dataDir),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      bash.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      bash.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exitCode = new Promise<number | null>((resolve) => bash.once('close', resolve));
+      bash.stdin.end(script.replace(README_BASE, url));
+      expect({ exitCode: await exitCode, stderr: stderr.replace(/^npm warn .*\n/gm, '') }).toEqual({
+        exitCode: 0,
+        stderr: '',
+      });
+
+      const [payment, receipt, refund, refundReceipt, ...rest] = printedDocuments(stdout);
+      expect(rest).toEqual([]);
+      expect(payment).toMatchObject({
+        gateway: 'gateway_a',
+        paymentId: expect.stringMatching(/^pi_/),
+        clientSecret: expect.stringMatching(/^pi_\w+_secret_\w+$/),
+        receiptMetadata: { isEscrowed: false },
+      });
+      expect(receipt).toMatchObject({
+        merchant: { name: 'Corner Coffee' },
+        items: [{ name: 'Flat white', quantity: 2, unitPrice: 450, totalPrice: 900 }],
+        summary: { subtotal: 900, totalTax: 78, total: 978, currency: 'USD' },
+      });
+      // After the sale: confirmed in the sandbox (its event made the receipt succeeded), one line refunded.
+      expect(stdout).toContain('\nsucceeded\n');
+      expect(refund).toMatchObject({ amount: 489, status: 'succeeded', receiptId: expect.any(String) });
+      expect(refundReceipt).toMatchObject({
+        type: 'refund',
+        relatedReceiptId: (receipt as { receiptId: string }).receiptId,
+        items: [{ name: 'Flat white', quantity: 1, totalPrice: 450 }],
+        summary: { subtotal: 450, totalTax: 39, total: 489 },
+      });
+      expect(stdout.trimEnd().endsWith('}')).toBe(true);
+    },
+    patience(120_000),
+  );
+
+  it(
+    'stops everything on Ctrl-C, DynamoDB Local included',
+    async () => {
+      const stopping = service();
+      running = undefined;
+      await interrupt(stopping);
+      // Every process of the group has ended: nothing listens any more.
+      expect(await answersHttp(`${stopping.url}/api/v1/health`)).toBe(false);
+      expect(await answersHttp(state!.dynamoDbEndpoint)).toBe(false);
+    },
+    patience(60_000),
+  );
+
+  it(
+    'keeps its data across a restart: keys, their state and the escrow key',
+    async () => {
+      if (!first) throw new Error('the first start left nothing to find again: its test failed');
+      running = await startService(dataDir);
+      expect(escrowKeyOf(running.group.output())).toBe(first.escrowKey);
+      // Only a first start explains how to make keys.
+      expect(running.group.output()).not.toContain('npm run admin -- api-keys create');
+      const listed = JSON.parse(await admin(dataDir, 'list', '--json')) as {
+        keyId: string;
+        status: string;
+      }[];
+      expect(listed).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ keyId: first.keyId, status: 'revoked', tier: 'enterprise' }),
+        ]),
+      );
     },
     patience(240_000),
   );
@@ -246,8 +387,7 @@ describe('npm start', () => {
   it(
     'indexes receipts stored before the evidence index: the admin command, and every start (issue 20)',
     async () => {
-      const dataDir = await newDataDir();
-      const first = await startService(dataDir);
+      const { url } = service();
       const merchant = await adminJson<{ apiKey: string }>(
         dataDir,
         'api-keys',
@@ -262,7 +402,7 @@ describe('npm start', () => {
       const escrowed = async () => {
         const receipt = sampleReceipt();
         const hashedPan = newHashedPan();
-        const reply = await fetch(`${first.url}/api/v1/receipts/encrypt`, {
+        const reply = await fetch(`${url}/api/v1/receipts/encrypt`, {
           method: 'POST',
           headers: { 'X-API-Key': merchant.apiKey, 'Content-Type': 'application/json' },
           body: JSON.stringify({
@@ -290,36 +430,22 @@ describe('npm start', () => {
         skipped: 0,
       });
       expect(await storedReceipt(dataDir, one.receipt.receiptId)).not.toHaveProperty('pendingRecipient');
-      // The key audit reads the same data folder: nothing stored yet breaks the rules.
-      expect(await adminJson(dataDir, 'keys', 'audit')).toEqual({ keysChecked: 0, findings: [] });
+      // The key audit reads the same data folder: what the walk-through stored breaks no rule.
+      expect(await adminJson(dataDir, 'keys', 'audit')).toMatchObject({ findings: [] });
 
-      // `npm start` does it before serving.
+      // `npm start` does it before serving: one left unindexed for the next start.
       const two = await escrowed();
       await asStoredBeforeTheIndex(dataDir, two.receipt, two.hashedPan);
-      await interrupt(first);
-      const second = await startService(dataDir);
-      expect(second.group.output()).toMatch(/evidence index brought up to date.*"receiptsIndexed":1/);
-      expect(await storedReceipt(dataDir, two.receipt.receiptId)).not.toHaveProperty('pendingRecipient');
-      await interrupt(second);
-    },
-    patience(240_000),
-  );
-
-  it(
-    'keeps its data across a restart: keys, their state and the escrow key',
-    async () => {
-      if (!stopped) throw new Error('the first test did not leave a stopped stack to start again');
-      const { dataDir, keyId, escrowKey } = stopped;
-      const second = await startService(dataDir);
-      expect(escrowKeyOf(second.group.output())).toBe(escrowKey);
-      // Only a first start explains how to make keys.
-      expect(second.group.output()).not.toContain('npm run admin -- api-keys create');
-      const listed = JSON.parse(await admin(dataDir, 'list', '--json')) as {
-        keyId: string;
-        status: string;
-      }[];
-      expect(listed).toEqual([expect.objectContaining({ keyId, status: 'revoked', tier: 'enterprise' })]);
-      await interrupt(second);
+      unindexed = two.receipt;
+      const stopping = service();
+      running = undefined;
+      await interrupt(stopping);
+      running = await startService(dataDir);
+      expect(running.group.output()).toMatch(/evidence index brought up to date.*"receiptsIndexed":1/);
+      expect(await storedReceipt(dataDir, unindexed.receiptId)).not.toHaveProperty('pendingRecipient');
+      const last = service();
+      running = undefined;
+      await interrupt(last);
     },
     patience(240_000),
   );
