@@ -143,8 +143,8 @@ export const loyaltyInfoSchema = z
   })
   .meta({ id: 'LoyaltyInfo' });
 
-/** The receipt schema version this service writes; receipts of "1.0" keep opening and validating. */
-export const RECEIPT_VERSION = '1.1';
+/** The receipt schema version this service writes (the SDK's); receipts of "1.0" keep opening and validating. */
+export { RECEIPT_VERSION } from '../../packages/sdk/src/digital-receipt.js';
 
 export const digitalReceiptSchema = z
   .strictObject({
