@@ -28,6 +28,11 @@ import { rotateWebhookSecretRoute } from './webhooks/rotate-webhook-secret/route
 import { gatewayEventsRoute } from './payments/gateway-events/route.js';
 import { createRefundRoute } from './payments/create-refund/route.js';
 import { listRefundsRoute } from './payments/list-refunds/route.js';
+import { registerSigningKeyRoute } from './merchants/register-signing-key/route.js';
+import { listSigningKeysRoute } from './merchants/list-signing-keys/route.js';
+import { revokeSigningKeyRoute } from './merchants/revoke-signing-key/route.js';
+import { setSigningPolicyRoute } from './merchants/set-signing-policy/route.js';
+import { getMerchantKeyRoute } from './merchants/get-merchant-key/route.js';
 
 export {
   rateGroupOf,
@@ -75,6 +80,11 @@ export const routeTable = {
   'gateway-events': gatewayEventsRoute,
   'create-refund': createRefundRoute,
   'list-refunds': listRefundsRoute,
+  'register-signing-key': registerSigningKeyRoute,
+  'list-signing-keys': listSigningKeysRoute,
+  'revoke-signing-key': revokeSigningKeyRoute,
+  'set-signing-policy': setSigningPolicyRoute,
+  'get-merchant-key': getMerchantKeyRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

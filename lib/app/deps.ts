@@ -12,6 +12,7 @@ import { ClaimQuota } from '../db/claim-quota.js';
 import type { DynamoClients } from '../db/client.js';
 import { KeyPairRepository } from '../db/key-pairs.js';
 import { MerchantRepository } from '../db/merchants.js';
+import { MerchantKeyRepository } from '../db/merchant-keys.js';
 import { PaymentRepository } from '../db/payments.js';
 import { RateLimiter } from '../db/rate-limits.js';
 import { ReceiptRepository } from '../db/receipts.js';
@@ -40,6 +41,8 @@ export interface Repositories {
   webhookDeliveries: WebhookDeliveryRepository;
   /** Payments made through the service, their refunds, and the gateway events applied. */
   payments: PaymentRepository;
+  /** Merchant signing keys and each merchant client's signing policy. */
+  merchantKeys: MerchantKeyRepository;
 }
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
@@ -106,6 +109,7 @@ export function createCoreDeps(input: {
     webhooks: () => new WebhookRepository(doc, table('webhooks')),
     webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
     payments: () => new PaymentRepository(doc, table('payments')),
+    merchantKeys: () => new MerchantKeyRepository(doc, table('merchantKeys')),
   });
   const { cardTagKeys, cardTagKeysMaxAgeMs, cursorKey, resolveHost, ...rest } = input;
   return {

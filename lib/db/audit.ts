@@ -26,7 +26,11 @@ export type AuditAction =
   | 'webhook.rotate-secret'
   | 'payment.status'
   | 'payment.refund'
-  | 'gateway.event';
+  | 'gateway.event'
+  | 'signing-key.register'
+  | 'signing-key.revoke'
+  | 'signing-policy.set'
+  | 'receipt.signature';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only

@@ -7,7 +7,8 @@ import { AppError, ConflictError, InvalidRequestError, PaymentDeclinedError } fr
 import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
 import type { PaymentFailure } from '../kernel/telemetry.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
-import { toDigitalReceipt } from '../receipts/flattened.js';
+import { receiptOfFlattened } from '../receipts/flattened.js';
+import { checkReceiptSignature, signingOf } from '../merchants/receipt-signature.js';
 import { putMapping } from '../transactions/transactions.js';
 import { recordCreatedPayment } from './lifecycle.js';
 import type { CreatePaymentBody } from './schemas.js';
@@ -146,13 +147,28 @@ export async function createPaymentWithReceipt(
     requestId: string;
     /** The hash of the request's idempotency key: the same request may carry on after a crash. */
     reservationKey: string;
+    /** The Receipt-Signature header, when the request carries one. */
+    signature?: string | undefined;
   },
 ): Promise<PaymentResult> {
   const { kind, body, caller } = input;
   const amount = chargedAmount(kind, body);
   const gateway = await configuredGateway(deps, kind);
   const { amount: _amount, cardNonce, ...receiptFields } = body;
-  const receipt = toDigitalReceipt(receiptFields, deps.clock.now());
+  // The signature is checked before anything is stored or charged; what it signed is what is sealed.
+  const signing = await signingOf(deps, caller, input.signature, input.requestId);
+  const unsigned = receiptOfFlattened(receiptFields, signing !== null, deps.clock.now());
+  const receipt = signing
+    ? {
+        ...unsigned,
+        merchantSignature: await checkReceiptSignature(deps, {
+          caller,
+          jws: signing.jws,
+          receipt: unsigned,
+          requestId: input.requestId,
+        }),
+      }
+    : unsigned;
   const { envelope } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),

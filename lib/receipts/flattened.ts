@@ -5,6 +5,7 @@ import {
   toDigitalReceipt as sdkToDigitalReceipt,
 } from '../../packages/sdk/src/digital-receipt.js';
 import { amountProblems } from './amounts.js';
+import { ReceiptSignatureRefusedError } from '../kernel/errors.js';
 import { countryCode, currency, dateTime, hashedPan, money, uuid } from '../kernel/fields.js';
 import {
   cardBrands,
@@ -127,3 +128,20 @@ export const mockItems: (receiptId: string, subtotal: number) => ReceiptLineItem
  * a signed request leaves it out, and the receipt then takes its times from transactionDate.
  */
 export const toDigitalReceipt: (input: FlattenedReceipt, now?: Date) => DigitalReceipt = sdkToDigitalReceipt;
+
+/**
+ * The receipt a flattened request seals. Unsigned, its times are the request's (`now`); signed, they
+ * are its transactionDate, the one time the merchant could sign (docs/ENVELOPE.md), so a signed
+ * request without one is refused.
+ */
+export function receiptOfFlattened(input: FlattenedReceipt, signed: boolean, now: Date): DigitalReceipt {
+  if (!signed) return toDigitalReceipt(input, now);
+  if (input.transactionDate === undefined) {
+    throw new ReceiptSignatureRefusedError(
+      "A signed flattened request gives transactionDate: it is the receipt's time (transaction.datetime and " +
+        'createdAt), part of what the merchant signs',
+      'no_transaction_date',
+    );
+  }
+  return toDigitalReceipt(input);
+}

@@ -1,7 +1,8 @@
 import type { AppDeps } from '../../../lib/app/deps.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../../lib/http/pipeline.js';
 import { digestOf, encryptAndStore } from '../../../lib/receipts/encrypt.js';
-import { toDigitalReceipt } from '../../../lib/receipts/flattened.js';
+import { receiptOfFlattened } from '../../../lib/receipts/flattened.js';
+import { checkReceiptSignature, signingOf } from '../../../lib/merchants/receipt-signature.js';
 import { encryptReceiptRoute as route } from './route.js';
 import { awsHandler } from '../../../lib/wiring/aws.js';
 
@@ -15,13 +16,28 @@ export const encryptReceipt = async (
   deps: EncryptReceiptDeps,
   request: AuthenticatedRequest<typeof route>,
 ) => {
-  const { body } = request;
-  const receipt = body.form === 'nested' ? body.receipt : toDigitalReceipt(body, deps.clock.now());
+  const { body, caller } = request;
+  const requestId = request.meta.requestId;
+  // A signature is checked over exactly what is sealed, before anything is stored.
+  const signing = await signingOf(deps, caller, request.headers['Receipt-Signature'], requestId);
+  const unsigned =
+    body.form === 'nested' ? body.receipt : receiptOfFlattened(body, signing !== null, deps.clock.now());
+  const receipt = signing
+    ? {
+        ...unsigned,
+        merchantSignature: await checkReceiptSignature(deps, {
+          caller,
+          jws: signing.jws,
+          receipt: unsigned,
+          requestId,
+        }),
+      }
+    : unsigned;
   const { envelope } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
-    caller: request.caller,
-    requestId: request.meta.requestId,
+    caller,
+    requestId,
     // The identifier is not stored in any form, not even inside a digest.
     requestDigest: digestOf(body.form === 'nested' ? { ...body, recipientIdentifier: undefined } : body),
   });
