@@ -11,7 +11,9 @@ import { ConflictError, InvalidRequestError, NotFoundError, type FieldProblem } 
  * revoked by the merchant client that owns them, read by anyone who must check a receipt. A key is
  * named by its RFC 7638 thumbprint, so one public key has one kid and one owner.
  */
-export type SigningKeyDeps = Pick<CoreDeps, 'repos' | 'clock' | 'audit'>;
+export type SigningKeyDeps = { repos: Pick<CoreDeps['repos'], 'merchantKeys'> } & Pick<CoreDeps, 'clock'> & {
+    audit: Pick<CoreDeps['audit'], 'record'>;
+  };
 
 /** Active keys one merchant client may hold at once (revoked ones do not count). */
 export const maxActiveSigningKeys = 20;

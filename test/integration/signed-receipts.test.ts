@@ -20,6 +20,7 @@ import {
 import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { fetchReceipt, type Kind } from '../support/lifecycle.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { MerchantUsageError, runMerchantCommand } from '../../scripts/admin-merchants.js';
 import {
   encryptBody as readmeEncryptBody,
   paymentBody as readmePaymentBody,
@@ -508,6 +509,45 @@ describe('a merchant that requires signatures', () => {
     expect(listed.json.data.requireSignatures).toBe(true);
     expect((await policy(false)).json.data.requireSignatures).toBe(false);
     expect((await encrypt(receiptFields(), {}, strict)).status).toBe(200);
+  });
+});
+
+describe('an operator requires signatures with the admin CLI', () => {
+  it('`merchants require-signatures --client` turns it on for that client only, and --off lifts it', async () => {
+    const client = await stack.apiKey(['merchant']);
+    const target = {
+      doc: stack.deps.dynamo.doc,
+      tables: { merchantKeys: stack.config.tables.merchantKeys!, audit: stack.config.tables.audit! },
+    };
+    const cli = (...args: string[]) =>
+      runMerchantCommand(
+        ['merchants', 'require-signatures', '--client', client.clientId, '--json', ...args],
+        target,
+      );
+    // Not without a key: every request of the client would be refused.
+    await expect(cli()).rejects.toThrow(MerchantUsageError);
+    const key = await registeredKey(client.apiKey);
+    expect(await cli()).toMatchObject({ clientId: client.clientId, requireSignatures: true });
+    const body = receiptFields();
+    const refused = await encrypt(body, {}, client.apiKey);
+    expect([refused.status, refused.json.error.code, refused.json.error.details?.reason]).toEqual([
+      400,
+      'invalid_signature',
+      'unsigned',
+    ]);
+    // Another merchant client is not affected.
+    expect((await encrypt(receiptFields())).status).toBe(200);
+    const signed = await encrypt(
+      body,
+      signedHeader(await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid)),
+      client.apiKey,
+    );
+    expect(signed.status).toBe(200);
+    expect(await cli('--off')).toMatchObject({ requireSignatures: false });
+    expect((await encrypt(receiptFields(), {}, client.apiKey)).status).toBe(200);
+    await expect(
+      runMerchantCommand(['merchants', 'require-signatures', '--client', 'not-a-client'], target),
+    ).rejects.toThrow('--client CLIENT_ID');
   });
 });
 
