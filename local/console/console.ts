@@ -174,6 +174,10 @@ pre { background: #f0f3f7; padding: 8px; white-space: pre-wrap; overflow-wrap: a
 details summary { cursor: pointer; margin: 8px 0 4px; color: #1d4f91; font-weight: 600; }
 .pdf-link { display: inline-block; margin: 12px 0 0 12px; overflow-wrap: anywhere; }
 .status { font-weight: 600; }
+.signature { font-weight: 600; color: #1e8449; overflow-wrap: anywhere; }
+.signature.problem { color: #a61b1b; }
+.step.refused { border-color: #a61b1b; }
+.step.refused h2::before { content: '✗ '; color: #a61b1b; }
 @media (max-width: 720px) {
   header { padding: 10px 12px; }
   header h1 { font-size: 15px; }
@@ -221,6 +225,12 @@ function consolePage(nonce: string): string {
 <option value="ECDH-ES+A256KW">P-256 (ECDH-ES+A256KW)</option>
 <option value="RSA-OAEP-256">RSA 2048 (RSA-OAEP-256)</option>
 </select>
+<label for="signature">Merchant signature</label>
+<select id="signature">
+<option value="EdDSA">Signed with Ed25519 (a key made on this page)</option>
+<option value="ES256">Signed with P-256 (a key made on this page)</option>
+<option value="none">Not signed</option>
+</select>
 <label for="gateway">Gateway</label>
 <select id="gateway">
 <option value="gateway_a">gateway_a (Stripe)</option>
@@ -229,7 +239,9 @@ function consolePage(nonce: string): string {
 <button id="run" type="submit">Run the flow</button>
 <p class="note">After the five steps: the payment is confirmed in the gateway sandbox (gateway_a), the
 statement line is matched to its receipt, one line is refunded, and the receipt's status and the refund
-receipt are shown, rendered by the SDK. The device path needs no access token: the key that opens the
+receipt are shown, rendered by the SDK. A signed receipt is signed at the till with a key made on this
+page and checked on this device with the key the service publishes; a copy with its total changed
+shows what the device says of a tampered receipt. The device path needs no access token: the key that opens the
 receipt never leaves this page. One webhook per page visit, reused by every run, deleted when the page
 closes.</p>
 </fieldset>

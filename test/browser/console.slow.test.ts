@@ -93,10 +93,17 @@ describe('developer console in a browser', () => {
   }
 
   // A flow is a dozen requests plus the bundle built on first use: well over a minute on a loaded CI box.
-  async function run(page: Page, path: 'device' | 'spec', gateway: string, algorithm = 'ECDH-ES+A256KW') {
+  async function run(
+    page: Page,
+    path: 'device' | 'spec',
+    gateway: string,
+    algorithm = 'ECDH-ES+A256KW',
+    signature: 'EdDSA' | 'ES256' | 'none' = 'EdDSA',
+  ) {
     await page.select('#path', path);
     await page.select('#algorithm', algorithm);
     await page.select('#gateway', gateway);
+    await page.select('#signature', signature);
     await page.click('#run');
     await page.waitForSelector('#steps[data-done]', { timeout: 100_000 });
     const done = await page.$eval('#steps', (steps) => steps.getAttribute('data-done'));
@@ -122,6 +129,15 @@ describe('developer console in a browser', () => {
         shown.map((entry) => entry.getAttribute('data-status')),
       ),
       match,
+      /** What the device said of each receipt's merchant signature, by section. */
+      signatures: Object.fromEntries(
+        await page.$$eval('.step .signature', (lines) =>
+          lines.map((line) => [
+            line.closest('.step')?.id ?? '',
+            { state: line.getAttribute('data-signature'), text: line.textContent ?? '' },
+          ]),
+        ),
+      ) as Record<string, { state: string | null; text: string }>,
       text: String(await page.evaluate('document.body.innerText')),
       failedSteps: await page.$$eval('.step.failed', (failed) => failed.length),
     };
@@ -208,6 +224,34 @@ describe('developer console in a browser', () => {
     await page.click('#receipt details summary');
     expect(await page.evaluate(`document.querySelector('#receipt details').open`)).toBe(true);
 
+    // Signed at the till with a key made on the page, verified on this device with the published key;
+    // the same receipt with its total changed is not.
+    expect(first.text).toContain('POST /api/v1/merchants/signing-keys');
+    expect(first.text).toContain('Receipt-Signature: ');
+    expect(first.receipt).toMatchObject({
+      merchantSignature: { kid: expect.any(String), jws: expect.any(String) },
+    });
+    const kid = (first.receipt.merchantSignature as { kid: string }).kid;
+    expect(first.signatures.receipt).toEqual({
+      state: 'verified',
+      text: `signed by Corner Coffee (kid ${kid}), verified on this device`,
+    });
+    expect(first.signatures['tampered-receipt']).toEqual({
+      state: 'refused',
+      text: 'not verified: The merchant signature does not match this receipt',
+    });
+    const tampered = await renderedReceipt(page, 'tampered-receipt');
+    expect(tampered.total).toEqual(['Total', '$10.78']);
+    // The refund receipt is the service's, made from the refund request: not signed by the merchant.
+    expect(first.signatures['refund-receipt']).toEqual({
+      state: 'unsigned',
+      text: 'not signed by the merchant',
+    });
+    await (await page.$('#receipt'))!.screenshot({ path: join(artifactsDir, 'console-signed-receipt.png') });
+    await (await page.$('#tampered-receipt'))!.screenshot({
+      path: join(artifactsDir, 'console-tampered-receipt.png'),
+    });
+
     const afterFirst = await webhooksOf();
     expect(afterFirst).toEqual([expect.objectContaining({ url: receiverUrl() })]);
 
@@ -217,6 +261,10 @@ describe('developer console in a browser', () => {
     expect(second.statuses).toEqual(['succeeded', 'partially_refunded']);
     expect(second.text).toContain('this visit’s, registered by an earlier run');
     expect(second.text).not.toContain('POST /api/v1/webhooks');
+    // The signing key is this visit's too: made and registered once.
+    expect(second.text).toContain(`Merchant signing key: this visit’s (EdDSA, kid ${kid})`);
+    expect(second.signatures.receipt?.state).toBe('verified');
+    expect(second.signatures['tampered-receipt']?.state).toBe('refused');
     // Still the one webhook of this visit, which heard of both runs' receipts.
     expect(await webhooksOf()).toEqual(afterFirst);
     const deliveries = await stack.request<{ data: { deliveries: unknown[] } }>(
@@ -244,7 +292,7 @@ describe('developer console in a browser', () => {
     await page.reload({ waitUntil: 'networkidle0' });
     await typeKeys(page, issuer);
 
-    const result = await run(page, 'device', 'gateway_b', 'RSA-OAEP-256');
+    const result = await run(page, 'device', 'gateway_b', 'RSA-OAEP-256', 'ES256');
     await screenshot(page, 'console-device-flow-390', { fullPage: true });
     await page.evaluate('window.scrollTo(0, 0)');
     await screenshot(page, 'console-form-390');
@@ -252,6 +300,8 @@ describe('developer console in a browser', () => {
     expect(result.done).toBe('ok');
     expect(result.failedSteps).toBe(0);
     expect(result.text).toContain('reused, not registered again');
+    expect(result.signatures.receipt?.state).toBe('verified');
+    expect(result.signatures['tampered-receipt']?.state).toBe('refused');
     expect(result.text).not.toContain('POST /api/v1/webhooks');
     expect((await webhooksOf(issuer)).map((webhook) => webhook.webhookId)).toEqual([leftId]);
 
@@ -311,9 +361,11 @@ describe('developer console in a browser', () => {
     await page.reload({ waitUntil: 'networkidle0' });
     expect(await webhooksUntil((webhooks) => webhooks.length === 0, issuer)).toEqual([]);
     await typeKeys(page, issuer);
-    const again = await run(page, 'device', 'gateway_b');
+    const again = await run(page, 'device', 'gateway_b', 'ECDH-ES+A256KW', 'none');
     expect(again.done).toBe('ok');
     expect(again.text).toContain('Not there any more');
+    expect(again.signatures.receipt).toEqual({ state: 'unsigned', text: 'not signed by the merchant' });
+    expect(again.signatures['tampered-receipt']).toBeUndefined();
     const renewed = await webhooksOf(issuer);
     expect(renewed).toHaveLength(1);
     expect(renewed[0]!.webhookId).not.toBe(leftId);
@@ -323,7 +375,7 @@ describe('developer console in a browser', () => {
 
   it('runs the specification path on gateway_b: generate-keys, an access token, payments/decrypt', async () => {
     const page = await openConsole(1280);
-    const result = await run(page, 'spec', 'gateway_b');
+    const result = await run(page, 'spec', 'gateway_b', 'ECDH-ES+A256KW', 'ES256');
     expect(result.done).toBe('ok');
     expect(result.receipt).toMatchObject({ merchant: { name: 'Corner Coffee' } });
     expect(result.text).toContain('POST /api/v1/keys/grant-access');
@@ -332,6 +384,8 @@ describe('developer console in a browser', () => {
     expect(result.statuses).toEqual(['succeeded', 'partially_refunded']);
     expect(result.refundReceipt).toMatchObject({ type: 'refund', summary: { total: 489 } });
     expect(result.text).toContain('POST /api/v1/receipts/decrypt');
+    // Decrypted on the server, checked on the device all the same.
+    expect(result.signatures.receipt?.state).toBe('verified');
     // The private key generate-keys returned is never put on the page.
     expect(result.text).toContain('(private key,');
     // The webhook's signing secret is in the response, not on the page.

@@ -1,11 +1,19 @@
 import {
   generateDeviceKey,
+  generateSigningKey,
   openEnvelope,
   renderReceiptHtml,
   renderReceiptPdf,
+  signReceipt,
+  toDigitalReceipt,
+  verifyReceiptSignature,
   type DeviceKey,
+  type FlattenedReceipt,
   type KeyWrapAlgorithm,
+  type MerchantSignature,
   type Receipt,
+  type SigningAlgorithm,
+  type SigningKey,
 } from '../../../packages/sdk/src/index.js';
 
 /**
@@ -88,12 +96,19 @@ function addStep(title: string): Step {
   };
 }
 
-async function send(method: string, path: string, apiKey: ApiKey, body?: Json): Promise<Reply> {
+async function send(
+  method: string,
+  path: string,
+  apiKey: ApiKey,
+  body?: Json,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
   const response = await fetch(`${api}${path}`, {
     method,
     headers: {
       'X-API-Key': apiKey.value,
       ...(body ? { 'Content-Type': 'application/json' } : {}),
+      ...headers,
     },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
@@ -114,10 +129,17 @@ async function call(
   path: string,
   apiKey: ApiKey,
   body?: Json,
+  headers: Record<string, string> = {},
 ): Promise<Reply & { step: Step }> {
   const step = addStep(title);
-  step.log(`→ ${method} ${api}${path}   X-API-Key: •••• (${apiKey.name})`, body ?? '(no body)');
-  const reply = await send(method, path, apiKey, body);
+  const shownHeaders = Object.entries(headers)
+    .map(([name, value]) => `   ${name}: ${value}`)
+    .join('');
+  step.log(
+    `→ ${method} ${api}${path}   X-API-Key: •••• (${apiKey.name})${shownHeaders}`,
+    body ?? '(no body)',
+  );
+  const reply = await send(method, path, apiKey, body, headers);
   step.log(`← ${reply.status}`, reply.body);
   step.section.classList.add(reply.status < 300 ? 'ok' : 'failed');
   return { ...reply, step };
@@ -208,6 +230,71 @@ async function dropWebhook(): Promise<void> {
 
 // DELETE cannot go by sendBeacon (POST only): a keepalive fetch is the way a leaving page sends it.
 addEventListener('pagehide', () => void dropWebhook());
+
+/*
+ * The merchant's signing key: made in this page with WebCrypto (the private key cannot be read out),
+ * registered once per visit and merchant API key, and kept in memory like the API keys.
+ */
+let signing: { key: SigningKey; owner: ApiKey } | undefined;
+
+async function merchantSigningKey(merchant: ApiKey, algorithm: SigningAlgorithm): Promise<SigningKey> {
+  if (signing && signing.owner.value === merchant.value && signing.key.algorithm === algorithm) {
+    const step = addStep(`Merchant signing key: this visit’s (${algorithm}, kid ${signing.key.kid})`);
+    step.section.classList.add('ok');
+    return signing.key;
+  }
+  const step = addStep(`Merchant signing key made on this page (WebCrypto, ${algorithm})`);
+  const key = await generateSigningKey({ algorithm });
+  step.log('public JWK; the private key is a non-extractable CryptoKey that stays in this page', {
+    publicJwk: key.publicJwk,
+    kid: key.kid,
+    privateKeyExtractable: key.privateKey.extractable,
+  });
+  step.section.classList.add('ok');
+  const registered = dataOf(
+    await call('Register the signing key', 'POST', '/merchants/signing-keys', merchant, {
+      publicKey: key.publicJwk,
+    }),
+    'register-signing-key',
+  );
+  if (registered.kid !== key.kid) throw new Error('the service named the key otherwise than its thumbprint');
+  signing = { key, owner: merchant };
+  return key;
+}
+
+/**
+ * The device's check of a receipt's merchant signature, with the key the service publishes under its
+ * kid: verified, or refused with the reason. The service cannot make this pass for a receipt the
+ * merchant did not sign.
+ */
+async function checkSignature(
+  step: Step,
+  receipt: Receipt & { merchantSignature?: MerchantSignature },
+  issuer: ApiKey,
+): Promise<void> {
+  const line = step.say('', 'signature');
+  // Right under the title, where a reader looks first.
+  step.section.querySelector('h2')?.after(line);
+  const sealed = receipt.merchantSignature;
+  if (!sealed) {
+    line.textContent = 'not signed by the merchant';
+    line.dataset.signature = 'unsigned';
+    return;
+  }
+  const fetched = await send('GET', `/merchant-keys/${encodeURIComponent(sealed.kid)}`, issuer);
+  const publicKey = (fetched.body as { data?: { publicKey?: Record<string, string> } }).data?.publicKey;
+  try {
+    if (!publicKey) throw new Error(`GET /merchant-keys/${sealed.kid} answered ${fetched.status}`);
+    const { kid } = await verifyReceiptSignature(receipt, publicKey);
+    line.textContent = `signed by ${receipt.merchant.name} (kid ${kid}), verified on this device`;
+    line.dataset.signature = 'verified';
+  } catch (error) {
+    line.textContent = `not verified: ${error instanceof Error ? error.message : String(error)}`;
+    line.dataset.signature = 'refused';
+    line.classList.add('problem');
+    step.section.classList.replace('ok', 'refused');
+  }
+}
 
 /** A receipt as a person reads it: rendered by the SDK, the JSON and a PDF one click away. */
 function showReceipt(title: string, id: string, receipt: Receipt): Step {
@@ -316,9 +403,11 @@ async function runFlow(): Promise<void> {
   const path = element<HTMLSelectElement>('path').value as 'device' | 'spec';
   const algorithm = element<HTMLSelectElement>('algorithm').value as KeyWrapAlgorithm;
   const gateway = element<HTMLSelectElement>('gateway').value;
+  const signWith = element<HTMLSelectElement>('signature').value as SigningAlgorithm | 'none';
 
   // Webhook first, so the receipt below raises a delivery.
   const webhookId = await visitWebhook(issuer);
+  const signingKey = signWith === 'none' ? undefined : await merchantSigningKey(merchant, signWith);
 
   const card = testCard();
   const hashedPan = await sha256Hex(card);
@@ -371,35 +460,52 @@ async function runFlow(): Promise<void> {
 
   const receiptId = crypto.randomUUID();
   const lineItemId = crypto.randomUUID();
+  const paymentBody = {
+    receiptId,
+    merchantId: crypto.randomUUID(),
+    merchantName: 'Corner Coffee',
+    transactionId: crypto.randomUUID(),
+    paymentMethod: 'card',
+    cardLast4: card.slice(-4),
+    cardBrand: 'visa',
+    subtotal: 900,
+    taxAmount: 78,
+    totalAmount: 978,
+    amount: 978,
+    items: [
+      {
+        lineItemId,
+        name: 'Flat white',
+        quantity: 2,
+        unitPrice: 450,
+        totalPrice: 900,
+      },
+    ],
+    recipientHashedPan: hashedPan,
+    // A signed receipt says its own time: the merchant signs it, the service adds none.
+    ...(signingKey ? { transactionDate: new Date().toISOString() } : {}),
+  };
+  // The till signs the receipt the service will seal: the SDK builds it from the body as the service does.
+  let headers: Record<string, string> = {};
+  if (signingKey) {
+    const step = addStep('Sign the receipt at the till (toDigitalReceipt, then signReceipt)');
+    const jws = await signReceipt(
+      toDigitalReceipt(paymentBody as FlattenedReceipt),
+      signingKey.privateKey,
+      signingKey.kid,
+    );
+    step.log('Receipt-Signature: a JWS over the RFC 8785 JSON of the receipt, payload detached', jws);
+    step.section.classList.add('ok');
+    headers = { 'Receipt-Signature': jws };
+  }
   const payment = dataOf(
     await call(
-      `3. Payment with the itemised receipt on ${gateway}`,
+      `3. Payment with the itemised${signingKey ? ', signed' : ''} receipt on ${gateway}`,
       'POST',
       `/payments/${gateway}/create`,
       merchant,
-      {
-        receiptId,
-        merchantId: crypto.randomUUID(),
-        merchantName: 'Corner Coffee',
-        transactionId: crypto.randomUUID(),
-        paymentMethod: 'card',
-        cardLast4: card.slice(-4),
-        cardBrand: 'visa',
-        subtotal: 900,
-        taxAmount: 78,
-        totalAmount: 978,
-        amount: 978,
-        items: [
-          {
-            lineItemId,
-            name: 'Flat white',
-            quantity: 2,
-            unitPrice: 450,
-            totalPrice: 900,
-          },
-        ],
-        recipientHashedPan: hashedPan,
-      },
+      paymentBody,
+      headers,
     ),
     'payment',
   );
@@ -458,7 +564,18 @@ async function runFlow(): Promise<void> {
       'payments/decrypt',
     ) as unknown as Receipt;
   }
-  showReceipt('Receipt', 'receipt', receipt);
+  const shownReceipt = showReceipt('Receipt', 'receipt', receipt);
+  await checkSignature(shownReceipt, receipt, issuer);
+  if (signingKey) {
+    // What the device says of a receipt changed after the merchant signed it (here, its total).
+    const tampered = { ...receipt, summary: { ...receipt.summary, total: receipt.summary.total + 100 } };
+    const shownTampered = showReceipt(
+      'The same receipt with its total changed (tampered)',
+      'tampered-receipt',
+      tampered,
+    );
+    await checkSignature(shownTampered, tampered, issuer);
+  }
 
   // The receipt follows its payment: confirmed at the till (in the gateway sandbox), then refunded in part.
   const paymentId = payment.paymentId as string;
@@ -491,7 +608,7 @@ async function runFlow(): Promise<void> {
   );
   await statusBecomes(issuer, receiptId, 'partially_refunded', '8. Status of the sale');
   const refundReceipt = await open('9. The refund receipt', refund.receiptId as string);
-  showReceipt('Refund receipt', 'refund-receipt', refundReceipt);
+  await checkSignature(showReceipt('Refund receipt', 'refund-receipt', refundReceipt), refundReceipt, issuer);
 
   await call('Inbox of the user', 'GET', `/users/${userId}/receipts`, issuer);
   if (webhookId) await call('Webhook deliveries', 'GET', `/webhooks/${webhookId}/deliveries`, issuer);
