@@ -89,6 +89,13 @@ export interface RefundRecord {
   ttl: number;
 }
 
+/** A signed refund request's refund receipt: its id, its time and the merchant's checked signature. */
+export interface SignedRefund {
+  receiptId: string;
+  receiptDate: string;
+  merchantSignature: { kid: string; jws: string };
+}
+
 export interface RefundRequestRecord {
   pk: string;
   sk: string;
@@ -100,6 +107,8 @@ export interface RefundRequestRecord {
   subtotal: number;
   tax: number;
   reason?: string;
+  /** A signed request: the refund receipt it makes is this one (lib/payments/refunds.ts). */
+  signed?: SignedRefund;
   /** Set once the provider has made the refund. */
   providerRefundId?: string;
   createdAt: string;

@@ -7,8 +7,10 @@ import {
   generateDeviceKey,
   generateSigningKey,
   openEnvelope,
+  signedRefundReceiptId,
   signReceipt,
   toDigitalReceipt,
+  toRefundReceipt,
   verifyReceiptSignature,
   type DeviceKey,
   type DigitalReceipt,
@@ -18,7 +20,7 @@ import {
   type SigningPublicJwk,
 } from '../../packages/sdk/src/index.js';
 import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
-import { fetchReceipt, type Kind } from '../support/lifecycle.js';
+import { fetchReceipt, sandboxStripe, statusBecomes, type Kind } from '../support/lifecycle.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import { MerchantUsageError, runMerchantCommand } from '../../scripts/admin-merchants.js';
 import {
@@ -456,6 +458,101 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
       'no_transaction_date',
     ]);
     await nothingLeft(body);
+  });
+});
+
+describe.each(kinds)('a signed refund on %s', (kind) => {
+  interface RefundReply {
+    refundId: string;
+    receiptId: string | null;
+    amount: number;
+  }
+  const refund = (paymentId: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    stack.request<Data<RefundReply> & ErrorBody>('POST', `/api/v1/payments/${kind}/${paymentId}/refunds`, {
+      apiKey: merchant,
+      body,
+      headers,
+    });
+
+  it('seals the refund receipt the till signed, the second one computed with the first; a wrong one refunds nothing', async () => {
+    // The sale, signed, paid.
+    const body = receiptFields();
+    const sale = toDigitalReceipt(body as FlattenedReceipt);
+    const created = await createPayment(
+      kind,
+      body,
+      signedHeader(await signReceipt(sale, till.privateKey, till.kid)),
+    );
+    expect(created.status).toBe(200);
+    const { paymentId } = created.json.data;
+    if (kind === 'gateway_a') {
+      await (
+        await sandboxStripe(stack)
+      ).paymentIntents.confirm(paymentId, { payment_method: 'pm_card_visa' });
+    }
+    await statusBecomes(stack, issuer, body.receiptId, 'succeeded');
+    const flatWhite = sale.items[0]!.lineItemId;
+    const published = (await publishedKey(till.kid)).publicKey;
+
+    // One flat white back: the till computes the refund receipt the service will make, and signs it.
+    const first = {
+      refundId: randomUUID(),
+      items: [{ lineItemId: flatWhite, quantity: 1 }],
+      reason: 'Cold',
+      refundDate: '2026-11-21T10:00:00Z',
+    };
+    const firstReceipt = toRefundReceipt(sale, first);
+    const firstJws = await signReceipt(firstReceipt, till.privateKey, till.kid);
+    const made = await refund(paymentId, first, signedHeader(firstJws));
+    expect(made.status).toBe(201);
+    expect(made.json.data.receiptId).toBe(signedRefundReceiptId(sale.receiptId, first.refundId));
+    const sealedFirst = await opened(made.json.data.receiptId!);
+    expect(sealedFirst).toEqual({ ...firstReceipt, merchantSignature: { kid: till.kid, jws: firstJws } });
+    expect(await verifyReceiptSignature(sealedFirst, published)).toMatchObject({ kid: till.kid });
+
+    // What is left depends on what went before: the second refund is computed knowing the first.
+    const refusedBefore = stack.sandbox!.stats.refundsCreated[kind];
+    const second = { refundId: randomUUID(), amount: 300, refundDate: '2026-11-21T11:00:00Z' };
+    const wrong = await refund(
+      paymentId,
+      second,
+      signedHeader(
+        await signReceipt(
+          toRefundReceipt(sale, { ...second, amount: 301 }, [firstReceipt]),
+          till.privateKey,
+          till.kid,
+        ),
+      ),
+    );
+    expect([wrong.status, wrong.json.error.code, wrong.json.error.details?.reason]).toEqual([
+      400,
+      'invalid_signature',
+      'mismatch',
+    ]);
+    const undated = await refund(
+      paymentId,
+      { refundId: second.refundId, amount: 300 },
+      signedHeader(
+        await signReceipt(toRefundReceipt(sale, second, [firstReceipt]), till.privateKey, till.kid),
+      ),
+    );
+    expect([undated.status, undated.json.error.details?.reason]).toEqual([400, 'no_refund_date']);
+    const unsignedDate = await refund(paymentId, second);
+    expect([unsignedDate.status, unsignedDate.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
+    expect(stack.sandbox!.stats.refundsCreated[kind]).toBe(refusedBefore);
+
+    const secondReceipt = toRefundReceipt(sale, second, [firstReceipt]);
+    const secondJws = await signReceipt(secondReceipt, till.privateKey, till.kid);
+    const madeSecond = await refund(paymentId, second, signedHeader(secondJws));
+    expect(madeSecond.status).toBe(201);
+    const sealedSecond = await opened(madeSecond.json.data.receiptId!);
+    expect(sealedSecond).toEqual({ ...secondReceipt, merchantSignature: { kid: till.kid, jws: secondJws } });
+    expect(await verifyReceiptSignature(sealedSecond, published)).toMatchObject({ kid: till.kid });
+    expect(stack.sandbox!.stats.refundsCreated[kind]).toBe(refusedBefore + 1);
+    // An unsigned refund still makes the service's own refund receipt, unsigned.
+    const third = await refund(paymentId, { refundId: randomUUID(), amount: 100 });
+    expect(third.status).toBe(201);
+    expect((await opened(third.json.data.receiptId!)).merchantSignature).toBeUndefined();
   });
 });
 

@@ -64,3 +64,10 @@ export {
   type SigningKey,
   type SigningPublicJwk,
 } from './signing.js';
+export {
+  refundedBy,
+  RefundItemsError,
+  signedRefundReceiptId,
+  toRefundReceipt,
+  type RefundRequest,
+} from './refund-receipt.js';

@@ -599,7 +599,7 @@ export interface paths {
     put?: never;
     /**
      * Refund a payment
-     * @description A full, partial or itemised refund of a payment this merchant client made with payments/create (any other client, and any other payment, gets the same 404). `refundId` is the idempotency key: the same refundId again returns the first refund, and with another body is 409. An itemised refund names sale lines and quantities; its amount is derived from them and their share of the tax (docs/API.md, "Refunds"), and an `amount` sent with them must agree. More than what is left of the payment (a payment not yet paid has nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's paymentStatus becomes partially_refunded or refunded as refunds succeed.
+     * @description A full, partial or itemised refund of a payment this merchant client made with payments/create (any other client, and any other payment, gets the same 404). `refundId` is the idempotency key: the same refundId again returns the first refund, and with another body is 409. An itemised refund names sale lines and quantities; its amount is derived from them and their share of the tax (docs/API.md, "Refunds"), and an `amount` sent with them must agree. More than what is left of the payment (a payment not yet paid has nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's paymentStatus becomes partially_refunded or refunded as refunds succeed. With `Receipt-Signature` (and `refundDate`) the merchant signs the refund receipt the request makes (the SDK: toRefundReceipt, then signReceipt; docs/ENVELOPE.md), and it is sealed with the signature inside.
      *
      *     Requires an X-API-Key with the role `merchant`.
      */
@@ -861,6 +861,11 @@ export interface components {
         lineItemId: string;
         quantity: number;
       }[];
+      /**
+       * Format: date-time
+       * @description The refund receipt's time, required with Receipt-Signature: a signed refund receipt takes its times from it (the merchant signs them), and its receiptId from the sale and the refundId (docs/ENVELOPE.md). Without a signature it is refused: the service times an unsigned refund receipt itself.
+       */
+      refundDate?: string;
     };
     CreateWebhookRequest: {
       /** @description https URL whose host is and resolves only to public addresses. Plain http to 127.0.0.1 or ::1 is accepted on the local stack only. */
@@ -4165,7 +4170,10 @@ export interface operations {
   createRefund: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Optional (required when the merchant client requires signatures): a JWS (RFC 7515), compact form with the payload detached, `<protected>..<signature>`, whose protected header has `alg` (EdDSA or ES256) and `kid` (a registered, unrevoked signing key of this merchant client), over the RFC 8785 canonical JSON of the DigitalReceipt the service will seal. Checked before anything is charged or stored; anything wrong is 400 invalid_signature naming it. docs/ENVELOPE.md, "The merchant's signature". */
+        'Receipt-Signature'?: string;
+      };
       path: {
         /** @description gateway_a or gateway_b; the aliases stripe and square are accepted for them. */
         gateway: 'gateway_a' | 'gateway_b' | 'stripe' | 'square';
@@ -4198,7 +4206,7 @@ export interface operations {
           };
         };
       };
-      /** @description Invalid body or path; items that are not lines of the sale or ask for more than is left of a line; an amount that does not match the items; more than the refundable remainder (REFUND_EXCEEDS_PAYMENT, with `details.refundable`). */
+      /** @description Invalid body or path; items that are not lines of the sale or ask for more than is left of a line; an amount that does not match the items; more than the refundable remainder (REFUND_EXCEEDS_PAYMENT, with `details.refundable`). invalid_signature: the Receipt-Signature does not stand over the refund receipt this request makes (or is missing where the merchant requires signatures, or refundDate is); nothing is stored and the gateway is not called. */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4212,7 +4220,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'] & {
             error?: {
               /** @enum {string} */
-              code?: 'REFUND_EXCEEDS_PAYMENT' | 'INVALID_REQUEST' | 'invalid_request';
+              code?: 'REFUND_EXCEEDS_PAYMENT' | 'invalid_signature' | 'INVALID_REQUEST' | 'invalid_request';
               details?: components['schemas']['ValidationDetails'];
             };
           };
