@@ -242,10 +242,10 @@ describe('developer console in a browser', () => {
     });
     const tampered = await renderedReceipt(page, 'tampered-receipt');
     expect(tampered.total).toEqual(['Total', '$10.78']);
-    // The refund receipt is the service's, made from the refund request: not signed by the merchant.
+    // The refund receipt was signed at the till too (toRefundReceipt), and verifies the same way.
     expect(first.signatures['refund-receipt']).toEqual({
-      state: 'unsigned',
-      text: 'not signed by the merchant',
+      state: 'verified',
+      text: `signed by Corner Coffee (kid ${kid}), verified on this device`,
     });
     await (await page.$('#receipt'))!.screenshot({ path: join(artifactsDir, 'console-signed-receipt.png') });
     await (await page.$('#tampered-receipt'))!.screenshot({
@@ -366,6 +366,7 @@ describe('developer console in a browser', () => {
     expect(again.text).toContain('Not there any more');
     expect(again.signatures.receipt).toEqual({ state: 'unsigned', text: 'not signed by the merchant' });
     expect(again.signatures['tampered-receipt']).toBeUndefined();
+    expect(again.signatures['refund-receipt']?.state).toBe('unsigned');
     const renewed = await webhooksOf(issuer);
     expect(renewed).toHaveLength(1);
     expect(renewed[0]!.webhookId).not.toBe(leftId);

@@ -6,12 +6,14 @@ import {
   renderReceiptPdf,
   signReceipt,
   toDigitalReceipt,
+  toRefundReceipt,
   verifyReceiptSignature,
   type DeviceKey,
   type FlattenedReceipt,
   type KeyWrapAlgorithm,
   type MerchantSignature,
   type Receipt,
+  type RefundRequest,
   type SigningAlgorithm,
   type SigningKey,
 } from '../../../packages/sdk/src/index.js';
@@ -592,17 +594,31 @@ async function runFlow(): Promise<void> {
   }
   await statusBecomes(issuer, receiptId, 'succeeded', '6b. Status from the gateway’s signed event');
   await matchStatementLine(issuer, userId, receipt);
+  const refundBody = {
+    refundId: crypto.randomUUID(),
+    items: [{ lineItemId, quantity: 1 }],
+    reason: 'One coffee was cold',
+    ...(signingKey ? { refundDate: new Date().toISOString() } : {}),
+  };
+  // A signing till signs the refund receipt too: the SDK computes it from the sale as the service will.
+  let refundHeaders: Record<string, string> = {};
+  if (signingKey) {
+    const sale = toDigitalReceipt(paymentBody as FlattenedReceipt);
+    const jws = await signReceipt(
+      toRefundReceipt(sale, refundBody as RefundRequest),
+      signingKey.privateKey,
+      signingKey.kid,
+    );
+    refundHeaders = { 'Receipt-Signature': jws };
+  }
   const refund = dataOf(
     await call(
-      '7. Refund one flat white (itemised)',
+      `7. Refund one flat white (itemised${signingKey ? ', signed' : ''})`,
       'POST',
       `/payments/${gateway}/${paymentId}/refunds`,
       merchant,
-      {
-        refundId: crypto.randomUUID(),
-        items: [{ lineItemId, quantity: 1 }],
-        reason: 'One coffee was cold',
-      },
+      refundBody,
+      refundHeaders,
     ),
     'refund',
   );
