@@ -375,7 +375,9 @@ describe('developer console in a browser', () => {
   }, 300_000);
 
   it('runs the specification path on gateway_b: generate-keys, an access token, payments/decrypt', async () => {
-    const page = await openConsole(1280);
+    // An issuer of its own: the webhooks it lists are this test's alone.
+    const issuer = (await stack.apiKey(['issuer'])).apiKey;
+    const page = await openConsole(1280, issuer);
     const result = await run(page, 'spec', 'gateway_b', 'ECDH-ES+A256KW', 'ES256');
     expect(result.done).toBe('ok');
     expect(result.receipt).toMatchObject({ merchant: { name: 'Corner Coffee' } });
@@ -393,7 +395,7 @@ describe('developer console in a browser', () => {
     expect(result.text).toContain('(signing secret,');
     expect(result.text).not.toMatch(/whsec_/);
     await closeConsole(page);
-    expect(await webhooksUntil((webhooks) => webhooks.length === 0)).toEqual([]);
+    expect(await webhooksUntil((webhooks) => webhooks.length === 0, issuer)).toEqual([]);
   }, 180_000);
 
   it("leaves jsPDF's optional helpers out of the console's scripts, which the SDK's PDF never calls", async () => {
