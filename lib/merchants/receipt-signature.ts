@@ -138,3 +138,17 @@ export async function checkReceiptSignature(
   }
   return { kid, jws: input.jws };
 }
+
+/**
+ * The receipt to seal: as it is when the request is not signed, else with the merchant's checked
+ * signature inside it (a refusal throws before anything is stored).
+ */
+export async function sealedWithSignature<R extends SignableReceipt>(
+  deps: SignatureDeps,
+  signing: Signing,
+  input: { caller: Caller; receipt: R; requestId: string },
+): Promise<R & { merchantSignature?: MerchantSignature }> {
+  if (!signing) return input.receipt;
+  const merchantSignature = await checkReceiptSignature(deps, { ...input, jws: signing.jws });
+  return { ...input.receipt, merchantSignature };
+}

@@ -8,7 +8,7 @@ import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
 import type { PaymentFailure } from '../kernel/telemetry.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
 import { receiptOfFlattened } from '../receipts/flattened.js';
-import { checkReceiptSignature, signingOf } from '../merchants/receipt-signature.js';
+import { sealedWithSignature, signingOf } from '../merchants/receipt-signature.js';
 import { putMapping } from '../transactions/transactions.js';
 import { recordCreatedPayment } from './lifecycle.js';
 import type { CreatePaymentBody } from './schemas.js';
@@ -157,18 +157,11 @@ export async function createPaymentWithReceipt(
   const { amount: _amount, cardNonce, ...receiptFields } = body;
   // The signature is checked before anything is stored or charged; what it signed is what is sealed.
   const signing = await signingOf(deps, caller, input.signature, input.requestId);
-  const unsigned = receiptOfFlattened(receiptFields, signing !== null, deps.clock.now());
-  const receipt = signing
-    ? {
-        ...unsigned,
-        merchantSignature: await checkReceiptSignature(deps, {
-          caller,
-          jws: signing.jws,
-          receipt: unsigned,
-          requestId: input.requestId,
-        }),
-      }
-    : unsigned;
+  const receipt = await sealedWithSignature(deps, signing, {
+    caller,
+    receipt: receiptOfFlattened(receiptFields, signing !== null, deps.clock.now()),
+    requestId: input.requestId,
+  });
   const { envelope } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),

@@ -117,6 +117,10 @@ async function registeredKey(apiKey = merchant, algorithm: SigningAlgorithm = 'E
 
 const signedHeader = (jws: string) => ({ 'Receipt-Signature': jws });
 
+/** What a till sends for flattened fields: its signature over the receipt they map to. */
+const signFields = (body: Record<string, unknown>, key: SigningKey) =>
+  signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid);
+
 /** The flattened fields of a receipt for the registered card, timed (a signed receipt says its own time). */
 const receiptFields = (overrides: Record<string, unknown> = {}) =>
   flattenedReceipt({ recipientHashedPan: hashedPan, transactionDate: '2026-11-21T09:15:00Z', ...overrides });
@@ -338,7 +342,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
         'one byte of the receipt changed after signing',
         async (body) => {
           const key = till;
-          const jws = await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid);
+          const jws = await signFields(body, key);
           return { body: { ...body, merchantName: `${String(body.merchantName).slice(0, -1)}t` }, jws };
         },
         'mismatch',
@@ -349,7 +353,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
           const key = otherTill;
           return {
             body,
-            jws: await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid),
+            jws: await signFields(body, key),
           };
         },
         'foreign_kid',
@@ -358,7 +362,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
         'a revoked kid',
         async (body) => {
           const key = await registeredKey();
-          const jws = await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid);
+          const jws = await signFields(body, key);
           expect(
             (await stack.request('DELETE', `/api/v1/merchants/signing-keys/${key.kid}`, { apiKey: merchant }))
               .status,
@@ -373,7 +377,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
           const key = await generateSigningKey();
           return {
             body,
-            jws: await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid),
+            jws: await signFields(body, key),
           };
         },
         'unknown_kid',
@@ -390,7 +394,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
         'an attached payload',
         async (body) => {
           const key = till;
-          const jws = await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid);
+          const jws = await signFields(body, key);
           const [protectedHeader, , signature] = jws.split('.');
           const payload = Buffer.from(canonicalJson(toDigitalReceipt(body as FlattenedReceipt))).toString(
             'base64url',
@@ -412,9 +416,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
         'an ES256 header over an Ed25519 key',
         async (body) => {
           const key = till;
-          const [, , signature] = (
-            await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid)
-          ).split('.');
+          const [, , signature] = (await signFields(body, key)).split('.');
           return { body, jws: `${header({ alg: 'ES256', kid: key.kid })}..${signature}` };
         },
         'algorithm',
@@ -434,11 +436,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
       await nothingLeft(body as { receiptId: string; merchantId: string });
       // The same request, rightly signed, then goes through: nothing of the refusal was in the way.
       const key = till;
-      const good = await createPayment(
-        kind,
-        body,
-        signedHeader(await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid)),
-      );
+      const good = await createPayment(kind, body, signedHeader(await signFields(body, key)));
       expect(good.status).toBe(200);
     });
   });
@@ -582,12 +580,7 @@ describe('a merchant that requires signatures', () => {
       ]);
       expect(unsigned.json.error.message).toContain('requires signed receipts');
       await nothingLeft(body);
-      const signed = await createPayment(
-        kind,
-        body,
-        signedHeader(await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid)),
-        strict,
-      );
+      const signed = await createPayment(kind, body, signedHeader(await signFields(body, key)), strict);
       expect(signed.status).toBe(200);
     }
     stack.sandbox!.reset();
@@ -634,11 +627,7 @@ describe('an operator requires signatures with the admin CLI', () => {
     ]);
     // Another merchant client is not affected.
     expect((await encrypt(receiptFields())).status).toBe(200);
-    const signed = await encrypt(
-      body,
-      signedHeader(await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid)),
-      client.apiKey,
-    );
+    const signed = await encrypt(body, signedHeader(await signFields(body, key)), client.apiKey);
     expect(signed.status).toBe(200);
     expect(await cli('--off')).toMatchObject({ requireSignatures: false });
     expect((await encrypt(receiptFields(), {}, client.apiKey)).status).toBe(200);

@@ -2,7 +2,7 @@ import type { AppDeps } from '../../../lib/app/deps.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../../lib/http/pipeline.js';
 import { digestOf, encryptAndStore } from '../../../lib/receipts/encrypt.js';
 import { receiptOfFlattened } from '../../../lib/receipts/flattened.js';
-import { checkReceiptSignature, signingOf } from '../../../lib/merchants/receipt-signature.js';
+import { sealedWithSignature, signingOf } from '../../../lib/merchants/receipt-signature.js';
 import { encryptReceiptRoute as route } from './route.js';
 import { awsHandler } from '../../../lib/wiring/aws.js';
 
@@ -20,19 +20,12 @@ export const encryptReceipt = async (
   const requestId = request.meta.requestId;
   // A signature is checked over exactly what is sealed, before anything is stored.
   const signing = await signingOf(deps, caller, request.headers['Receipt-Signature'], requestId);
-  const unsigned =
-    body.form === 'nested' ? body.receipt : receiptOfFlattened(body, signing !== null, deps.clock.now());
-  const receipt = signing
-    ? {
-        ...unsigned,
-        merchantSignature: await checkReceiptSignature(deps, {
-          caller,
-          jws: signing.jws,
-          receipt: unsigned,
-          requestId,
-        }),
-      }
-    : unsigned;
+  const receipt = await sealedWithSignature(deps, signing, {
+    caller,
+    receipt:
+      body.form === 'nested' ? body.receipt : receiptOfFlattened(body, signing !== null, deps.clock.now()),
+    requestId,
+  });
   const { envelope } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
