@@ -86,15 +86,15 @@ export function parseSigningJwk(jwk: Record<string, unknown>): {
   if (kty !== 'OKP' && kty !== 'EC') {
     refuse([{ field: field('kty'), message: 'must be OKP (Ed25519) or EC (P-256)' }]);
   }
-  if (kty === 'OKP' && crv !== 'Ed25519') {
-    refuse([
-      { field: field('crv'), message: `crv ${String(crv)} is not accepted: an OKP signing key is Ed25519` },
-    ]);
-  }
-  if (kty === 'EC' && crv !== 'P-256') {
-    refuse([
-      { field: field('crv'), message: `crv ${String(crv)} is not accepted: an EC signing key is P-256` },
-    ]);
+  const wanted = kty === 'OKP' ? 'Ed25519' : 'P-256';
+  if (crv !== wanted) {
+    const said =
+      typeof crv === 'string'
+        ? `crv ${crv} is not accepted`
+        : crv === undefined
+          ? 'crv is missing'
+          : 'crv must be a string';
+    refuse([{ field: field('crv'), message: `${said}: an ${kty} signing key is ${wanted}` }]);
   }
   const curve = crv as 'Ed25519' | 'P-256';
   const alg = ALG_OF[curve];
