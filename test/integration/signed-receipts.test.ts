@@ -669,7 +669,7 @@ describe('receipts/encrypt, signed', () => {
   });
 
   it.each(['nested', 'flattened'] as const)(
-    '%s form: a changed byte, an attached payload and alg none are refused, and nothing is stored',
+    "%s form: a changed byte, another merchant's or a revoked kid, alg none, an attached payload and a signature over the request body are refused, and nothing is stored",
     async (form) => {
       const key = till;
       const fields = receiptFields();
@@ -691,8 +691,20 @@ describe('receipts/encrypt, signed', () => {
         form === 'nested'
           ? bodyOf({ ...receipt, notes: 'Thank you?' })
           : bodyOf({ ...fields, merchantName: 'Corner Coffee Roasterz' });
+      const revoked = await registeredKey();
+      const revokedJws = await signReceipt(receipt, revoked.privateKey, revoked.kid);
+      expect(
+        (await stack.request('DELETE', `/api/v1/merchants/signing-keys/${revoked.kid}`, { apiKey: merchant }))
+          .status,
+      ).toBe(200);
+      const asSent = bodyOf(form === 'nested' ? receipt : fields);
       const cases: [unknown, string, string][] = [
         [changed, jws, 'mismatch'],
+        [asSent, await signReceipt(receipt, otherTill.privateKey, otherTill.kid), 'foreign_kid'],
+        [asSent, revokedJws, 'revoked_kid'],
+        // The request body (the flattened fields, or the nested form's envelope of the receipt) signed
+        // instead of the DigitalReceipt the service seals.
+        [asSent, await signReceipt(asSent as Record<string, unknown>, key.privateKey, key.kid), 'mismatch'],
         [
           bodyOf(form === 'nested' ? receipt : fields),
           `${protectedHeader}.${Buffer.from(canonicalJson(receipt)).toString('base64url')}.${signature}`,
