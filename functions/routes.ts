@@ -29,6 +29,11 @@ import { gatewayEventsRoute } from './payments/gateway-events/route.js';
 import { createRefundRoute } from './payments/create-refund/route.js';
 import { listRefundsRoute } from './payments/list-refunds/route.js';
 import { matchReceiptsRoute } from './receipts/match-receipts/route.js';
+import { registerSigningKeyRoute } from './merchants/register-signing-key/route.js';
+import { listSigningKeysRoute } from './merchants/list-signing-keys/route.js';
+import { revokeSigningKeyRoute } from './merchants/revoke-signing-key/route.js';
+import { setSigningPolicyRoute } from './merchants/set-signing-policy/route.js';
+import { getMerchantKeyRoute } from './merchants/get-merchant-key/route.js';
 
 export {
   rateGroupOf,
@@ -77,6 +82,11 @@ export const routeTable = {
   'create-refund': createRefundRoute,
   'list-refunds': listRefundsRoute,
   'match-receipts': matchReceiptsRoute,
+  'register-signing-key': registerSigningKeyRoute,
+  'list-signing-keys': listSigningKeysRoute,
+  'revoke-signing-key': revokeSigningKeyRoute,
+  'set-signing-policy': setSigningPolicyRoute,
+  'get-merchant-key': getMerchantKeyRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

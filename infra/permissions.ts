@@ -107,6 +107,13 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     indexRead: [],
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   },
+  // Merchant signing keys: registered by a conditional put (the kid read back when taken), revoked
+  // by a conditional update, listed through by-client; the signing policy is one put item.
+  merchantKeys: {
+    read: ['dynamodb:GetItem'],
+    indexRead: ['dynamodb:Query'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
 };
 
 export const canRead = (access: TableAccess): boolean => access === 'read' || access === 'readWrite';

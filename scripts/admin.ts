@@ -24,6 +24,7 @@ import type { Role } from '../lib/kernel/route.js';
 import { isTierName, tierNames, type TierName } from '../lib/kernel/tiers.js';
 import { awsEdgeKeyStore } from './admin-aws.js';
 import { CardholderUsageError, cardholderUsage, runCardholderCommand } from './admin-cardholders.js';
+import { MerchantUsageError, merchantUsage, runMerchantCommand } from './admin-merchants.js';
 
 const usage = `Usage: npm run admin -- api-keys <command> [options]
 
@@ -44,7 +45,9 @@ Keys belong to the target's environment: rk_local_ on the local stack; with --aw
 STAGE is ${productionStagesText()} and rk_test_ (staging) otherwise. --environment ${apiKeyEnvironments.join('|')}, when
 given, must name that same environment: it guards against creating a key on the wrong stack.
 
-${cardholderUsage}`;
+${cardholderUsage}
+
+${merchantUsage}`;
 
 function productionStagesText(): string {
   return productionStages.map((stage) => `"${stage}"`).join(' or ');
@@ -140,6 +143,10 @@ async function main(argv: string[]): Promise<void> {
   const first = argv.find((arg) => !arg.startsWith('-'));
   if (first === 'card-key' || first === 'users' || first === 'keys' || first === 'evidence')
     return runCardholderCommand(argv);
+  if (first === 'merchants') {
+    await runMerchantCommand(argv);
+    return;
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -243,14 +250,16 @@ main(process.argv.slice(2)).then(
       error instanceof NotRunningError ||
       error instanceof EnvironmentMismatchError ||
       error instanceof EdgeMigrationError ||
-      error instanceof CardholderUsageError
+      error instanceof CardholderUsageError ||
+      error instanceof MerchantUsageError
     ) {
       console.error(error.message);
     } else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(
       error instanceof UsageError ||
         error instanceof EnvironmentMismatchError ||
-        error instanceof CardholderUsageError
+        error instanceof CardholderUsageError ||
+        error instanceof MerchantUsageError
         ? 2
         : 1,
     );

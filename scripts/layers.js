@@ -25,6 +25,7 @@ export const floors = [
     receipts: 'encrypt, decrypt, claim, the inbox and envelope fetch, receipt schemas',
     users: 'key rotation and erasure',
     payments: 'payment creation with its receipt, decrypt by payment, idempotency',
+    merchants: "merchant signing keys, the signing policy, and the check of a request's Receipt-Signature",
   },
   {
     http: 'the Middy pipeline, one file per middleware: headers, API key + role + rate limit, body limit, validation, error envelope',
@@ -38,5 +39,5 @@ export const floors = [
 export const featureImports = {
   receipts: ['transactions'],
   users: ['access'],
-  payments: ['receipts', 'transactions'],
+  payments: ['receipts', 'transactions', 'merchants'],
 };

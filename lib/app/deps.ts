@@ -13,6 +13,7 @@ import { EvidenceRepository } from '../db/evidence.js';
 import type { DynamoClients } from '../db/client.js';
 import { KeyPairRepository } from '../db/key-pairs.js';
 import { MerchantRepository } from '../db/merchants.js';
+import { MerchantKeyRepository } from '../db/merchant-keys.js';
 import { PaymentRepository } from '../db/payments.js';
 import { RateLimiter } from '../db/rate-limits.js';
 import { ReceiptRepository } from '../db/receipts.js';
@@ -43,6 +44,8 @@ export interface Repositories {
   payments: PaymentRepository;
   /** The keyed evidence index (lib/receipts/evidence.ts). */
   evidence: EvidenceRepository;
+  /** Merchant signing keys and each merchant client's signing policy. */
+  merchantKeys: MerchantKeyRepository;
 }
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
@@ -116,6 +119,7 @@ export function createCoreDeps(input: {
     webhookDeliveries: () => new WebhookDeliveryRepository(doc, table('webhookDeliveries')),
     payments: () => new PaymentRepository(doc, table('payments')),
     evidence: () => new EvidenceRepository(doc, table('evidence')),
+    merchantKeys: () => new MerchantKeyRepository(doc, table('merchantKeys')),
   });
   const { cardTagKeys, cardTagKeysMaxAgeMs, cursorKey, resolveHost, ...rest } = input;
   return {

@@ -29,7 +29,11 @@ export type AuditAction =
   | 'gateway.event'
   | 'user.re-register'
   | 'evidence.backfill'
-  | 'receipts.match';
+  | 'receipts.match'
+  | 'signing-key.register'
+  | 'signing-key.revoke'
+  | 'signing-policy.set'
+  | 'receipt.signature';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only

@@ -8,6 +8,7 @@ import {
 import type { GatewayKind, PaymentState, RefundState } from '../gateways/port.js';
 import { isConditionFailure } from './client.js';
 import { transactWrite } from './transact.js';
+import type { RefundedLine } from '../../packages/sdk/src/refund-receipt.js';
 
 /**
  * The payments table: one partition per payment made through the service, holding the payment, its
@@ -20,27 +21,11 @@ import { transactWrite } from './transact.js';
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** A sale line as a refund needs it: what was sold, at what price, and its share of the tax. */
-export interface BasisLine {
-  lineItemId: string;
-  name: string;
-  quantity: number;
-  unitPrice: number;
-  totalPrice: number;
-  /** The line's share of the sale's tax (lib/payments/refund-amounts.ts). */
-  tax: number;
-  category?: string | null;
-  sku?: string | null;
-}
-
-/** One line of a refund: how much of a sale line, and what it gave back. */
-export interface RefundedLine {
-  lineItemId: string;
-  quantity: number;
-  /** Minor units of the line's price given back. */
-  amount: number;
-  /** Minor units of the line's tax given back. */
-  tax: number;
-}
+/**
+ * A sale line with its share of the tax, and one line of a refund: the SDK's types, since the
+ * refund rules that make them are the SDK's (packages/sdk/src/refund-receipt.ts).
+ */
+export type { BasisLine, RefundedLine } from '../../packages/sdk/src/refund-receipt.js';
 
 export interface PaymentRecord {
   pk: string;
@@ -89,6 +74,13 @@ export interface RefundRecord {
   ttl: number;
 }
 
+/** A signed refund request's refund receipt: its id, its time and the merchant's checked signature. */
+export interface SignedRefund {
+  receiptId: string;
+  receiptDate: string;
+  merchantSignature: { kid: string; jws: string };
+}
+
 export interface RefundRequestRecord {
   pk: string;
   sk: string;
@@ -100,6 +92,8 @@ export interface RefundRequestRecord {
   subtotal: number;
   tax: number;
   reason?: string;
+  /** A signed request: the refund receipt it makes is this one (lib/payments/refunds.ts). */
+  signed?: SignedRefund;
   /** Set once the provider has made the refund. */
   providerRefundId?: string;
   createdAt: string;

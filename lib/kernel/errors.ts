@@ -13,7 +13,7 @@ export type ErrorDetails = Record<string, unknown>;
 export const errorCatalogue = {
   400: {
     platform: ['INVALID_REQUEST', 'invalid_request'],
-    endpoint: ['INVALID_CURSOR', 'REFUND_EXCEEDS_PAYMENT'],
+    endpoint: ['INVALID_CURSOR', 'REFUND_EXCEEDS_PAYMENT', 'invalid_signature'],
   },
   401: { platform: ['unauthorized'], endpoint: ['invalid_signature'] },
   402: { platform: [], endpoint: ['PAYMENT_DECLINED'] },
@@ -90,6 +90,20 @@ export class InvalidSignatureError extends AppError<401> {
   readonly code = 'invalid_signature';
   constructor() {
     super('The event signature is missing, not valid, or too old');
+  }
+}
+
+/**
+ * A merchant's Receipt-Signature that does not stand (lib/merchants/receipt-signature.ts), or a
+ * missing one where the merchant requires signatures: refused before anything is charged or stored.
+ * Unlike a forged gateway event, the caller is an authenticated merchant checking its own till's
+ * work, so the message names what failed.
+ */
+export class ReceiptSignatureRefusedError extends AppError<400> {
+  readonly status = 400 as const;
+  readonly code = 'invalid_signature';
+  constructor(message: string, reason: string, extra: ErrorDetails = {}) {
+    super(message, { reason, ...extra, fields: [{ field: 'Receipt-Signature', message }] });
   }
 }
 

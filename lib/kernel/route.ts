@@ -10,7 +10,8 @@ import type { RateGroup } from './tiers.js';
 export type Role = 'merchant' | 'issuer';
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 export type TableAccess = 'read' | 'write' | 'readWrite';
-export type Tag = 'health' | 'onboarding' | 'keys' | 'receipts' | 'transactions' | 'payments' | 'webhooks';
+export type Tag =
+  'health' | 'onboarding' | 'keys' | 'receipts' | 'transactions' | 'payments' | 'webhooks' | 'merchants';
 
 /** Codes beyond the platform ones of a status, checked against lib/kernel/errors.ts's catalogue. */
 export type ErrorDoc<S extends ErrorStatus> = {

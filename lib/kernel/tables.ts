@@ -100,6 +100,15 @@ export const tableDefinitions = {
   // requests by refundId (`REQUEST#…`); and the gateway events applied (`EVENT#…`). Everything expires
   // by `ttl`: a payment's items with its receipt's retention, an event's record after a week.
   payments: { name: 'payments', partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'ttl', durable: true },
+  // Merchant signing keys (`KEY#<kid>`, the kid being the key's RFC 7638 thumbprint, so a public key
+  // belongs to one merchant client) and each client's signing policy (`POLICY#<clientId>`, with no
+  // clientId attribute, so by-client lists keys only). Revoked keys stay: old receipts name them.
+  merchantKeys: {
+    name: 'merchant-keys',
+    partitionKey: 'pk',
+    durable: true,
+    indexes: [{ name: 'by-client', partitionKey: 'clientId', sortKey: 'createdAt' }],
+  },
 } as const satisfies Record<string, TableDefinition>;
 
 export type TableKey = keyof typeof tableDefinitions;

@@ -20,6 +20,12 @@ export const tags = [
     name: 'webhooks',
     description: 'Signed event delivery (Standard Webhooks): endpoints, secrets and delivery attempts.',
   },
+  {
+    name: 'merchants',
+    description:
+      'Merchant signing keys: the keys a merchant signs its receipts with (Receipt-Signature), whether it must, ' +
+      'and the public keys a device checks a signed receipt with.',
+  },
 ] as const satisfies readonly { name: Tag; description: string }[];
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;

@@ -7,7 +7,8 @@ import { AppError, ConflictError, InvalidRequestError, PaymentDeclinedError } fr
 import type { GatewayKind, PaymentGateway } from '../gateways/port.js';
 import type { PaymentFailure } from '../kernel/telemetry.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
-import { toDigitalReceipt } from '../receipts/flattened.js';
+import { receiptOfFlattened } from '../receipts/flattened.js';
+import { sealedWithSignature, signingOf } from '../merchants/receipt-signature.js';
 import { putMapping } from '../transactions/transactions.js';
 import { recordCreatedPayment } from './lifecycle.js';
 import type { CreatePaymentBody } from './schemas.js';
@@ -164,13 +165,21 @@ export async function createPaymentWithReceipt(
     requestId: string;
     /** The hash of the request's idempotency key: the same request may carry on after a crash. */
     reservationKey: string;
+    /** The Receipt-Signature header, when the request carries one. */
+    signature?: string | undefined;
   },
 ): Promise<PaymentResult> {
   const { kind, body, caller } = input;
   const amount = chargedAmount(kind, body);
   const gateway = await configuredGateway(deps, kind);
   const { amount: _amount, cardNonce, ...receiptFields } = body;
-  const receipt = toDigitalReceipt(receiptFields, deps.clock.now());
+  // The signature is checked before anything is stored or charged; what it signed is what is sealed.
+  const signing = await signingOf(deps, caller, input.signature, input.requestId);
+  const receipt = await sealedWithSignature(deps, signing, {
+    caller,
+    receipt: receiptOfFlattened(receiptFields, signing !== null, deps.clock.now()),
+    requestId: input.requestId,
+  });
   const { envelope } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),

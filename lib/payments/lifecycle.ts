@@ -238,10 +238,12 @@ export async function recordRefund(
     }
     const keyring = await deps.cardTags.keyring();
     const basis = openBasis(keyring, payment.merchantClientId, payment.receiptId, payment.basis);
-    const amounts: Pick<RefundRequestRecord, 'lines' | 'subtotal' | 'tax' | 'amount'> =
-      request && request.amount === refund.amount
-        ? request
-        : amountRefund(basis, refundedSoFar(partition, false), refund.amount);
+    const asRequested = request !== undefined && request.amount === refund.amount;
+    const amounts: Pick<RefundRequestRecord, 'lines' | 'subtotal' | 'tax' | 'amount'> = asRequested
+      ? request
+      : amountRefund(basis, refundedSoFar(partition, false), refund.amount);
+    // A signed request's receipt is the one its merchant signed, when the provider refunded what it asked.
+    const signed = asRequested ? request.signed : undefined;
     const sale = await deps.repos.receipts.get(saleKeyOf(payment));
     const record: RefundRecord = {
       pk: payment.pk,
@@ -265,12 +267,9 @@ export async function recordRefund(
     const sealed =
       sale && counts(refund.state)
         ? await sealRefundReceipt(deps, {
-            receiptId: derivedUuid(
-              'refund-receipt',
-              payment.merchantClientId,
-              gateway,
-              refund.providerRefundId,
-            ),
+            receiptId:
+              signed?.receiptId ??
+              derivedUuid('refund-receipt', payment.merchantClientId, gateway, refund.providerRefundId),
             sale,
             basis,
             refundId: record.refundId,
@@ -281,6 +280,7 @@ export async function recordRefund(
             paymentStatus: refund.state,
             reason: request?.reason,
             createdAt: now,
+            signed,
           })
         : null;
     if (sealed) record.receiptId = sealed.stored.receiptId;

@@ -5,14 +5,11 @@ import type { RefundedLine } from '../db/payments.js';
 import type { ReceiptEnvelope, SaleChange, StoredReceipt } from '../db/receipts.js';
 import type { AppDeps } from '../app/deps.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
-import {
-  digitalReceiptSchema,
-  RECEIPT_VERSION,
-  type DigitalReceipt,
-  type ReceiptLineItem,
-} from '../receipts/schemas.js';
+import { digitalReceiptSchema, type DigitalReceipt } from '../receipts/schemas.js';
+import { refundReceiptOf as sdkRefundReceiptOf } from '../../packages/sdk/src/refund-receipt.js';
+import type { MerchantSignature } from '../merchants/receipt-signature.js';
 import { sealReceipt } from '../receipts/seal.js';
-import { derivedUuid, type RefundBasis } from './refund-basis.js';
+import type { RefundBasis } from './refund-basis.js';
 
 const DAY_MS = 86_400_000;
 
@@ -27,60 +24,32 @@ export interface RefundReceiptInput {
   amount: number;
   paymentStatus: PaymentStatus;
   reason?: string | undefined;
+  /** When the service records the refund: the envelope's time, and the receipt's unless signed. */
   createdAt: Date;
+  /** A signed refund: the time the merchant gave the receipt, and its checked signature. */
+  signed?: { receiptDate: string; merchantSignature: MerchantSignature } | undefined;
 }
 
-/** A refunded line as the cardholder reads it: the sale line, with the part of it given back. */
-function refundedItem(basis: RefundBasis, line: RefundedLine): ReceiptLineItem {
-  const sold = basis.lines.find((candidate) => candidate.lineItemId === line.lineItemId);
-  if (!sold) throw new Error('a refunded line is not a line of the sale');
-  const gross = line.quantity * sold.unitPrice;
-  // The receipt schema checks totalPrice against quantity × unitPrice less discounts: the part of the
-  // line's discounts (or rounding) this refund carries is said as one.
-  const difference = Math.sign(gross) * Math.round(Math.abs(gross)) - line.amount;
-  return {
-    lineItemId: sold.lineItemId,
-    name: sold.name,
-    quantity: line.quantity,
-    unitPrice: sold.unitPrice,
-    totalPrice: line.amount,
-    ...(sold.sku !== undefined ? { sku: sold.sku } : {}),
-    ...(sold.category !== undefined ? { category: sold.category } : {}),
-    ...(difference !== 0
-      ? { discounts: [{ name: "Share of the line's discounts", type: 'fixed' as const, amount: difference }] }
-      : {}),
-    ...(line.tax > 0 ? { taxes: [{ name: 'Tax', amount: line.tax }] } : {}),
-  };
-}
-
-/** The refund receipt's plaintext: a DigitalReceipt of type "refund" naming its sale, amounts positive. */
+/**
+ * The refund receipt's plaintext, as the SDK's refundReceiptOf makes it (so a till can sign it), checked
+ * against the receipt schema; a signed one carries the merchant's signature.
+ */
 export function refundReceiptOf(input: RefundReceiptInput): DigitalReceipt {
-  const { basis, createdAt } = input;
-  const items = input.lines.map((line) => refundedItem(basis, line));
-  return digitalReceiptSchema.parse({
-    version: RECEIPT_VERSION,
+  const receipt = sdkRefundReceiptOf({
     receiptId: input.receiptId,
-    type: 'refund',
-    relatedReceiptId: input.sale.receiptId,
-    merchant: basis.merchant,
-    transaction: {
-      transactionId: derivedUuid('refund-transaction', input.receiptId),
-      datetime: createdAt.toISOString(),
-      ...basis.transaction,
-    },
-    items,
-    summary: {
-      subtotal: input.subtotal,
-      totalTax: input.tax,
-      totalDiscount: 0,
-      total: input.amount,
-      currency: basis.currency,
-      itemCount: items.length,
-    },
-    ...(input.reason ? { notes: input.reason } : {}),
-    metadata: { refundId: input.refundId },
-    createdAt: createdAt.toISOString(),
-  } satisfies DigitalReceipt);
+    saleReceiptId: input.sale.receiptId,
+    basis: input.basis,
+    refundId: input.refundId,
+    lines: input.lines,
+    subtotal: input.subtotal,
+    tax: input.tax,
+    amount: input.amount,
+    reason: input.reason,
+    createdAt: input.signed?.receiptDate ?? input.createdAt,
+  });
+  return digitalReceiptSchema.parse(
+    input.signed ? { ...receipt, merchantSignature: input.signed.merchantSignature } : receipt,
+  );
 }
 
 export interface SealedRefundReceipt {

@@ -7,20 +7,43 @@ import {
   type PaymentPartition,
   type RefundRecord,
   type RefundRequestRecord,
+  type SignedRefund,
 } from '../db/payments.js';
 import type { GatewayKind, RefundState } from '../gateways/port.js';
 import {
   ConflictError,
   InvalidRequestError,
   NotFoundError,
+  ReceiptSignatureRefusedError,
   RefundExceedsPaymentError,
 } from '../kernel/errors.js';
+import { checkReceiptSignature, signingOf, type SignatureDeps } from '../merchants/receipt-signature.js';
+import { refundReceiptOf, signedRefundReceiptId } from '../../packages/sdk/src/refund-receipt.js';
 import { dateTime, money, uuid } from '../kernel/fields.js';
 import type { SameType } from '../kernel/route.js';
 import { configuredGateway } from './create.js';
 import { recordRefund, refundedSoFar, retrying, type LifecycleDeps } from './lifecycle.js';
 import { amountRefund, itemisedRefund, type RefundAmounts } from './refund-amounts.js';
 import { openBasis } from './refund-basis.js';
+
+/**
+ * The refund receipt of a signed refund, as the till computed it (the SDK's refundReceiptOf, over the
+ * same amounts), with the merchant's signature over it checked; what the request record keeps so the
+ * receipt recorded later is this one.
+ */
+async function signedRefundReceipt(
+  deps: SignatureDeps,
+  input: { jws: string; caller: Caller; requestId: string; receipt: Parameters<typeof refundReceiptOf>[0] },
+): Promise<SignedRefund> {
+  const receipt = refundReceiptOf(input.receipt);
+  const merchantSignature = await checkReceiptSignature(deps, {
+    caller: input.caller,
+    jws: input.jws,
+    receipt,
+    requestId: input.requestId,
+  });
+  return { receiptId: receipt.receiptId, receiptDate: receipt.createdAt, merchantSignature };
+}
 
 /** POST /payments/{gateway}/{paymentId}/refunds: DECISIONS, Round 3, "Payment lifecycle". */
 export const createRefundBody = z
@@ -47,6 +70,12 @@ export const createRefundBody = z
       .max(500)
       .optional()
       .meta({ description: "The sale's lines given back, and how many of each." }),
+    refundDate: dateTime.optional().meta({
+      description:
+        "The refund receipt's time, required with Receipt-Signature: a signed refund receipt takes its times " +
+        'from it (the merchant signs them), and its receiptId from the sale and the refundId (docs/ENVELOPE.md). ' +
+        'Without a signature it is refused: the service times an unsigned refund receipt itself.',
+    }),
   })
   .superRefine((body, ctx) => {
     if (body.amount === undefined && body.items === undefined) {
@@ -163,12 +192,33 @@ export async function createRefund(
     body: CreateRefundBody;
     caller: Caller;
     requestId: string;
+    /** The Receipt-Signature header, when the request carries one. */
+    signature?: string | undefined;
   },
 ): Promise<RefundResult> {
   const { gateway, paymentId, body, caller } = input;
   const digest = createHash('sha256')
-    .update(JSON.stringify([body.amount ?? null, body.reason ?? null, body.items ?? null]))
+    .update(
+      JSON.stringify([
+        body.amount ?? null,
+        body.reason ?? null,
+        body.items ?? null,
+        ...(body.refundDate ? [body.refundDate] : []),
+      ]),
+    )
     .digest('hex');
+  const signing = await signingOf(deps, caller, input.signature, input.requestId);
+  if (signing && !body.refundDate) {
+    throw new ReceiptSignatureRefusedError(
+      "A signed refund gives refundDate: it is the refund receipt's time, part of what the merchant signs",
+      'no_refund_date',
+    );
+  }
+  if (!signing && body.refundDate) {
+    throw new InvalidRequestError('refundDate comes with Receipt-Signature', [
+      { field: 'refundDate', message: 'is the signed refund receipt’s time: send it with Receipt-Signature' },
+    ]);
+  }
   type Reserved = { done: RefundRecord } | { request: RefundRequestRecord; currency: string };
   const reserved = await retrying<Reserved>(async () => {
     const partition = await ownPayment(deps, gateway, paymentId, caller);
@@ -204,6 +254,23 @@ export async function createRefund(
     if (amounts.amount > left) {
       throw new RefundExceedsPaymentError(amounts.amount, Math.max(0, left), payment.state);
     }
+    // A signed refund: the receipt it will make is known now, and checked before anything is stored.
+    const signed = signing
+      ? await signedRefundReceipt(deps, {
+          jws: signing.jws,
+          caller,
+          requestId: input.requestId,
+          receipt: {
+            receiptId: signedRefundReceiptId(payment.receiptId, body.refundId),
+            saleReceiptId: payment.receiptId,
+            basis,
+            refundId: body.refundId,
+            ...amounts,
+            reason: body.reason,
+            createdAt: body.refundDate!,
+          },
+        })
+      : undefined;
     const request: RefundRequestRecord = {
       pk: payment.pk,
       sk: requestSk(body.refundId),
@@ -211,6 +278,7 @@ export async function createRefund(
       requestDigest: digest,
       ...amounts,
       ...(body.reason ? { reason: body.reason } : {}),
+      ...(signed ? { signed } : {}),
       createdAt: deps.clock.now().toISOString(),
       ttl: payment.ttl,
     };

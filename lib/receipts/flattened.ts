@@ -1,13 +1,17 @@
-import { createHash } from 'node:crypto';
 import * as z from 'zod';
+import {
+  FLATTENED_DEFAULTS,
+  mockItems as sdkMockItems,
+  toDigitalReceipt as sdkToDigitalReceipt,
+} from '../../packages/sdk/src/digital-receipt.js';
 import { amountProblems } from './amounts.js';
+import { ReceiptSignatureRefusedError } from '../kernel/errors.js';
 import { countryCode, currency, dateTime, hashedPan, money, uuid } from '../kernel/fields.js';
 import {
   cardBrands,
   checkLineTotal,
   MAX_ITEMS,
   paymentMethods,
-  RECEIPT_VERSION,
   type DigitalReceipt,
   type ReceiptLineItem,
 } from './schemas.js';
@@ -46,7 +50,7 @@ export const flattenedItemSchema = z
   });
 
 export const flattenedReceiptFields = {
-  version: text(32).min(1).default(RECEIPT_VERSION),
+  version: text(32).min(1).default(FLATTENED_DEFAULTS.version),
   receiptId: uuid,
   merchantId: uuid,
   merchantName: text().min(1),
@@ -60,18 +64,18 @@ export const flattenedReceiptFields = {
   transactionId: uuid,
   transactionDate: dateTime.optional(),
   transactionTimezone: text(64).optional(),
-  paymentMethod: z.enum(paymentMethods).default('card'),
+  paymentMethod: z.enum(paymentMethods).default(FLATTENED_DEFAULTS.paymentMethod),
   cardLast4: z
     .string()
     .regex(/^\d{4}$/, 'must be the last 4 digits')
     .optional(),
   cardBrand: z.enum(cardBrands).optional(),
-  currency: currency.default('USD'),
+  currency: currency.default(FLATTENED_DEFAULTS.currency),
   subtotal: money.min(0),
   taxAmount: money.min(0),
   totalAmount: money.min(0),
   items: z.array(flattenedItemSchema).max(MAX_ITEMS).default([]),
-  mockItems: z.boolean().default(false),
+  mockItems: z.boolean().default(FLATTENED_DEFAULTS.mockItems),
   recipientHashedPan: hashedPan.optional(),
 };
 
@@ -113,95 +117,31 @@ export function checkAmounts(
   }
 }
 
-const MOCK_CATALOGUE = [
-  { name: 'Flat white', category: 'Beverages' },
-  { name: 'Almond croissant', category: 'Bakery' },
-  { name: 'Sparkling water 500 ml', category: 'Beverages' },
-  { name: 'Granola bowl', category: 'Breakfast' },
-  { name: 'Reusable tote bag', category: 'Merchandise' },
-];
+/**
+ * The mapping to a DigitalReceipt, mock items included, is the SDK's (packages/sdk/src/digital-receipt.ts):
+ * the one implementation a till signs with and the service seals with, so the two cannot drift.
+ */
+export const mockItems: (receiptId: string, subtotal: number) => ReceiptLineItem[] = sdkMockItems;
 
 /**
- * Plausible items for a demo receipt whose totals are already fixed: up to three lines whose
- * totalPrice adds up exactly to `subtotal`. Deterministic per receipt, so a retry builds the same ones.
+ * The DigitalReceipt a flattened request describes, ready to encrypt. `now` is the request's time;
+ * a signed request leaves it out, and the receipt then takes its times from transactionDate.
  */
-export function mockItems(receiptId: string, subtotal: number): ReceiptLineItem[] {
-  const seed = createHash('sha256').update(receiptId).digest();
-  const count = subtotal === 0 ? 1 : Math.min(3, Math.max(1, subtotal));
-  const shares = Array.from({ length: count }, (_, index) => 1 + ((seed[index] ?? 0) % 5));
-  const weight = shares.reduce((total, share) => total + share, 0);
-  let remaining = subtotal;
-  return shares.map((share, index) => {
-    const totalPrice = index === count - 1 ? remaining : Math.floor((subtotal * share) / weight);
-    remaining -= totalPrice;
-    const entry = MOCK_CATALOGUE[((seed[index + 8] ?? 0) + index) % MOCK_CATALOGUE.length]!;
-    const lineItemId = [
-      seed.subarray(index * 4, index * 4 + 4).toString('hex'),
-      '0000',
-      '4000',
-      '8000',
-      '000000000000',
-    ];
-    return {
-      lineItemId: `${lineItemId[0]}-${lineItemId[1]}-${lineItemId[2]}-${lineItemId[3]}-${lineItemId[4]}`,
-      name: entry.name,
-      category: entry.category,
-      quantity: 1,
-      unitPrice: totalPrice,
-      totalPrice,
-    };
-  });
-}
+export const toDigitalReceipt: (input: FlattenedReceipt, now?: Date) => DigitalReceipt = sdkToDigitalReceipt;
 
-/** The DigitalReceipt a flattened request describes, ready to encrypt. */
-export function toDigitalReceipt(input: FlattenedReceipt, now: Date): DigitalReceipt {
-  const items: ReceiptLineItem[] =
-    input.items.length === 0 && input.mockItems
-      ? mockItems(input.receiptId, input.subtotal)
-      : input.items.map((item) => ({
-          lineItemId: item.lineItemId,
-          name: item.name,
-          quantity: item.quantity,
-          unitPrice: item.unitPrice,
-          totalPrice: item.totalPrice,
-          ...(item.category !== undefined ? { category: item.category } : {}),
-          ...(item.taxes ? { taxes: item.taxes } : {}),
-        }));
-  const address = {
-    street: input.merchantStreet,
-    city: input.merchantCity,
-    state: input.merchantState,
-    postalCode: input.merchantPostalCode,
-    country: input.merchantCountry,
-  };
-  const hasAddress = Object.values(address).some((part) => part !== undefined);
-  const card = { last4: input.cardLast4, brand: input.cardBrand };
-  return {
-    version: input.version,
-    receiptId: input.receiptId,
-    merchant: {
-      merchantId: input.merchantId,
-      name: input.merchantName,
-      ...(hasAddress ? { address } : {}),
-      ...(input.merchantTaxId !== undefined ? { taxId: input.merchantTaxId } : {}),
-      ...(input.merchantContactEmail !== undefined ? { contactEmail: input.merchantContactEmail } : {}),
-    },
-    transaction: {
-      transactionId: input.transactionId,
-      datetime: input.transactionDate ?? now.toISOString(),
-      ...(input.transactionTimezone !== undefined ? { timezone: input.transactionTimezone } : {}),
-      paymentMethod: input.paymentMethod,
-      ...(card.last4 !== undefined || card.brand !== undefined ? { cardDetails: card } : {}),
-    },
-    items,
-    summary: {
-      subtotal: input.subtotal,
-      totalTax: input.taxAmount,
-      totalDiscount: 0,
-      total: input.totalAmount,
-      currency: input.currency,
-      itemCount: items.length,
-    },
-    createdAt: now.toISOString(),
-  };
+/**
+ * The receipt a flattened request seals. Unsigned, its times are the request's (`now`); signed, they
+ * are its transactionDate, the one time the merchant could sign (docs/ENVELOPE.md), so a signed
+ * request without one is refused.
+ */
+export function receiptOfFlattened(input: FlattenedReceipt, signed: boolean, now: Date): DigitalReceipt {
+  if (!signed) return toDigitalReceipt(input, now);
+  if (input.transactionDate === undefined) {
+    throw new ReceiptSignatureRefusedError(
+      "A signed flattened request gives transactionDate: it is the receipt's time (transaction.datetime and " +
+        'createdAt), part of what the merchant signs',
+      'no_transaction_date',
+    );
+  }
+  return toDigitalReceipt(input);
 }

@@ -25,6 +25,17 @@ export const nestedEncryptBody = z
     recipientIdentifier: recipientIdentifierSchema,
     recipientHashedPan: hashedPan.optional(),
   })
+  .superRefine((body, ctx) => {
+    // The service seals a signature it has checked, from the header; one written into the body would
+    // be sealed unchecked and read by the device as the merchant's.
+    if (body.receipt.merchantSignature !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['receipt', 'merchantSignature'],
+        message: 'is set by the service from the Receipt-Signature header: send the signature there',
+      });
+    }
+  })
   .meta({
     id: 'NestedEncryptRequest',
     description:

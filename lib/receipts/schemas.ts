@@ -143,8 +143,32 @@ export const loyaltyInfoSchema = z
   })
   .meta({ id: 'LoyaltyInfo' });
 
-/** The receipt schema version this service writes; receipts of "1.0" keep opening and validating. */
-export const RECEIPT_VERSION = '1.1';
+/**
+ * The merchant's signature, sealed inside the receipt by the service from the request's
+ * Receipt-Signature header (docs/ENVELOPE.md, "The merchant's signature"); never sent in a request's receipt.
+ */
+export const merchantSignatureSchema = z
+  .strictObject({
+    kid: z.string().max(64).meta({ description: 'The signing key (GET /api/v1/merchant-keys/{kid}).' }),
+    jws: z
+      .string()
+      .max(4096)
+      .meta({
+        description:
+          'Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt ' +
+          'without merchantSignature.',
+      }),
+  })
+  .meta({
+    id: 'MerchantSignature',
+    description:
+      "The merchant's signature over this receipt: verify it on the device with the SDK's verifyReceiptSignature " +
+      'and the key GET /api/v1/merchant-keys/{kid} gives. Set by the service from the Receipt-Signature header ' +
+      'after checking it; a request may not put it in a receipt.',
+  });
+
+/** The receipt schema version this service writes (the SDK's); receipts of "1.0" keep opening and validating. */
+export { RECEIPT_VERSION } from '../../packages/sdk/src/digital-receipt.js';
 
 export const digitalReceiptSchema = z
   .strictObject({
@@ -166,6 +190,7 @@ export const digitalReceiptSchema = z
     loyaltyInfo: loyaltyInfoSchema.nullable().optional(),
     metadata: z.record(z.string().max(128), z.unknown()).optional(),
     createdAt: dateTime,
+    merchantSignature: merchantSignatureSchema.optional(),
   })
   .superRefine((receipt, ctx) => {
     const refund = receipt.type === 'refund';

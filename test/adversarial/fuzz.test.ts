@@ -26,6 +26,7 @@ import {
   type Json,
   type SuccessEnvelope,
 } from './support.js';
+import { generateSigningKey, type SigningPublicJwk } from '../../packages/sdk/src/index.js';
 
 /**
  * Property-based fuzzing of every route in functions/routes.ts over real HTTP, with a valid key of the route's
@@ -198,6 +199,16 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
   };
 
   /** A body each route accepts as it is; `variant` picks between its forms and gateways. */
+  const signingJwks = new Map<number, Promise<SigningPublicJwk>>();
+  const signingJwk = (index: number): Promise<SigningPublicJwk> => {
+    if (!signingJwks.has(index)) {
+      signingJwks.set(
+        index,
+        generateSigningKey({ algorithm: index === 0 ? 'EdDSA' : 'ES256' }).then((key) => key.publicJwk),
+      );
+    }
+    return signingJwks.get(index)!;
+  };
   const validRequests: Record<
     string,
     (variant: number) => Promise<{ path?: string; body: Json; headers?: Record<string, string> }>
@@ -274,6 +285,11 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     'rotate-webhook-secret': async () => ({ body: {} }),
     'retry-webhook-delivery': async () => ({ body: {} }),
     'import-key': async () => ({ body: { publicKey: devicePublicKey() } }),
+    // Two keys, each registered again and again: the same key answers the same, so no run reaches the
+    // 20-key limit.
+    'register-signing-key': async (variant) => ({ body: { publicKey: await signingJwk(variant % 2) } }),
+    // Never true: the merchant's other requests here are unsigned.
+    'set-signing-policy': async () => ({ body: { requireSignatures: false } }),
     // Its own user, so rotating keys never disturbs the tokens and envelopes the other routes use.
     'rotate-user-key': async () => {
       const pair = await stack.request<SuccessEnvelope<{ keyId: string }>>(

@@ -10,7 +10,8 @@ interface Data<T> {
 
 /**
  * The SDK's openEnvelope inside Chromium, on the browser's own crypto.subtle: the key pair is made
- * in the page, the server seals a receipt for its public key, and the page opens it.
+ * in the page, the server seals a receipt for its public key, and the page opens it. And merchant
+ * signatures: made in the page, sealed by the server, verified in the page and refused when tampered.
  */
 describe('SDK in a browser', () => {
   let stack: TestStack;
@@ -88,6 +89,77 @@ describe('SDK in a browser', () => {
            .then(() => 'opened', (error) => error.name)`,
       );
       expect(refused).toBe('EnvelopeError');
+    },
+  );
+
+  it.each(['EdDSA', 'ES256'])(
+    "signs in the browser; verifyReceiptSignature passes a %s receipt sealed by the server and refuses it tampered, on Chromium's WebCrypto",
+    async (algorithm) => {
+      // The till: a key made in the page, registered; the receipt signed in the page.
+      const key = (await page.evaluate(
+        `ReceiptSdk.generateSigningKey({ algorithm: ${JSON.stringify(algorithm)} })
+           .then((key) => { window.signingKey = key; return { kid: key.kid, publicJwk: key.publicJwk }; })`,
+      )) as { kid: string; publicJwk: Record<string, string> };
+      const registered = await stack.request('POST', '/api/v1/merchants/signing-keys', {
+        apiKey: merchant,
+        body: { publicKey: key.publicJwk },
+      });
+      expect(registered.status).toBe(201);
+      const receipt = sampleReceipt();
+      const jws = (await page.evaluate(
+        `ReceiptSdk.signReceipt(${JSON.stringify(receipt)}, window.signingKey.privateKey, ${JSON.stringify(key.kid)})`,
+      )) as string;
+      const publicKey = (await page.evaluate(
+        `ReceiptSdk.generateDeviceKey().then((device) => { window.deviceKey = device; return device.publicKey; })`,
+      )) as string;
+      const imported = await stack.request<Data<{ keyId: string }>>('POST', '/api/v1/onboarding/keys', {
+        apiKey: issuer,
+        body: { publicKey },
+      });
+      const hashedPan = newHashedPan();
+      await stack.request('POST', '/api/v1/onboarding/register', {
+        apiKey: issuer,
+        body: { hashedPan, publicKey, keyId: imported.json.data.keyId },
+      });
+      const sealed = await stack.request<Data<Record<string, unknown>>>('POST', '/api/v1/receipts/encrypt', {
+        apiKey: merchant,
+        body: {
+          receipt,
+          recipientIdentifier: { type: 'email', value: 'device@example.com' },
+          recipientHashedPan: hashedPan,
+        },
+        headers: { 'Receipt-Signature': jws },
+      });
+      expect(sealed.status).toBe(200);
+      const published = await stack.request<Data<{ publicKey: Record<string, string> }>>(
+        'GET',
+        `/api/v1/merchant-keys/${key.kid}`,
+        { apiKey: issuer },
+      );
+      // The device: opens the envelope, checks the signature with the published key.
+      const checked = await page.evaluate(`(async () => {
+        const receipt = await ReceiptSdk.openEnvelope(${JSON.stringify(sealed.json.data)}, window.deviceKey.privateKey);
+        const key = ${JSON.stringify(published.json.data.publicKey)};
+        const verified = await ReceiptSdk.verifyReceiptSignature(receipt, key);
+        const refusal = (changed) => ReceiptSdk.verifyReceiptSignature(changed, key).then(
+          () => 'verified',
+          (error) => error.name + ': ' + error.reason,
+        );
+        return {
+          verified,
+          signedBy: receipt.merchantSignature.kid,
+          tampered: await refusal({ ...receipt, summary: { ...receipt.summary, total: receipt.summary.total + 1 } }),
+          renamed: await refusal({ ...receipt, merchant: { ...receipt.merchant, name: receipt.merchant.name + '.' } }),
+          stripped: await refusal({ ...receipt, merchantSignature: undefined }),
+        };
+      })()`);
+      expect(checked).toEqual({
+        verified: { kid: key.kid, alg: algorithm },
+        signedBy: key.kid,
+        tampered: 'ReceiptSignatureError: mismatch',
+        renamed: 'ReceiptSignatureError: mismatch',
+        stripped: 'ReceiptSignatureError: unsigned',
+      });
     },
   );
 

@@ -47,6 +47,8 @@ describe('the OpenAPI document against the route table', () => {
       'transactions',
       'payments',
       'webhooks',
+      // Merchant signing keys (issue 24) are beyond the specification's groups.
+      'merchants',
     ]);
     for (const { key, operation } of documented) {
       expect({ key, summary: Boolean(operation.summary), id: Boolean(operation.operationId) }).toEqual({

@@ -209,6 +209,29 @@ describe('renderReceiptPdf', () => {
     expect(runs[runs.indexOf('Total') + 1]).toMatch(/^INR\s5\.25$/);
   });
 
+  it('keeps the amounts of a receipt shorter than its page is wide (one line, no address)', async () => {
+    const short: Receipt = {
+      ...sale,
+      merchant: { merchantId: sale.merchant.merchantId, name: 'Corner Coffee' },
+      items: [{ ...sale.items[1]!, taxes: [] }],
+      summary: { ...sale.summary, subtotal: 525, totalTax: 0, tipAmount: 0, total: 525, itemCount: 1 },
+      notes: null,
+      returnPolicy: null,
+      loyaltyInfo: null,
+    };
+    const bytes = await renderReceiptPdf(short, en);
+    const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
+    const task = getDocument({ data: new Uint8Array(bytes) });
+    const [, , width, height] = (await (await task.promise).getPage(1)).view;
+    await task.destroy();
+    // A till roll 298 pt wide however short: not turned to portrait with its right-hand side cut off.
+    expect({ width, shorter: height! < width! }).toEqual({ width: 298, shorter: true });
+    const runs = await pdfText(bytes);
+    expect(runs).toContain(sale.receiptId);
+    expect(runs).toContain('Visa •••• 4242');
+    expect(runs[runs.indexOf('Total') + 1]).toBe('$5.25');
+  });
+
   it('paginates a receipt longer than a page', async () => {
     const line = sale.items[1]!;
     const many: Receipt = {

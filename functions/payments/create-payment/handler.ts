@@ -34,6 +34,7 @@ export const createHandler = (deps: AppDeps) => {
       caller: request.caller,
       requestId: request.meta.requestId,
       reservationKey: createHash('sha256').update(key).digest('hex'),
+      signature: request.headers['Receipt-Signature'],
     };
     return {
       data: await once.run(

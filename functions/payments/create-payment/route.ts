@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { createPaymentBody, idempotencyKeyHeader } from '../../../lib/payments/schemas.js';
+import { receiptSignatureHeader } from '../../../lib/merchants/schemas.js';
 import { paymentGatewayKind } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import type { PaymentResult } from '../../../lib/payments/create.js';
@@ -53,6 +54,7 @@ export const createPaymentRoute = defineRoute({
     merchants: 'readWrite',
     idempotency: 'readWrite',
     evidence: 'write',
+    merchantKeys: 'read',
   },
   escrow: 'wrap',
   cardTags: true,
@@ -66,7 +68,9 @@ export const createPaymentRoute = defineRoute({
       'Step 3. Encrypts the receipt (as the flattened encrypt form), creates the payment on the gateway with ' +
       'pointers to the receipt in its metadata, and maps the transaction. For gateway_a `amount` is required and ' +
       'must equal totalAmount; for gateway_b the charge is the items plus tax. Idempotent: the same receiptId, ' +
-      'or the same `Idempotency-Key`, never charges twice and returns the first result for 24 hours.',
+      'or the same `Idempotency-Key`, never charges twice and returns the first result for 24 hours. With ' +
+      '`Receipt-Signature` the merchant signs the receipt (docs/ENVELOPE.md): the receipt is then timed by ' +
+      'transactionDate, which the request must give, and sealed with the signature inside it.',
   },
   request: {
     params: z.object({
@@ -74,14 +78,22 @@ export const createPaymentRoute = defineRoute({
         description: 'gateway_a or gateway_b; the aliases stripe and square are accepted for them.',
       }),
     }),
-    headers: z.object({ 'Idempotency-Key': idempotencyKeyHeader.optional() }),
+    headers: z.object({
+      'Idempotency-Key': idempotencyKeyHeader.optional(),
+      'Receipt-Signature': receiptSignatureHeader.optional(),
+    }),
     body: { description: 'The flattened receipt fields and the payment fields.', schema: createPaymentBody },
   },
   response: { description: 'The payment.', schema: paymentResultResponse, enveloped: true },
   errors: {
     400: {
       description:
-        'Invalid body, path or Idempotency-Key; amounts that do not add up; a gateway not configured here.',
+        'Invalid body, path or Idempotency-Key; amounts that do not add up; a gateway not configured here. ' +
+        'invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a ' +
+        'signature over anything but the receipt the request makes, each named in the message and ' +
+        '`details.reason`), or this merchant client requires signatures and the request has none; nothing ' +
+        'is charged or stored.',
+      codes: ['invalid_signature'],
     },
     402: { description: 'The gateway declined the payment.', codes: ['PAYMENT_DECLINED'] },
     403: {

@@ -12,6 +12,7 @@ export const refundPayment = (deps: AppDeps, request: AuthenticatedRequest<typeo
     body: request.body,
     caller: request.caller,
     requestId: request.meta.requestId,
+    signature: request.headers['Receipt-Signature'],
   });
 
 export const createHandler = (deps: AppDeps) =>

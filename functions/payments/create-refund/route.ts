@@ -3,6 +3,7 @@ import { defineRoute } from '../../../lib/kernel/route.js';
 import { paymentGatewayKind } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { createRefundBody, refundResponse } from '../../../lib/payments/refunds.js';
+import { receiptSignatureHeader } from '../../../lib/merchants/schemas.js';
 
 export const createRefundRoute = defineRoute({
   name: 'create-refund',
@@ -11,7 +12,13 @@ export const createRefundRoute = defineRoute({
   entry: 'functions/payments/create-refund/handler.ts',
   apiKeyRequired: true,
   roles: ['merchant'],
-  tables: { ...platformTables, payments: 'readWrite', receipts: 'readWrite', users: 'read' },
+  tables: {
+    ...platformTables,
+    payments: 'readWrite',
+    receipts: 'readWrite',
+    users: 'read',
+    merchantKeys: 'read',
+  },
   escrow: 'wrap',
   cardTags: true,
   gateways: true,
@@ -29,10 +36,13 @@ export const createRefundRoute = defineRoute({
       'nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway ' +
       'refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for ' +
       "the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's " +
-      'paymentStatus becomes partially_refunded or refunded as refunds succeed.',
+      'paymentStatus becomes partially_refunded or refunded as refunds succeed. With `Receipt-Signature` (and ' +
+      '`refundDate`) the merchant signs the refund receipt the request makes (the SDK: toRefundReceipt, then ' +
+      'signReceipt; docs/ENVELOPE.md), and it is sealed with the signature inside.',
   },
   request: {
     params: z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),
+    headers: z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() }),
     body: { description: 'How much to give back: an amount, sale lines, or both.', schema: createRefundBody },
   },
   response: { description: 'The refund.', schema: refundResponse, enveloped: true, status: 201 },
@@ -41,8 +51,10 @@ export const createRefundRoute = defineRoute({
       description:
         'Invalid body or path; items that are not lines of the sale or ask for more than is left of a line; an ' +
         'amount that does not match the items; more than the refundable remainder (REFUND_EXCEEDS_PAYMENT, with ' +
-        '`details.refundable`).',
-      codes: ['REFUND_EXCEEDS_PAYMENT'],
+        '`details.refundable`). invalid_signature: the Receipt-Signature does not stand over the refund ' +
+        'receipt this request makes (or is missing where the merchant requires signatures, or refundDate is); ' +
+        'nothing is stored and the gateway is not called.',
+      codes: ['REFUND_EXCEEDS_PAYMENT', 'invalid_signature'],
     },
     402: { description: 'The gateway declined the refund; nothing is stored.', codes: ['PAYMENT_DECLINED'] },
     404: { description: 'No such payment made by this merchant client on this gateway.' },

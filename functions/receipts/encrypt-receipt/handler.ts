@@ -1,7 +1,8 @@
 import type { AppDeps } from '../../../lib/app/deps.js';
 import { httpEndpoint, type AuthenticatedRequest } from '../../../lib/http/pipeline.js';
 import { digestOf, encryptAndStore } from '../../../lib/receipts/encrypt.js';
-import { toDigitalReceipt } from '../../../lib/receipts/flattened.js';
+import { receiptOfFlattened } from '../../../lib/receipts/flattened.js';
+import { sealedWithSignature, signingOf } from '../../../lib/merchants/receipt-signature.js';
 import { encryptReceiptRoute as route } from './route.js';
 import { awsHandler } from '../../../lib/wiring/aws.js';
 
@@ -15,13 +16,21 @@ export const encryptReceipt = async (
   deps: EncryptReceiptDeps,
   request: AuthenticatedRequest<typeof route>,
 ) => {
-  const { body } = request;
-  const receipt = body.form === 'nested' ? body.receipt : toDigitalReceipt(body, deps.clock.now());
+  const { body, caller } = request;
+  const requestId = request.meta.requestId;
+  // A signature is checked over exactly what is sealed, before anything is stored.
+  const signing = await signingOf(deps, caller, request.headers['Receipt-Signature'], requestId);
+  const receipt = await sealedWithSignature(deps, signing, {
+    caller,
+    receipt:
+      body.form === 'nested' ? body.receipt : receiptOfFlattened(body, signing !== null, deps.clock.now()),
+    requestId,
+  });
   const { envelope } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
-    caller: request.caller,
-    requestId: request.meta.requestId,
+    caller,
+    requestId,
     // The identifier is not stored in any form, not even inside a digest; the card goes in keyed.
     requestDigest: digestOf({ ...body, recipientIdentifier: undefined, recipientHashedPan: undefined }),
   });

@@ -7,6 +7,7 @@ import {
 
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { nestedEncryptBody, flattenedEncryptBody, encryptBody } from '../../../lib/receipts/requests.js';
+import { receiptSignatureHeader } from '../../../lib/merchants/schemas.js';
 
 export const encryptReceiptRoute = defineRoute({
   name: 'encrypt-receipt',
@@ -22,6 +23,7 @@ export const encryptReceiptRoute = defineRoute({
     receipts: 'write',
     merchants: 'readWrite',
     evidence: 'write',
+    merchantKeys: 'read',
   },
   escrow: 'wrap',
   cardTags: true,
@@ -35,9 +37,13 @@ export const encryptReceiptRoute = defineRoute({
       'true`) and released only when the issuer of a registered user shows the card transaction ' +
       '(`POST /api/v1/receipts/claim`). The envelope is stored under its receiptId: an ' +
       'identical retry returns the first envelope. Unknown fields are refused, so a misspelt ' +
-      '`recipientHashedPan` cannot escrow a receipt silently.',
+      '`recipientHashedPan` cannot escrow a receipt silently. With `Receipt-Signature` the merchant signs the ' +
+      'receipt (docs/ENVELOPE.md): the nested form signs its `receipt` as sent; the flattened form signs the ' +
+      'receipt it maps to, timed by its transactionDate (which it must give). The signature is sealed inside ' +
+      'the receipt as merchantSignature.',
   },
   request: {
+    headers: z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() }),
     body: {
       description: 'The nested form or the flattened form.',
       schema: encryptBody,
@@ -52,6 +58,14 @@ export const encryptReceiptRoute = defineRoute({
     enveloped: true,
   },
   errors: {
+    400: {
+      description:
+        'Invalid body. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked ' +
+        'key, or a signature over anything but the receipt the request makes, each named in the message and ' +
+        '`details.reason`), or this merchant client requires signatures and the request has none; nothing is ' +
+        'stored.',
+      codes: ['invalid_signature'],
+    },
     403: {
       description:
         "The API key's roles do not include this operation, or the merchantId belongs to another merchant client.",

@@ -1,19 +1,37 @@
 import {
   generateDeviceKey,
+  generateSigningKey,
   openEnvelope,
+  renderReceiptHtml,
+  renderReceiptPdf,
+  signReceipt,
+  toDigitalReceipt,
+  toRefundReceipt,
+  verifyReceiptSignature,
   type DeviceKey,
+  type FlattenedReceipt,
   type KeyWrapAlgorithm,
+  type MerchantSignature,
+  type Receipt,
+  type RefundRequest,
+  type SigningAlgorithm,
+  type SigningKey,
 } from '../../../packages/sdk/src/index.js';
 
 /**
  * The console's script: runs the flow step by step against this origin and shows every request
  * and response. API keys and private keys live in this closure only: nothing is written to
- * localStorage, sessionStorage, cookies or IndexedDB, and a reload forgets them.
+ * localStorage, cookies or IndexedDB, and a reload forgets them. sessionStorage holds one thing,
+ * the id of this visit's webhook (not a key, not a secret), so a reload can find that webhook again.
  */
 type Json = Record<string, unknown>;
 interface Reply {
   status: number;
   body: unknown;
+}
+interface ApiKey {
+  name: string;
+  value: string;
 }
 
 const element = <T extends HTMLElement>(id: string): T => {
@@ -43,7 +61,17 @@ function redact(value: unknown): unknown {
   return value;
 }
 
-function addStep(title: string): { section: HTMLElement; log(label: string, value: unknown): void } {
+const shown = (value: unknown): string =>
+  typeof value === 'string' ? value : JSON.stringify(redact(value), null, 2);
+
+interface Step {
+  section: HTMLElement;
+  log(label: string, value: unknown): void;
+  /** A line of plain text (no code box). */
+  say(text: string, className?: string): HTMLElement;
+}
+
+function addStep(title: string): Step {
   const section = document.createElement('div');
   section.className = 'step';
   const heading = document.createElement('h2');
@@ -54,28 +82,35 @@ function addStep(title: string): { section: HTMLElement; log(label: string, valu
     section,
     log(label, value) {
       const caption = document.createElement('div');
+      caption.className = 'caption';
       caption.textContent = label;
       const pre = document.createElement('pre');
-      pre.textContent = typeof value === 'string' ? value : JSON.stringify(redact(value), null, 2);
+      pre.textContent = shown(value);
       section.append(caption, pre);
+    },
+    say(text, className) {
+      const line = document.createElement('p');
+      line.className = className ?? 'said';
+      line.textContent = text;
+      section.append(line);
+      return line;
     },
   };
 }
 
-async function call(
-  title: string,
+async function send(
   method: string,
   path: string,
-  apiKey: { name: string; value: string },
+  apiKey: ApiKey,
   body?: Json,
+  headers: Record<string, string> = {},
 ): Promise<Reply> {
-  const step = addStep(title);
-  step.log(`→ ${method} ${api}${path}   X-API-Key: •••• (${apiKey.name})`, body ?? '(no body)');
   const response = await fetch(`${api}${path}`, {
     method,
     headers: {
       'X-API-Key': apiKey.value,
       ...(body ? { 'Content-Type': 'application/json' } : {}),
+      ...headers,
     },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
@@ -86,9 +121,30 @@ async function call(
   } catch {
     // Shown as text.
   }
-  step.log(`← ${response.status}`, parsed);
-  step.section.classList.add(response.ok ? 'ok' : 'failed');
   return { status: response.status, body: parsed };
+}
+
+/** A request shown as a step: what was sent (the key as its name only) and what came back. */
+async function call(
+  title: string,
+  method: string,
+  path: string,
+  apiKey: ApiKey,
+  body?: Json,
+  headers: Record<string, string> = {},
+): Promise<Reply & { step: Step }> {
+  const step = addStep(title);
+  const shownHeaders = Object.entries(headers)
+    .map(([name, value]) => `   ${name}: ${value}`)
+    .join('');
+  step.log(
+    `→ ${method} ${api}${path}   X-API-Key: •••• (${apiKey.name})${shownHeaders}`,
+    body ?? '(no body)',
+  );
+  const reply = await send(method, path, apiKey, body, headers);
+  step.log(`← ${reply.status}`, reply.body);
+  step.section.classList.add(reply.status < 300 ? 'ok' : 'failed');
+  return { ...reply, step };
 }
 
 const dataOf = (reply: Reply, title: string): Json => {
@@ -107,6 +163,240 @@ function testCard(): string {
   return `4242${[...digits].map((value) => String(value % 10000).padStart(4, '0')).join('')}`;
 }
 
+/*
+ * This visit's webhook. One per page visit: made by the first run, reused by every later run, and
+ * deleted when the page goes away (pagehide, which also fires on a reload: the page cannot tell the
+ * two apart). Its id is kept in sessionStorage, which belongs to this tab and survives a reload, so
+ * a webhook whose delete never got through (the browser was killed, the network was gone) is found
+ * again by the next run after a reload, by its id and this console's receiver URL, and reused.
+ */
+const WEBHOOK_SLOT = 'receipt-console.webhookId';
+const receiverUrl = `${location.origin}/console/webhook-sink`;
+let webhook: { webhookId: string; owner: ApiKey } | undefined;
+
+interface ListedWebhook {
+  webhookId: string;
+  url: string;
+}
+
+async function visitWebhook(issuer: ApiKey): Promise<string | undefined> {
+  if (webhook && webhook.owner.value === issuer.value) {
+    const step = addStep('Webhook: this visit’s, registered by an earlier run');
+    step.say(`Reusing ${webhook.webhookId}: one webhook per page visit, deleted when the page closes.`);
+    step.section.classList.add('ok');
+    return webhook.webhookId;
+  }
+  // Another issuer key typed in since: its webhook is this visit's now; the old one goes.
+  if (webhook) await dropWebhook();
+  const remembered = sessionStorage.getItem(WEBHOOK_SLOT);
+  if (remembered) {
+    const listed = await call('Webhook: look for this visit’s (after a reload)', 'GET', '/webhooks', issuer);
+    const found = ((listed.body as { data?: { webhooks?: ListedWebhook[] } }).data?.webhooks ?? []).find(
+      (candidate) => candidate.webhookId === remembered && candidate.url === receiverUrl,
+    );
+    if (found) {
+      listed.step.say(`Found ${found.webhookId} still registered: reused, not registered again.`);
+      webhook = { webhookId: found.webhookId, owner: issuer };
+      return found.webhookId;
+    }
+    listed.step.say('Not there any more (deleted when the page closed): a new one is registered.');
+    sessionStorage.removeItem(WEBHOOK_SLOT);
+  }
+  const created = await call(
+    'Webhook: receipt.available and receipt.updated to this console',
+    'POST',
+    '/webhooks',
+    issuer,
+    { url: receiverUrl, events: ['receipt.available', 'receipt.updated'] },
+  );
+  // Its failure does not stop the flow: the receipt is still made, nobody hears of it.
+  if (created.status >= 300) return undefined;
+  const webhookId = dataOf(created, 'webhook').webhookId as string;
+  webhook = { webhookId, owner: issuer };
+  sessionStorage.setItem(WEBHOOK_SLOT, webhookId);
+  created.step.say('Kept for this page visit and deleted when the page closes.');
+  return webhookId;
+}
+
+/** Deletes this visit's webhook. keepalive lets the request outlive the page that sends it. */
+async function dropWebhook(): Promise<void> {
+  if (!webhook) return;
+  const { webhookId, owner } = webhook;
+  webhook = undefined;
+  await fetch(`${api}/webhooks/${encodeURIComponent(webhookId)}`, {
+    method: 'DELETE',
+    headers: { 'X-API-Key': owner.value },
+    keepalive: true,
+  }).catch(() => undefined);
+}
+
+// DELETE cannot go by sendBeacon (POST only): a keepalive fetch is the way a leaving page sends it.
+addEventListener('pagehide', () => void dropWebhook());
+
+/*
+ * The merchant's signing key: made in this page with WebCrypto (the private key cannot be read out),
+ * registered once per visit and merchant API key, and kept in memory like the API keys.
+ */
+let signing: { key: SigningKey; owner: ApiKey } | undefined;
+
+async function merchantSigningKey(merchant: ApiKey, algorithm: SigningAlgorithm): Promise<SigningKey> {
+  if (signing && signing.owner.value === merchant.value && signing.key.algorithm === algorithm) {
+    const step = addStep(`Merchant signing key: this visit’s (${algorithm}, kid ${signing.key.kid})`);
+    step.section.classList.add('ok');
+    return signing.key;
+  }
+  const step = addStep(`Merchant signing key made on this page (WebCrypto, ${algorithm})`);
+  const key = await generateSigningKey({ algorithm });
+  step.log('public JWK; the private key is a non-extractable CryptoKey that stays in this page', {
+    publicJwk: key.publicJwk,
+    kid: key.kid,
+    privateKeyExtractable: key.privateKey.extractable,
+  });
+  step.section.classList.add('ok');
+  const registered = dataOf(
+    await call('Register the signing key', 'POST', '/merchants/signing-keys', merchant, {
+      publicKey: key.publicJwk,
+    }),
+    'register-signing-key',
+  );
+  if (registered.kid !== key.kid) throw new Error('the service named the key otherwise than its thumbprint');
+  signing = { key, owner: merchant };
+  return key;
+}
+
+/**
+ * The device's check of a receipt's merchant signature, with the key the service publishes under its
+ * kid: verified, or refused with the reason. The service cannot make this pass for a receipt the
+ * merchant did not sign.
+ */
+async function checkSignature(
+  step: Step,
+  receipt: Receipt & { merchantSignature?: MerchantSignature },
+  issuer: ApiKey,
+): Promise<void> {
+  const line = step.say('', 'signature');
+  // Right under the title, where a reader looks first.
+  step.section.querySelector('h2')?.after(line);
+  const sealed = receipt.merchantSignature;
+  if (!sealed) {
+    line.textContent = 'not signed by the merchant';
+    line.dataset.signature = 'unsigned';
+    return;
+  }
+  const fetched = await send('GET', `/merchant-keys/${encodeURIComponent(sealed.kid)}`, issuer);
+  const publicKey = (fetched.body as { data?: { publicKey?: Record<string, string> } }).data?.publicKey;
+  try {
+    if (!publicKey) throw new Error(`GET /merchant-keys/${sealed.kid} answered ${fetched.status}`);
+    const { kid } = await verifyReceiptSignature(receipt, publicKey);
+    line.textContent = `signed by ${receipt.merchant.name} (kid ${kid}), verified on this device`;
+    line.dataset.signature = 'verified';
+  } catch (error) {
+    line.textContent = `not verified: ${error instanceof Error ? error.message : String(error)}`;
+    line.dataset.signature = 'refused';
+    line.classList.add('problem');
+    step.section.classList.replace('ok', 'refused');
+  }
+}
+
+/** A receipt as a person reads it: rendered by the SDK, the JSON and a PDF one click away. */
+function showReceipt(title: string, id: string, receipt: Receipt): Step {
+  const step = addStep(title);
+  step.section.id = id;
+  step.section.classList.add('ok', 'receipt');
+  const frame = document.createElement('iframe');
+  frame.title = title;
+  // No scripts and no navigation in the receipt; same origin only so this page can size the frame.
+  // The document carries its own Content-Security-Policy, which applies inside the frame.
+  frame.setAttribute('sandbox', 'allow-same-origin');
+  frame.srcdoc = renderReceiptHtml(receipt);
+  frame.addEventListener('load', () => {
+    const height = frame.contentDocument?.documentElement.scrollHeight;
+    if (height) frame.style.height = `${height}px`;
+    frame.dataset.loaded = 'true';
+  });
+  step.section.append(frame);
+
+  const raw = document.createElement('details');
+  const summary = document.createElement('summary');
+  summary.textContent = 'Raw JSON';
+  const pre = document.createElement('pre');
+  pre.textContent = shown(receipt);
+  raw.append(summary, pre);
+
+  const pdf = document.createElement('button');
+  pdf.type = 'button';
+  pdf.className = 'pdf';
+  pdf.textContent = 'Download PDF';
+  pdf.addEventListener('click', () => {
+    pdf.disabled = true;
+    renderReceiptPdf(receipt)
+      .then((bytes) => {
+        const link = document.createElement('a');
+        link.href = URL.createObjectURL(new Blob([bytes as BlobPart], { type: 'application/pdf' }));
+        link.download = `receipt-${receipt.receiptId}.pdf`;
+        link.textContent = `receipt-${receipt.receiptId}.pdf (${(bytes.length / 1024).toFixed(1)} KB)`;
+        link.className = 'pdf-link';
+        pdf.after(link);
+        link.click();
+      })
+      .catch((error: unknown) => step.say(`PDF failed: ${String(error)}`, 'problem'))
+      .finally(() => {
+        pdf.disabled = false;
+      });
+  });
+  step.section.append(raw, pdf);
+  return step;
+}
+
+/**
+ * The issuer's view: the card transaction on the user's statement, matched to receipts. The match
+ * endpoint is newer than some services this console may run against: a 404 there says so.
+ */
+async function matchStatementLine(issuer: ApiKey, userId: string, receipt: Receipt): Promise<void> {
+  const reference = `ledger-${receipt.receiptId.slice(0, 8)}`;
+  const path = `/users/${userId}/receipts/match`;
+  const body = {
+    transactions: [
+      {
+        reference,
+        amount: receipt.summary.total,
+        currency: receipt.summary.currency,
+        transactionDate: receipt.transaction.datetime,
+        ...(receipt.transaction.cardDetails?.last4
+          ? { cardLast4: receipt.transaction.cardDetails.last4 }
+          : {}),
+      },
+    ],
+  };
+  const step = addStep('Match the statement line to its receipt (the issuer’s view)');
+  step.section.id = 'match';
+  step.log(`→ POST ${api}${path}   X-API-Key: •••• (issuer)`, body);
+  const reply = await send('POST', path, issuer, body);
+  step.log(`← ${reply.status}`, reply.body);
+  if (reply.status === 404) {
+    step.say('match is not available on this service', 'unavailable');
+    step.section.classList.add('unavailable');
+    step.section.dataset.match = 'unavailable';
+    return;
+  }
+  if (reply.status >= 300) {
+    step.section.classList.add('failed');
+    throw new Error(`match answered ${reply.status}`);
+  }
+  const matches =
+    (reply.body as { data?: { matches?: { reference: string; receiptIds: string[] }[] } }).data?.matches ??
+    [];
+  const line = matches.find((match) => match.reference === reference);
+  const found = line?.receiptIds.includes(receipt.receiptId) ?? false;
+  step.say(
+    found
+      ? `Statement line ${reference} → receipt ${receipt.receiptId}`
+      : `Statement line ${reference}: no receipt matched`,
+  );
+  step.section.dataset.match = found ? 'found' : 'none';
+  step.section.classList.add('ok');
+}
+
 async function runFlow(): Promise<void> {
   steps.replaceChildren();
   delete steps.dataset.done;
@@ -115,19 +405,11 @@ async function runFlow(): Promise<void> {
   const path = element<HTMLSelectElement>('path').value as 'device' | 'spec';
   const algorithm = element<HTMLSelectElement>('algorithm').value as KeyWrapAlgorithm;
   const gateway = element<HTMLSelectElement>('gateway').value;
+  const signWith = element<HTMLSelectElement>('signature').value as SigningAlgorithm | 'none';
 
-  // Webhook first, so the receipt below raises a delivery; its failure does not stop the flow.
-  const webhook = await call(
-    'Webhook: receipt.available and receipt.updated to this console',
-    'POST',
-    '/webhooks',
-    issuer,
-    {
-      url: `${location.origin}/console/webhook-sink`,
-      events: ['receipt.available', 'receipt.updated'],
-    },
-  );
-  const webhookId = webhook.status < 300 ? (dataOf(webhook, 'webhook').webhookId as string) : undefined;
+  // Webhook first, so the receipt below raises a delivery.
+  const webhookId = await visitWebhook(issuer);
+  const signingKey = signWith === 'none' ? undefined : await merchantSigningKey(merchant, signWith);
 
   const card = testCard();
   const hashedPan = await sha256Hex(card);
@@ -180,71 +462,97 @@ async function runFlow(): Promise<void> {
 
   const receiptId = crypto.randomUUID();
   const lineItemId = crypto.randomUUID();
+  const paymentBody = {
+    receiptId,
+    merchantId: crypto.randomUUID(),
+    merchantName: 'Corner Coffee',
+    transactionId: crypto.randomUUID(),
+    paymentMethod: 'card',
+    cardLast4: card.slice(-4),
+    cardBrand: 'visa',
+    subtotal: 900,
+    taxAmount: 78,
+    totalAmount: 978,
+    amount: 978,
+    items: [
+      {
+        lineItemId,
+        name: 'Flat white',
+        quantity: 2,
+        unitPrice: 450,
+        totalPrice: 900,
+      },
+    ],
+    recipientHashedPan: hashedPan,
+    // A signed receipt says its own time: the merchant signs it, the service adds none.
+    ...(signingKey ? { transactionDate: new Date().toISOString() } : {}),
+  };
+  // The till signs the receipt the service will seal: the SDK builds it from the body as the service does.
+  let headers: Record<string, string> = {};
+  if (signingKey) {
+    const step = addStep('Sign the receipt at the till (toDigitalReceipt, then signReceipt)');
+    const jws = await signReceipt(
+      toDigitalReceipt(paymentBody as FlattenedReceipt),
+      signingKey.privateKey,
+      signingKey.kid,
+    );
+    step.log('Receipt-Signature: a JWS over the RFC 8785 JSON of the receipt, payload detached', jws);
+    step.section.classList.add('ok');
+    headers = { 'Receipt-Signature': jws };
+  }
   const payment = dataOf(
     await call(
-      `3. Payment with the itemised receipt on ${gateway}`,
+      `3. Payment with the itemised${signingKey ? ', signed' : ''} receipt on ${gateway}`,
       'POST',
       `/payments/${gateway}/create`,
       merchant,
-      {
-        receiptId,
-        merchantId: crypto.randomUUID(),
-        merchantName: 'Corner Coffee',
-        transactionId: crypto.randomUUID(),
-        paymentMethod: 'card',
-        cardLast4: card.slice(-4),
-        cardBrand: 'visa',
-        subtotal: 900,
-        taxAmount: 78,
-        totalAmount: 978,
-        amount: 978,
-        items: [
-          {
-            lineItemId,
-            name: 'Flat white',
-            quantity: 2,
-            unitPrice: 450,
-            totalPrice: 900,
-          },
-        ],
-        recipientHashedPan: hashedPan,
-      },
+      paymentBody,
+      headers,
     ),
     'payment',
   );
 
-  const token = dataOf(
-    await call('4. Access token after the user consents', 'POST', '/keys/grant-access', issuer, {
-      userId,
-      keyId,
-    }),
-    'grant-access',
-  );
+  // Only the specification's path decrypts on the server, which takes an access token. The device
+  // holds its own private key and needs none.
+  let accessTokenId: string | undefined;
+  if (!deviceKey) {
+    const token = dataOf(
+      await call('4. Access token after the user consents', 'POST', '/keys/grant-access', issuer, {
+        userId,
+        keyId,
+      }),
+      'grant-access',
+    );
+    accessTokenId = token.tokenId as string;
+  }
 
   /** Opens a stored receipt the way this flow's path does: on this device, or on the server with the token. */
-  const open = async (title: string, id: string): Promise<unknown> => {
+  const open = async (title: string, id: string): Promise<Receipt> => {
     const fetched = dataOf(
       await call(`${title}: fetch the envelope`, 'GET', `/receipts/${id}`, issuer),
       'get-receipt',
     );
     if (deviceKey) {
       const step = addStep(`${title}: open it on this device (SDK openEnvelope, WebCrypto)`);
-      const opened = await openEnvelope(fetched.envelope, deviceKey.privateKey);
+      const opened = await openEnvelope(
+        fetched.envelope as Parameters<typeof openEnvelope>[0],
+        deviceKey.privateKey,
+      );
       step.section.classList.add('ok');
-      step.log('decrypted here: the private key never left this page', opened);
-      return opened;
+      step.say('Decrypted here: the private key never left this page.');
+      return opened as Receipt;
     }
     return dataOf(
       await call(`${title}: decrypt on the server (receipts/decrypt)`, 'POST', '/receipts/decrypt', issuer, {
         envelope: fetched.envelope as Json,
-        accessTokenId: token.tokenId as string,
+        accessTokenId: accessTokenId ?? '',
         privateKey: privateKeyPkcs8 ?? '',
       }),
       'receipts/decrypt',
-    );
+    ) as unknown as Receipt;
   };
 
-  let receipt: unknown;
+  let receipt: Receipt;
   if (deviceKey) {
     receipt = await open('5. The receipt', receiptId);
   } else {
@@ -252,16 +560,24 @@ async function runFlow(): Promise<void> {
       await call('5. Decrypt on the server (payments/decrypt)', 'POST', '/payments/decrypt', issuer, {
         paymentId: payment.paymentId as string,
         gateway,
-        accessTokenId: token.tokenId as string,
+        accessTokenId: accessTokenId ?? '',
         privateKey: privateKeyPkcs8 ?? '',
       }),
       'payments/decrypt',
-    );
+    ) as unknown as Receipt;
   }
-  const shown = addStep('Receipt');
-  shown.section.id = 'receipt';
-  shown.section.classList.add('ok');
-  shown.log('', receipt);
+  const shownReceipt = showReceipt('Receipt', 'receipt', receipt);
+  await checkSignature(shownReceipt, receipt, issuer);
+  if (signingKey) {
+    // What the device says of a receipt changed after the merchant signed it (here, its total).
+    const tampered = { ...receipt, summary: { ...receipt.summary, total: receipt.summary.total + 100 } };
+    const shownTampered = showReceipt(
+      'The same receipt with its total changed (tampered)',
+      'tampered-receipt',
+      tampered,
+    );
+    await checkSignature(shownTampered, tampered, issuer);
+  }
 
   // The receipt follows its payment: confirmed at the till (in the gateway sandbox), then refunded in part.
   const paymentId = payment.paymentId as string;
@@ -277,26 +593,38 @@ async function runFlow(): Promise<void> {
     if (!confirmed.ok) throw new Error('the sandbox did not confirm the payment');
   }
   await statusBecomes(issuer, receiptId, 'succeeded', '6b. Status from the gateway’s signed event');
+  await matchStatementLine(issuer, userId, receipt);
+  const refundBody = {
+    refundId: crypto.randomUUID(),
+    items: [{ lineItemId, quantity: 1 }],
+    reason: 'One coffee was cold',
+    ...(signingKey ? { refundDate: new Date().toISOString() } : {}),
+  };
+  // A signing till signs the refund receipt too: the SDK computes it from the sale as the service will.
+  let refundHeaders: Record<string, string> = {};
+  if (signingKey) {
+    const sale = toDigitalReceipt(paymentBody as FlattenedReceipt);
+    const jws = await signReceipt(
+      toRefundReceipt(sale, refundBody as RefundRequest),
+      signingKey.privateKey,
+      signingKey.kid,
+    );
+    refundHeaders = { 'Receipt-Signature': jws };
+  }
   const refund = dataOf(
     await call(
-      '7. Refund one flat white (itemised)',
+      `7. Refund one flat white (itemised${signingKey ? ', signed' : ''})`,
       'POST',
       `/payments/${gateway}/${paymentId}/refunds`,
       merchant,
-      {
-        refundId: crypto.randomUUID(),
-        items: [{ lineItemId, quantity: 1 }],
-        reason: 'One coffee was cold',
-      },
+      refundBody,
+      refundHeaders,
     ),
     'refund',
   );
   await statusBecomes(issuer, receiptId, 'partially_refunded', '8. Status of the sale');
   const refundReceipt = await open('9. The refund receipt', refund.receiptId as string);
-  const refundShown = addStep('Refund receipt');
-  refundShown.section.id = 'refund-receipt';
-  refundShown.section.classList.add('ok');
-  refundShown.log('', refundReceipt);
+  await checkSignature(showReceipt('Refund receipt', 'refund-receipt', refundReceipt), refundReceipt, issuer);
 
   await call('Inbox of the user', 'GET', `/users/${userId}/receipts`, issuer);
   if (webhookId) await call('Webhook deliveries', 'GET', `/webhooks/${webhookId}/deliveries`, issuer);
@@ -307,7 +635,7 @@ async function runFlow(): Promise<void> {
  * moment after the call that caused it. Gives up after 30 s.
  */
 async function statusBecomes(
-  issuer: { name: string; value: string },
+  issuer: ApiKey,
   receiptId: string,
   status: string,
   title: string,
@@ -320,11 +648,8 @@ async function statusBecomes(
     const current = body.data?.paymentStatus ?? null;
     if (current === status) {
       step.log(`GET ${api}/receipts/${receiptId} → paymentStatus`, current);
-      const shown = document.createElement('div');
-      shown.className = 'status';
-      shown.dataset.status = current;
-      shown.textContent = `paymentStatus: ${current}`;
-      step.section.append(shown);
+      const line = step.say(`paymentStatus: ${current}`, 'status');
+      line.dataset.status = current;
       step.section.classList.add('ok');
       return;
     }

@@ -37,3 +37,37 @@ export { renderReceiptHtml, type HtmlRenderOptions } from './render/html.js';
 export { renderReceiptPdf } from './render/pdf.js';
 export { renderReceiptText } from './render/text.js';
 export type { Receipt, RenderOptions } from './render/view.js';
+export {
+  FLATTENED_DEFAULTS,
+  RECEIPT_VERSION,
+  mockItems,
+  toDigitalReceipt,
+  type DigitalReceipt,
+  type FlattenedReceipt,
+} from './digital-receipt.js';
+export {
+  canonicalJson,
+  generateSigningKey,
+  parseSignature,
+  ReceiptSignatureError,
+  SIGNING_ALGORITHMS,
+  signedReceiptBytes,
+  signingKeyId,
+  signingPublicJwk,
+  signReceipt,
+  verifyReceiptSignature,
+  type MerchantSignature,
+  type ParsedSignature,
+  type SignableReceipt,
+  type SignatureProblem,
+  type SigningAlgorithm,
+  type SigningKey,
+  type SigningPublicJwk,
+} from './signing.js';
+export {
+  refundedBy,
+  RefundItemsError,
+  signedRefundReceiptId,
+  toRefundReceipt,
+  type RefundRequest,
+} from './refund-receipt.js';

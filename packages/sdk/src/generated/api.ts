@@ -125,7 +125,7 @@ export interface paths {
     put?: never;
     /**
      * Encrypt a receipt for its recipient
-     * @description AES-256-GCM for the receipt, RSA-OAEP-256 for the content key. A body with a `receipt` member is the nested form, any other the flattened form. The recipient is the user registered with `recipientHashedPan`; when there is none the receipt is encrypted with the escrow key (`isEscrowed: true`) and released only when the issuer of a registered user shows the card transaction (`POST /api/v1/receipts/claim`). The envelope is stored under its receiptId: an identical retry returns the first envelope. Unknown fields are refused, so a misspelt `recipientHashedPan` cannot escrow a receipt silently.
+     * @description AES-256-GCM for the receipt, RSA-OAEP-256 for the content key. A body with a `receipt` member is the nested form, any other the flattened form. The recipient is the user registered with `recipientHashedPan`; when there is none the receipt is encrypted with the escrow key (`isEscrowed: true`) and released only when the issuer of a registered user shows the card transaction (`POST /api/v1/receipts/claim`). The envelope is stored under its receiptId: an identical retry returns the first envelope. Unknown fields are refused, so a misspelt `recipientHashedPan` cannot escrow a receipt silently. With `Receipt-Signature` the merchant signs the receipt (docs/ENVELOPE.md): the nested form signs its `receipt` as sent; the flattened form signs the receipt it maps to, timed by its transactionDate (which it must give). The signature is sealed inside the receipt as merchantSignature.
      *
      *     Requires an X-API-Key with the role `merchant`.
      */
@@ -213,7 +213,7 @@ export interface paths {
     put?: never;
     /**
      * Create a payment with an encrypted receipt
-     * @description Step 3. Encrypts the receipt (as the flattened encrypt form), creates the payment on the gateway with pointers to the receipt in its metadata, and maps the transaction. For gateway_a `amount` is required and must equal totalAmount; for gateway_b the charge is the items plus tax. Idempotent: the same receiptId, or the same `Idempotency-Key`, never charges twice and returns the first result for 24 hours.
+     * @description Step 3. Encrypts the receipt (as the flattened encrypt form), creates the payment on the gateway with pointers to the receipt in its metadata, and maps the transaction. For gateway_a `amount` is required and must equal totalAmount; for gateway_b the charge is the items plus tax. Idempotent: the same receiptId, or the same `Idempotency-Key`, never charges twice and returns the first result for 24 hours. With `Receipt-Signature` the merchant signs the receipt (docs/ENVELOPE.md): the receipt is then timed by transactionDate, which the request must give, and sealed with the signature inside it.
      *
      *     Requires an X-API-Key with the role `merchant`.
      */
@@ -599,7 +599,7 @@ export interface paths {
     put?: never;
     /**
      * Refund a payment
-     * @description A full, partial or itemised refund of a payment this merchant client made with payments/create (any other client, and any other payment, gets the same 404). `refundId` is the idempotency key: the same refundId again returns the first refund, and with another body is 409. An itemised refund names sale lines and quantities; its amount is derived from them and their share of the tax (docs/API.md, "Refunds"), and an `amount` sent with them must agree. More than what is left of the payment (a payment not yet paid has nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's paymentStatus becomes partially_refunded or refunded as refunds succeed.
+     * @description A full, partial or itemised refund of a payment this merchant client made with payments/create (any other client, and any other payment, gets the same 404). `refundId` is the idempotency key: the same refundId again returns the first refund, and with another body is 409. An itemised refund names sale lines and quantities; its amount is derived from them and their share of the tax (docs/API.md, "Refunds"), and an `amount` sent with them must agree. More than what is left of the payment (a payment not yet paid has nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's paymentStatus becomes partially_refunded or refunded as refunds succeed. With `Receipt-Signature` (and `refundDate`) the merchant signs the refund receipt the request makes (the SDK: toRefundReceipt, then signReceipt; docs/ENVELOPE.md), and it is sealed with the signature inside.
      *
      *     Requires an X-API-Key with the role `merchant`.
      */
@@ -626,6 +626,100 @@ export interface paths {
      *     Requires an X-API-Key with the role `issuer`.
      */
     post: operations['matchReceipts'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/merchants/signing-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List receipt signing keys
+     * @description This merchant client's signing keys, revoked ones included, and whether it requires signatures. Other clients' keys are never listed (each is readable alone by its kid: GET /api/v1/merchant-keys/{kid}).
+     *
+     *     Requires an X-API-Key with the role `merchant`.
+     */
+    get: operations['listSigningKeys'];
+    put?: never;
+    /**
+     * Register a receipt signing key
+     * @description Registers the public half of a key the merchant signs receipts with (Receipt-Signature): Ed25519 or P-256 as a JWK. Its kid is the key's RFC 7638 thumbprint. The key belongs to this merchant client: no other client can sign with it or register it. Registering the same key again answers the same key. At most 20 active keys per merchant client.
+     *
+     *     Requires an X-API-Key with the role `merchant`.
+     */
+    post: operations['registerSigningKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/merchants/signing-keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Revoke a receipt signing key
+     * @description Revokes one of this client’s signing keys at once: a request signed with it from now on is 400 invalid_signature. The key stays readable with its revocation time (receipts signed before name it). Revoking it again keeps the first time. Another client’s key is the same 404 as an unknown one.
+     *
+     *     Requires an X-API-Key with the role `merchant`.
+     */
+    delete: operations['revokeSigningKey'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/merchants/signing-policy': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Require signed receipts, or stop requiring them
+     * @description With requireSignatures: true, every payments/{gateway}/create, receipts/encrypt and refund request of this merchant client must carry Receipt-Signature; an unsigned one is 400 invalid_signature and nothing is charged or stored. Then someone holding the API key alone cannot issue receipts in the merchant’s name. Operators set the same with `npm run admin -- merchants require-signatures`.
+     *
+     *     Requires an X-API-Key with the role `merchant`.
+     */
+    post: operations['setSigningPolicy'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/merchant-keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read a merchant signing key
+     * @description The public key a signed receipt's merchantSignature.kid names, for a device to check the signature (the SDK: verifyReceiptSignature). The kid is the key’s RFC 7638 thumbprint, so a device can check that the key it is given is the one the receipt names. Revoked keys stay readable, with when they were revoked: a signature made before then still stands.
+     *
+     *     Requires an X-API-Key with the role `issuer` or `merchant`.
+     */
+    get: operations['getMerchantKey'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -789,6 +883,11 @@ export interface components {
         lineItemId: string;
         quantity: number;
       }[];
+      /**
+       * Format: date-time
+       * @description The refund receipt's time, required with Receipt-Signature: a signed refund receipt takes its times from it (the merchant signs them), and its receiptId from the sale and the refundId (docs/ENVELOPE.md). Without a signature it is refused: the service times an unsigned refund receipt itself.
+       */
+      refundDate?: string;
     };
     CreateWebhookRequest: {
       /** @description https URL whose host is and resolves only to public addresses. Plain http to 127.0.0.1 or ::1 is accepted on the local stack only. */
@@ -852,6 +951,7 @@ export interface components {
       };
       /** Format: date-time */
       createdAt: string;
+      merchantSignature?: components['schemas']['MerchantSignature'];
     };
     /** @description An encrypted receipt. Decrypt it with receipts/decrypt, or with any JOSE library as a flattened JWE after converting ciphertext, iv, authTag and keyBundle.encryptedAesKey from base64 to base64url and, unless the protected header has alg, adding the per-recipient header {alg: keyBundle.algorithm, epk: keyBundle.epk} (docs/ENVELOPE.md). */
     EncryptedReceiptEnvelope: {
@@ -1275,6 +1375,13 @@ export interface components {
         receiptIds: string[];
       }[];
     };
+    /** @description The merchant's signature over this receipt: verify it on the device with the SDK's verifyReceiptSignature and the key GET /api/v1/merchant-keys/{kid} gives. Set by the service from the Receipt-Signature header after checking it; a request may not put it in a receipt. */
+    MerchantSignature: {
+      /** @description The signing key (GET /api/v1/merchant-keys/{kid}). */
+      kid: string;
+      /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature. */
+      jws: string;
+    };
     /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. */
     NestedEncryptRequest: {
       receipt: components['schemas']['DigitalReceipt'];
@@ -1425,6 +1532,12 @@ export interface components {
       /** Format: uuid */
       keyId: string;
     };
+    RegisterSigningKeyRequest: {
+      /** @description The public key as a JWK (RFC 7517): `{ kty: "OKP", crv: "Ed25519", x }` or `{ kty: "EC", crv: "P-256", x, y }`. `alg` (EdDSA or ES256), `use: "sig"`, `key_ops` with "verify", `ext` and a `kid` equal to the key's thumbprint may come along. Refused, each by name: private members (`d`), other key types and curves, a point not on its curve, and weak Ed25519 keys (small or mixed order). */
+      publicKey: {
+        [key: string]: unknown;
+      };
+    };
     /** @description The new secret and the end of the overlap. */
     RotatedWebhookSecret: {
       webhookId: string;
@@ -1440,6 +1553,61 @@ export interface components {
       /** Format: uuid */
       keyId: string;
     };
+    /** @description A merchant's receipt signing key. Revoked keys stay readable: receipts signed earlier name them. */
+    SigningKey: {
+      /**
+       * @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen.
+       * @example NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs
+       */
+      kid: string;
+      /**
+       * @description The JWS alg its signatures carry.
+       * @enum {string}
+       */
+      alg: 'EdDSA' | 'ES256';
+      publicKey: components['schemas']['SigningPublicJwk'];
+      /** @enum {string} */
+      status: 'active' | 'revoked';
+      /** Format: date-time */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description When it was revoked: it signs nothing new from then on. Null while active.
+       */
+      revokedAt: string | null;
+    };
+    SigningKeyList: {
+      /** @description Oldest first, revoked ones included. */
+      signingKeys: components['schemas']['SigningKey'][];
+      /** @description Whether this merchant client refuses its own unsigned create and encrypt requests. */
+      requireSignatures: boolean;
+    };
+    SigningPolicy: {
+      requireSignatures: boolean;
+      /** Format: date-time */
+      updatedAt: string;
+    };
+    SigningPolicyRequest: {
+      /** @description true: every payments/{gateway}/create, receipts/encrypt and refund request of this merchant client must carry Receipt-Signature (an unsigned one is 400 invalid_signature). Needs an active signing key. */
+      requireSignatures: boolean;
+    };
+    /** @description A merchant signing key, public members only: Ed25519 (OKP) or P-256 (EC). */
+    SigningPublicJwk:
+      | {
+          /** @enum {string} */
+          kty: 'OKP';
+          /** @enum {string} */
+          crv: 'Ed25519';
+          x: string;
+        }
+      | {
+          /** @enum {string} */
+          kty: 'EC';
+          /** @enum {string} */
+          crv: 'P-256';
+          x: string;
+          y: string;
+        };
     StoreTransactionRequest: {
       envelope: components['schemas']['EncryptedReceiptEnvelopeInput'];
       /**
@@ -2133,7 +2301,10 @@ export interface operations {
   encryptReceipt: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Optional (required when the merchant client requires signatures): a JWS (RFC 7515), compact form with the payload detached, `<protected>..<signature>`, whose protected header has `alg` (EdDSA or ES256) and `kid` (a registered, unrevoked signing key of this merchant client), over the RFC 8785 canonical JSON of the DigitalReceipt the service will seal. Checked before anything is charged or stored; anything wrong is 400 invalid_signature naming it. docs/ENVELOPE.md, "The merchant's signature". */
+        'Receipt-Signature'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -2165,7 +2336,26 @@ export interface operations {
           };
         };
       };
-      400: components['responses']['InvalidRequest'];
+      /** @description Invalid body. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a signature over anything but the receipt the request makes, each named in the message and `details.reason`), or this merchant client requires signatures and the request has none; nothing is stored. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'invalid_signature' | 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
       401: components['responses']['Unauthorized'];
       /** @description The API key's roles do not include this operation, or the merchantId belongs to another merchant client. */
       403: {
@@ -2475,6 +2665,8 @@ export interface operations {
       header?: {
         /** @description Optional: 1 to 255 printable ASCII characters. Without it the receiptId is the idempotency key. */
         'Idempotency-Key'?: string;
+        /** @description Optional (required when the merchant client requires signatures): a JWS (RFC 7515), compact form with the payload detached, `<protected>..<signature>`, whose protected header has `alg` (EdDSA or ES256) and `kid` (a registered, unrevoked signing key of this merchant client), over the RFC 8785 canonical JSON of the DigitalReceipt the service will seal. Checked before anything is charged or stored; anything wrong is 400 invalid_signature naming it. docs/ENVELOPE.md, "The merchant's signature". */
+        'Receipt-Signature'?: string;
       };
       path: {
         /** @description gateway_a or gateway_b; the aliases stripe and square are accepted for them. */
@@ -2507,7 +2699,7 @@ export interface operations {
           };
         };
       };
-      /** @description Invalid body, path or Idempotency-Key; amounts that do not add up; a gateway not configured here. */
+      /** @description Invalid body, path or Idempotency-Key; amounts that do not add up; a gateway not configured here. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a signature over anything but the receipt the request makes, each named in the message and `details.reason`), or this merchant client requires signatures and the request has none; nothing is charged or stored. */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -2521,7 +2713,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'] & {
             error?: {
               /** @enum {string} */
-              code?: 'INVALID_REQUEST' | 'invalid_request';
+              code?: 'invalid_signature' | 'INVALID_REQUEST' | 'invalid_request';
               details?: components['schemas']['ValidationDetails'];
             };
           };
@@ -4056,7 +4248,10 @@ export interface operations {
   createRefund: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Optional (required when the merchant client requires signatures): a JWS (RFC 7515), compact form with the payload detached, `<protected>..<signature>`, whose protected header has `alg` (EdDSA or ES256) and `kid` (a registered, unrevoked signing key of this merchant client), over the RFC 8785 canonical JSON of the DigitalReceipt the service will seal. Checked before anything is charged or stored; anything wrong is 400 invalid_signature naming it. docs/ENVELOPE.md, "The merchant's signature". */
+        'Receipt-Signature'?: string;
+      };
       path: {
         /** @description gateway_a or gateway_b; the aliases stripe and square are accepted for them. */
         gateway: 'gateway_a' | 'gateway_b' | 'stripe' | 'square';
@@ -4089,7 +4284,7 @@ export interface operations {
           };
         };
       };
-      /** @description Invalid body or path; items that are not lines of the sale or ask for more than is left of a line; an amount that does not match the items; more than the refundable remainder (REFUND_EXCEEDS_PAYMENT, with `details.refundable`). */
+      /** @description Invalid body or path; items that are not lines of the sale or ask for more than is left of a line; an amount that does not match the items; more than the refundable remainder (REFUND_EXCEEDS_PAYMENT, with `details.refundable`). invalid_signature: the Receipt-Signature does not stand over the refund receipt this request makes (or is missing where the merchant requires signatures, or refundDate is); nothing is stored and the gateway is not called. */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4103,7 +4298,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'] & {
             error?: {
               /** @enum {string} */
-              code?: 'REFUND_EXCEEDS_PAYMENT' | 'INVALID_REQUEST' | 'invalid_request';
+              code?: 'REFUND_EXCEEDS_PAYMENT' | 'invalid_signature' | 'INVALID_REQUEST' | 'invalid_request';
               details?: components['schemas']['ValidationDetails'];
             };
           };
@@ -4293,6 +4488,341 @@ export interface operations {
           };
         };
       };
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSigningKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The keys and the policy. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['SigningKeyList'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  registerSigningKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description The public key. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RegisterSigningKeyRequest'];
+      };
+    };
+    responses: {
+      /** @description The key. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['SigningKey'];
+          };
+        };
+      };
+      /** @description The key is refused, the problem named in details.fields: private members (d), a key type or curve other than Ed25519 and P-256, a point not on its curve, a weak (small- or mixed-order) Ed25519 key, a kid other than its thumbprint. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      /** @description The key is registered by another merchant client, or was revoked; or this client has 20 active keys. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'CONFLICT';
+            };
+          };
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  revokeSigningKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen. */
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revoked key. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['SigningKey'];
+          };
+        };
+      };
+      /** @description kid is not a kid. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No such key of this merchant client. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  setSigningPolicy: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description The policy. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SigningPolicyRequest'];
+      };
+    };
+    responses: {
+      /** @description The policy now in force. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['SigningPolicy'];
+          };
+        };
+      };
+      400: components['responses']['InvalidRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      /** @description Signatures cannot be required without an active signing key. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'CONFLICT';
+            };
+          };
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMerchantKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen. */
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The key. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['SigningKey'];
+          };
+        };
+      };
+      /** @description kid is not a kid. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description No signing key has this kid. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };

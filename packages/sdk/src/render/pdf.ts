@@ -126,7 +126,10 @@ export async function renderReceiptPdf(receipt: Receipt, options: RenderOptions 
   const advance = (line: Line) => (line.before ?? 0) + line.size * LEADING;
   const contentHeight = lines.reduce((total, line) => total + advance(line), 0) + 2 * MARGIN;
   const pageHeight = Math.min(MAX_PAGE_HEIGHT, Math.ceil(contentHeight));
-  const doc = new jsPDF({ unit: 'pt', format: [PAGE_WIDTH, pageHeight], compress: true });
+  // jsPDF turns a page wider than it is tall to portrait unless told: a short receipt's page would
+  // lose its right-hand side, where the amounts are.
+  const orientation = pageHeight < PAGE_WIDTH ? 'landscape' : 'portrait';
+  const doc = new jsPDF({ unit: 'pt', format: [PAGE_WIDTH, pageHeight], orientation, compress: true });
   doc.setProperties({
     title: winAnsi(`${view.kind} — ${view.merchantName}`),
     subject: winAnsi(`${view.total.label} ${view.total.value}`),
@@ -136,7 +139,7 @@ export async function renderReceiptPdf(receipt: Receipt, options: RenderOptions 
   let y = MARGIN;
   for (const line of lines) {
     if (y + advance(line) > pageHeight - MARGIN) {
-      doc.addPage([PAGE_WIDTH, pageHeight]);
+      doc.addPage([PAGE_WIDTH, pageHeight], orientation);
       y = MARGIN;
     }
     y += line.before ?? 0;

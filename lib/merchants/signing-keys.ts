@@ -1,0 +1,299 @@
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { p256 } from '@noble/curves/nist.js';
+import { calculateJwkThumbprint } from 'jose';
+import type { Caller } from '../api-keys/authenticator.js';
+import type { CoreDeps } from '../app/deps.js';
+import type { MerchantKeyRecord, SigningAlgorithm, SigningJwk } from '../db/merchant-keys.js';
+import { ConflictError, InvalidRequestError, NotFoundError, type FieldProblem } from '../kernel/errors.js';
+
+/**
+ * Merchant signing keys (DECISIONS, Round 3, "Merchant-signed receipts"): registered, listed and
+ * revoked by the merchant client that owns them, read by anyone who must check a receipt. A key is
+ * named by its RFC 7638 thumbprint, so one public key has one kid and one owner.
+ */
+export type SigningKeyDeps = { repos: Pick<CoreDeps['repos'], 'merchantKeys'> } & Pick<CoreDeps, 'clock'> & {
+    audit: Pick<CoreDeps['audit'], 'record'>;
+  };
+
+/** Active keys one merchant client may hold at once (revoked ones do not count). */
+export const maxActiveSigningKeys = 20;
+
+export interface SigningKey {
+  kid: string;
+  alg: SigningAlgorithm;
+  publicKey: SigningJwk;
+  status: 'active' | 'revoked';
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export const signingKeyOf = (record: MerchantKeyRecord): SigningKey => ({
+  kid: record.kid,
+  alg: record.alg,
+  publicKey: record.publicKey,
+  status: record.revokedAt ? 'revoked' : 'active',
+  createdAt: record.createdAt,
+  revokedAt: record.revokedAt ?? null,
+});
+
+/** Members a private JWK has and a public one never does (RFC 7518 §6.2.2, §6.3.2, §6.4). */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+const KNOWN_MEMBERS = ['kty', 'crv', 'x', 'y', 'alg', 'use', 'key_ops', 'ext', 'kid'];
+const ALG_OF = { Ed25519: 'EdDSA', 'P-256': 'ES256' } as const;
+
+const refuse = (problems: FieldProblem[]): never => {
+  throw new InvalidRequestError(
+    `The signing key is refused: ${problems.map((p) => p.message).join('; ')}`,
+    problems,
+  );
+};
+
+/** 32 bytes of canonical unpadded base64url, or undefined. */
+function coordinate(value: unknown): Uint8Array | undefined {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(value)) return undefined;
+  const bytes = Buffer.from(value, 'base64url');
+  // The 43rd character carries 4 bits of padding that must be zero: one spelling per key.
+  return bytes.length === 32 && bytes.toString('base64url') === value ? new Uint8Array(bytes) : undefined;
+}
+
+/**
+ * The public key a registration sends, checked member by member: each problem named, the private
+ * ones first (a key whose private half was sent has left the till and should be replaced).
+ */
+export function parseSigningJwk(jwk: Record<string, unknown>): {
+  publicKey: SigningJwk;
+  alg: SigningAlgorithm;
+} {
+  const field = (member: string) => `publicKey.${member}`;
+  const secret = PRIVATE_MEMBERS.filter((member) => member in jwk);
+  if (secret.length > 0) {
+    refuse(
+      secret.map((member) => ({
+        field: field(member),
+        message: `${member} is private key material: send the public key only (and make a new key, since this one has left the till)`,
+      })),
+    );
+  }
+  const { kty, crv } = jwk;
+  if (kty === 'RSA' || kty === 'oct') {
+    refuse([
+      {
+        field: field('kty'),
+        message: `kty ${kty} is not accepted: a signing key is Ed25519 (OKP) or P-256 (EC)`,
+      },
+    ]);
+  }
+  if (kty !== 'OKP' && kty !== 'EC') {
+    refuse([{ field: field('kty'), message: 'must be OKP (Ed25519) or EC (P-256)' }]);
+  }
+  const wanted = kty === 'OKP' ? 'Ed25519' : 'P-256';
+  if (crv !== wanted) {
+    const said =
+      typeof crv === 'string'
+        ? `crv ${crv} is not accepted`
+        : crv === undefined
+          ? 'crv is missing'
+          : 'crv must be a string';
+    refuse([{ field: field('crv'), message: `${said}: an ${kty} signing key is ${wanted}` }]);
+  }
+  const curve = crv as 'Ed25519' | 'P-256';
+  const alg = ALG_OF[curve];
+  const problems: FieldProblem[] = [];
+  for (const member of Object.keys(jwk)) {
+    if (!KNOWN_MEMBERS.includes(member))
+      problems.push({ field: field(member), message: 'is not a member of a public signing JWK' });
+  }
+  if (jwk.alg !== undefined && jwk.alg !== alg && !(curve === 'Ed25519' && jwk.alg === 'Ed25519')) {
+    problems.push({ field: field('alg'), message: `must be ${alg} for a ${curve} key` });
+  }
+  if (jwk.use !== undefined && jwk.use !== 'sig')
+    problems.push({ field: field('use'), message: 'must be sig' });
+  if (
+    jwk.key_ops !== undefined &&
+    !(Array.isArray(jwk.key_ops) && jwk.key_ops.every((op) => op === 'verify') && jwk.key_ops.length > 0)
+  ) {
+    problems.push({ field: field('key_ops'), message: 'may list verify only' });
+  }
+  if (jwk.ext !== undefined && typeof jwk.ext !== 'boolean')
+    problems.push({ field: field('ext'), message: 'must be a boolean' });
+  const x = coordinate(jwk.x);
+  if (!x)
+    problems.push({ field: field('x'), message: 'must be 32 bytes in unpadded base64url (43 characters)' });
+  const y = curve === 'P-256' ? coordinate(jwk.y) : undefined;
+  if (curve === 'P-256' && !y) {
+    problems.push({ field: field('y'), message: 'must be 32 bytes in unpadded base64url (43 characters)' });
+  }
+  if (curve === 'Ed25519' && jwk.y !== undefined)
+    problems.push({ field: field('y'), message: 'an Ed25519 key has no y' });
+  if (problems.length > 0) refuse(problems);
+
+  if (curve === 'Ed25519') {
+    let point;
+    try {
+      point = ed25519.Point.fromBytes(x!);
+    } catch {
+      refuse([{ field: field('x'), message: 'is not a point of Ed25519' }]);
+    }
+    // A small-order key verifies signatures nobody made; a mixed-order one makes them malleable.
+    if (point!.isSmallOrder()) {
+      refuse([{ field: field('x'), message: 'is a small-order point of Ed25519: a weak key, refused' }]);
+    }
+    if (!point!.isTorsionFree()) {
+      refuse([{ field: field('x'), message: 'is a mixed-order point of Ed25519: a weak key, refused' }]);
+    }
+    return { publicKey: { kty: 'OKP', crv: 'Ed25519', x: jwk.x as string }, alg };
+  }
+  try {
+    p256.Point.fromBytes(new Uint8Array([4, ...x!, ...y!])).assertValidity();
+  } catch {
+    refuse([{ field: field('x'), message: '(x, y) is not a point on P-256' }]);
+  }
+  return { publicKey: { kty: 'EC', crv: 'P-256', x: jwk.x as string, y: jwk.y as string }, alg };
+}
+
+/** POST /merchants/signing-keys: 201 with the key; the same key again from its owner is the same answer. */
+export async function registerSigningKey(
+  deps: SigningKeyDeps,
+  input: { publicKey: Record<string, unknown>; caller: Caller; requestId: string },
+): Promise<SigningKey> {
+  const { publicKey, alg } = parseSigningJwk(input.publicKey);
+  const kid = await calculateJwkThumbprint(publicKey, 'sha256');
+  if (input.publicKey.kid !== undefined && input.publicKey.kid !== kid) {
+    throw new InvalidRequestError('The signing key is refused: its kid is not its thumbprint', [
+      {
+        field: 'publicKey.kid',
+        message: `is assigned by the service as the key's RFC 7638 thumbprint (${kid}): leave it out`,
+      },
+    ]);
+  }
+  const existing = await deps.repos.merchantKeys.get(kid);
+  if (!existing) {
+    const active = (await deps.repos.merchantKeys.listForClient(input.caller.clientId)).filter(
+      (key) => !key.revokedAt,
+    );
+    if (active.length >= maxActiveSigningKeys) {
+      throw new ConflictError(
+        `A merchant client may hold at most ${maxActiveSigningKeys} active signing keys: revoke one first`,
+        { limit: maxActiveSigningKeys },
+      );
+    }
+  }
+  const record = {
+    kid,
+    clientId: input.caller.clientId,
+    alg,
+    publicKey,
+    createdAt: deps.clock.now().toISOString(),
+  };
+  const outcome = existing
+    ? { stored: false as const, existing }
+    : await deps.repos.merchantKeys.register(record);
+  if (!outcome.stored) {
+    const found = outcome.existing;
+    if (found.clientId !== input.caller.clientId) {
+      throw new ConflictError(
+        'This public key is registered by another merchant client: a key belongs to one merchant',
+        {
+          field: 'publicKey',
+          kid,
+        },
+      );
+    }
+    if (found.revokedAt) {
+      throw new ConflictError(`This key was revoked at ${found.revokedAt}: make a new key`, {
+        field: 'publicKey',
+        kid,
+        revokedAt: found.revokedAt,
+      });
+    }
+    return signingKeyOf(found);
+  }
+  await deps.audit.record({
+    action: 'signing-key.register',
+    outcome: 'success',
+    requestId: input.requestId,
+    clientId: input.caller.clientId,
+    reason: `${alg} key ${kid}`,
+  });
+  return signingKeyOf({ pk: '', ...record });
+}
+
+/** GET /merchants/signing-keys: the caller's keys, revoked ones included, and its policy. */
+export async function listSigningKeys(
+  deps: Pick<CoreDeps, 'repos'>,
+  caller: Caller,
+): Promise<{ signingKeys: SigningKey[]; requireSignatures: boolean }> {
+  const [keys, policy] = await Promise.all([
+    deps.repos.merchantKeys.listForClient(caller.clientId),
+    deps.repos.merchantKeys.policy(caller.clientId),
+  ]);
+  return {
+    signingKeys: keys.toSorted((a, b) => a.createdAt.localeCompare(b.createdAt)).map(signingKeyOf),
+    requireSignatures: policy?.requireSignatures ?? false,
+  };
+}
+
+const unknownKey = () => new NotFoundError('No signing key with this kid', { field: 'kid' });
+
+/**
+ * DELETE /merchants/signing-keys/{kid}: revoked at once, whatever the policy (a key that leaked must
+ * stop signing now). Another client's key is the same 404 as an unknown one. A second revocation
+ * keeps the first one's time.
+ */
+export async function revokeSigningKey(
+  deps: SigningKeyDeps,
+  input: { kid: string; caller: Caller; requestId: string },
+): Promise<SigningKey> {
+  const revoked = await deps.repos.merchantKeys.revoke(input.kid, input.caller.clientId, deps.clock.now());
+  if (!revoked) throw unknownKey();
+  await deps.audit.record({
+    action: 'signing-key.revoke',
+    outcome: 'success',
+    requestId: input.requestId,
+    clientId: input.caller.clientId,
+    reason: `key ${input.kid} revoked at ${revoked.revokedAt ?? ''}`,
+  });
+  return signingKeyOf(revoked);
+}
+
+/** GET /merchant-keys/{kid}: any issuer or merchant; a revoked key with its revocation time. */
+export async function getMerchantKey(deps: Pick<CoreDeps, 'repos'>, kid: string): Promise<SigningKey> {
+  const record = await deps.repos.merchantKeys.get(kid);
+  if (!record) throw unknownKey();
+  return signingKeyOf(record);
+}
+
+/**
+ * Whether the merchant client's create, encrypt and refund requests must be signed: the API
+ * (POST /merchants/signing-policy) and the admin CLI (`merchants require-signatures`) both set it
+ * here. Requiring signatures needs an active key, or every request would be refused.
+ */
+export async function setSigningPolicy(
+  deps: SigningKeyDeps,
+  input: { clientId: string; requireSignatures: boolean; requestId: string },
+): Promise<{ requireSignatures: boolean; updatedAt: string }> {
+  if (input.requireSignatures) {
+    const keys = await deps.repos.merchantKeys.listForClient(input.clientId);
+    if (!keys.some((key) => !key.revokedAt)) {
+      throw new ConflictError(
+        'Register a signing key before requiring signatures: every request would be refused',
+        {
+          field: 'requireSignatures',
+        },
+      );
+    }
+  }
+  const policy = await deps.repos.merchantKeys.setPolicy(
+    input.clientId,
+    input.requireSignatures,
+    deps.clock.now(),
+  );
+  await deps.audit.record({
+    action: 'signing-policy.set',
+    outcome: 'success',
+    requestId: input.requestId,
+    clientId: input.clientId,
+    reason: input.requireSignatures ? 'signatures required' : 'signatures optional',
+  });
+  return { requireSignatures: policy.requireSignatures, updatedAt: policy.updatedAt };
+}

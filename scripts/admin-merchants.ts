@@ -1,0 +1,101 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AuditLog } from '../lib/db/audit.js';
+import { createDynamoClients } from '../lib/db/client.js';
+import { MerchantKeyRepository } from '../lib/db/merchant-keys.js';
+import { systemClock } from '../lib/kernel/clock.js';
+import { AppError } from '../lib/kernel/errors.js';
+import { setSigningPolicy } from '../lib/merchants/signing-keys.js';
+
+export const merchantUsage = `Usage: npm run admin -- merchants require-signatures --client CLIENT_ID [--off] [--aws] [--json]
+
+merchants require-signatures  makes every payments/{gateway}/create, receipts/encrypt and refund request
+                              of the merchant client CLIENT_ID (its API keys' clientId, \`api-keys list\`)
+                              carry a Receipt-Signature; --off lifts it. The client needs an active signing
+                              key first. The same as the client's own POST /api/v1/merchants/signing-policy;
+                              audited under the client.
+
+--aws needs AWS_REGION, TABLE_MERCHANT_KEYS and TABLE_AUDIT (see docs/DEPLOY.md).`;
+
+export class MerchantUsageError extends Error {}
+
+/** Where the command writes: the local stack's tables, a deployed stack's, or a test's. */
+export interface MerchantTarget {
+  doc: DynamoDBDocumentClient;
+  tables: { merchantKeys: string; audit: string };
+}
+
+async function localTarget(): Promise<MerchantTarget> {
+  const dataDir = process.env.LOCAL_DATA_DIR ?? join(process.cwd(), '.local-data');
+  const state = await readFile(join(dataDir, 'stack.json'), 'utf8').then(
+    (text) => JSON.parse(text) as { dynamoDbEndpoint: string; tablePrefix: string },
+    () => {
+      throw new MerchantUsageError('No local stack found: start it with `npm start` first (or pass --aws).');
+    },
+  );
+  const { doc } = createDynamoClients({
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    endpoint: state.dynamoDbEndpoint,
+  });
+  return {
+    doc,
+    tables: { merchantKeys: `${state.tablePrefix}merchant-keys`, audit: `${state.tablePrefix}audit` },
+  };
+}
+
+function awsTarget(): MerchantTarget {
+  const { AWS_REGION: region, TABLE_MERCHANT_KEYS: merchantKeys, TABLE_AUDIT: audit } = process.env;
+  if (!region || !merchantKeys || !audit)
+    throw new MerchantUsageError(
+      '--aws needs AWS_REGION, TABLE_MERCHANT_KEYS and TABLE_AUDIT in the environment',
+    );
+  return { doc: createDynamoClients({ region }).doc, tables: { merchantKeys, audit } };
+}
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `merchants …`: returns what it printed (for --json, the policy). */
+export async function runMerchantCommand(argv: string[], target?: MerchantTarget): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      client: { type: 'string' },
+      off: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      aws: { type: 'boolean', default: false },
+    },
+  });
+  const [group, command] = positionals;
+  if (group !== 'merchants' || command !== 'require-signatures') throw new MerchantUsageError(merchantUsage);
+  if (!values.client || !uuid.test(values.client))
+    throw new MerchantUsageError('merchants require-signatures needs --client CLIENT_ID (a UUID)');
+  const where = target ?? (values.aws ? awsTarget() : await localTarget());
+  const deps = {
+    repos: { merchantKeys: new MerchantKeyRepository(where.doc, where.tables.merchantKeys) },
+    clock: systemClock,
+    audit: new AuditLog(where.doc, () => where.tables.audit, systemClock, 400),
+  };
+  try {
+    const policy = await setSigningPolicy(deps, {
+      clientId: values.client,
+      requireSignatures: !values.off,
+      requestId: `admin-${Date.now()}`,
+    });
+    const result = { clientId: values.client, ...policy };
+    console.log(
+      values.json
+        ? JSON.stringify(result)
+        : policy.requireSignatures
+          ? `Merchant client ${values.client} must now sign its receipts: unsigned requests are refused.`
+          : `Merchant client ${values.client} may send unsigned receipts again.`,
+    );
+    return result;
+  } catch (error) {
+    // The use case's refusal (no active key) is the operator's to read, not a crash.
+    if (error instanceof AppError) throw new MerchantUsageError(error.message);
+    throw error;
+  }
+}
