@@ -382,19 +382,23 @@ describe('receipts that follow their payments', () => {
         expect(fetched).toMatchObject({ relatedReceiptId: sale.body.receiptId, paymentStatus: 'succeeded' });
         const available = await events(receiver, webhookSecret, 'receipt.available', api!.receiptId!);
         expect(available[0]?.data).toMatchObject({ receiptId: api!.receiptId, userId: user.userId });
+        // Deliveries are at least once and not ordered (each has its own retry schedule), and a refund
+        // receipt can be stored before the provider's next event completes the refund: wait for updates
+        // naming both refund receipts and for the one that says refunded (the poll fails if it never comes).
         const updates = await pollUntil(
-          'receipt.updated naming both refunds',
+          'receipt.updated naming both refunds, and one saying refunded',
           async () => {
             const found = receiver
               .events(webhookSecret, 'receipt.updated')
               .filter((event) => event.data.receiptId === sale.body.receiptId);
             const named = new Set(found.map((event) => event.data.refundReceiptId));
-            return named.has(api!.receiptId) && named.has(fromDashboard!.receiptId) ? found : undefined;
+            const refunded = found.some((event) => event.data.paymentStatus === 'refunded');
+            return named.has(api!.receiptId) && named.has(fromDashboard!.receiptId) && refunded
+              ? found
+              : undefined;
           },
           { timeoutMs: patience(15_000), intervalMs: 50 },
         );
-        // Deliveries are at least once and not ordered (each has its own retry schedule): the update
-        // that says refunded is among them, and the receipt itself says so.
         expect(updates.map((event) => event.data.paymentStatus)).toContain('refunded');
 
         // A third refund finds nothing left: refused before the gateway is asked.
