@@ -33,6 +33,7 @@ import { refundedSoFar, saleStatus } from '../lib/payments/lifecycle.js';
 import { amountRefund } from '../lib/payments/refund-amounts.js';
 import { derivedUuid, openBasis } from '../lib/payments/refund-basis.js';
 import { toDigitalReceipt, type FlattenedReceipt } from '../lib/receipts/flattened.js';
+import { sealReceiptEnvelope } from '../lib/receipts/seal.js';
 import { refundReceiptOf } from '../packages/sdk/src/refund-receipt.js';
 
 /**
@@ -680,16 +681,8 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       reason,
       createdAt: now,
     });
-    const sealed = sealEnvelope(
-      Buffer.from(JSON.stringify(receipt), 'utf8'),
-      {
-        version: receipt.version,
-        receiptId: receipt.receiptId,
-        merchantId: receipt.merchant.merchantId,
-        transactionId: receipt.transaction.transactionId,
-      },
-      recipient,
-    );
+    // The seal with the receipt's bound fields, no more (lib/receipts/seal.ts's pure half).
+    const sealed = sealReceiptEnvelope(receipt, recipient);
     const expiresAt = owner
       ? new Date(now.getTime() + options.retention.receiptDays * DAY_MS)
       : new Date(sale.ttl * 1000);
