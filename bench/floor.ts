@@ -6,23 +6,46 @@ import type Stripe from 'stripe';
 import {
   GetCommand,
   PutCommand,
+  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../lib/kernel/clock.js';
-import { openEnvelope, sealEnvelope, type Recipient } from '../lib/crypto/envelope.js';
+import { cardTagPrefix, type CardTags } from '../lib/crypto/card-tag.js';
+import { openEnvelope, sealEnvelope, transferEnvelope, type Recipient } from '../lib/crypto/envelope.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';
+import { lookupIdOf, openEvidence } from '../lib/crypto/evidence.js';
 import { matchesPublicKey, parsePrivateKey, parsePublicKey } from '../lib/crypto/keys.js';
+import { receiptKeyOf, receiptRefOf } from '../lib/db/evidence.js';
+import {
+  paymentPk,
+  refundSk,
+  requestSk,
+  type PaymentPartition,
+  type PaymentRecord,
+  type RefundRecord,
+  type RefundRequestRecord,
+} from '../lib/db/payments.js';
+import { providerIdempotencyKey } from '../lib/gateways/common.js';
+import { refundedSoFar, saleStatus } from '../lib/payments/lifecycle.js';
+import { amountRefund } from '../lib/payments/refund-amounts.js';
+import { derivedUuid, openBasis } from '../lib/payments/refund-basis.js';
 import { toDigitalReceipt, type FlattenedReceipt } from '../lib/receipts/flattened.js';
+import { sealReceiptEnvelope } from '../lib/receipts/seal.js';
+import { refundReceiptOf } from '../packages/sdk/src/refund-receipt.js';
 
 /**
  * The floor the service's CPU per request is compared with: a bare node:http handler per endpoint,
  * with no Middy, no zod, no API-key lookup, no rate limiting and no API Gateway event, that makes the
  * same DynamoDB calls (same tables, keys, conditions and item shapes as lib/db/ and Powertools'
- * idempotency layer write) and the same crypto (lib/crypto's functions), and for payments the same
- * call through the stripe SDK. Its request checks are the ones without which the result would be
- * wrong (the token's owner and expiry, the key's match); a failed one answers a plain 4xx.
+ * idempotency layer write) and the same crypto (lib/crypto's functions), and for payments and refunds
+ * the same call through the stripe SDK. Its request checks are the ones without which the result would
+ * be wrong (the token's owner and expiry, the key's match, the payment's owner and what is left of it,
+ * the claim allowance); a failed one answers a plain 4xx. The domain's pure rules (a flattened receipt's
+ * mapping, a refund's amounts and its receipt's plaintext, the sale's status) are the service's own
+ * functions: what the floor leaves out is the pipeline, not the arithmetic.
  */
 
 export interface FloorTables {
@@ -32,6 +55,10 @@ export interface FloorTables {
   accessTokens: string;
   transactions: string;
   idempotency: string;
+  payments: string;
+  merchantKeys: string;
+  rateLimits: string;
+  evidence: string;
 }
 
 export interface FloorOptions {
@@ -41,8 +68,11 @@ export interface FloorOptions {
   clock: Clock;
   escrow: EscrowKey;
   /** The API-key clients the service would resolve from each caller's key. */
-  clients: { merchant: string; issuer: string };
+  clients: { merchant: string; issuer: string; payments: string };
   retention: { receiptDays: number; escrowDays: number; auditDays: number };
+  /** The service's keyring cache (warm: in memory), for refund bases, evidence ids and allowances. */
+  cardTags: CardTags;
+  claims: { windowMinutes: number; dailyLimit: number };
   tokens: { ttlSeconds: number; maxActive: number };
   /** The gateway sandbox (GATEWAY_SANDBOX_URL), reached with the stripe SDK as the service does. */
   sandboxUrl: string;
@@ -52,30 +82,6 @@ export interface FloorOptions {
    */
   recipients: ReadonlyMap<string, { userId: string; keyId: string; publicKey: string }>;
 }
-
-/**
- * The floors still to write, for endpoints that other branches bring (issue 23: each gets a floor of
- * its own and the 1.2× CPU target). Each becomes one more entry of `handlers` below, and one
- * EndpointPlan in bench/http.ts under the name bench/per-request.ts lists. Like the others, a floor
- * makes exactly the service's DynamoDB calls (same tables, keys, conditions, item shapes), its crypto
- * through lib/crypto and its gateway call through the stripe SDK, with no Middy, zod, API-key lookup
- * or rate limit; and the bench checks that what it writes is usable by the service.
- */
-export const pendingFloors = {
-  'payments/gateway_a/refund':
-    'POST /api/v1/payments/gateway_a/{paymentId}/refunds (issue 21): read the payment mapping (merchant client ' +
-    '+ payment id), reserve the refund under its refundId (conditional put, the idempotency key), call ' +
-    'stripe.refunds.create with the derived idempotency key, build the refund DigitalReceipt and seal it ' +
-    "with sealEnvelope for the sale's recipient (or escrow), store it with the conditional put the service " +
-    "uses, update the sale's paymentStatus, and write the refund and payment audit records",
-  'receipts/claim':
-    "POST /api/v1/users/{userId}/receipts/claim (issue 20): read the user, spend the card's and the issuer " +
-    "client's daily allowances (conditional ADDs), compute the keyed evidence entries for each claimed " +
-    'transaction (HMAC under the key derived from the card-tag key, over card tag + amount + currency + ' +
-    'time bucket and its neighbours) and read them with one BatchGetItem, unseal the matching escrowed ' +
-    "receipts' keys (the escrow unwrap) and re-wrap each for the user's key (rewrapEnvelope), store each " +
-    'with its conditional update, and write the claim audit record',
-} as const;
 
 export interface FloorServer {
   url: string;
@@ -420,18 +426,8 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       receiptId,
       transactionId,
     });
-    stripe ??= import('stripe').then(({ default: StripeSdk }) => {
-      const url = new URL(options.sandboxUrl);
-      return new StripeSdk('sk_test_local_sandbox', {
-        maxNetworkRetries: 2,
-        timeout: 10_000,
-        host: url.hostname,
-        port: url.port,
-        protocol: 'http',
-      });
-    });
     const intent = await (
-      await stripe
+      await gatewayA()
     ).paymentIntents.create(
       {
         amount,
@@ -503,11 +499,492 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     return result;
   }
 
+  const queryAll = async (input: QueryCommandInput): Promise<Record<string, unknown>[]> => {
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await doc.send(new QueryCommand({ ...input, ExclusiveStartKey: startKey }));
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return items;
+  };
+
+  /** The payment's partition, read consistently (lib/db/payments.ts). */
+  async function readPartition(pk: string): Promise<PaymentPartition | null> {
+    const items = await queryAll({
+      TableName: tables.payments,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk },
+      ConsistentRead: true,
+    });
+    const payment = items.find((item) => item.sk === 'PAYMENT') as PaymentRecord | undefined;
+    if (!payment) return null;
+    const kind = (prefix: string) => items.filter((item) => String(item.sk).startsWith(prefix));
+    return {
+      payment,
+      refunds: kind('REFUND#') as unknown as RefundRecord[],
+      requests: kind('REQUEST#') as unknown as RefundRequestRecord[],
+    };
+  }
+
+  /** The payment's version check and raise, with `items`, in one transaction (PaymentRepository.commit). */
+  async function commitPartition(payment: PaymentRecord, now: Date, items: Json[]): Promise<void> {
+    try {
+      await doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: tables.payments,
+                Key: { pk: payment.pk, sk: 'PAYMENT' },
+                UpdateExpression: 'SET version = :next, updatedAt = :now',
+                ConditionExpression: 'version = :expected',
+                ExpressionAttributeValues: {
+                  ':expected': payment.version,
+                  ':next': payment.version + 1,
+                  ':now': now.toISOString(),
+                },
+              },
+            },
+            ...items,
+          ],
+        }),
+      );
+    } catch (error) {
+      // One connection: nothing else changes the payment, so a failed condition is a floor bug.
+      if (error instanceof Error && error.name === 'TransactionCanceledException')
+        throw new FloorRefusal(409, 'the payment changed');
+      throw error;
+    }
+  }
+
+  const gatewayA = () => {
+    stripe ??= import('stripe').then(({ default: StripeSdk }) => {
+      const url = new URL(options.sandboxUrl);
+      return new StripeSdk('sk_test_local_sandbox', {
+        maxNetworkRetries: 2,
+        timeout: 10_000,
+        host: url.hostname,
+        port: url.port,
+        protocol: 'http',
+      });
+    });
+    return stripe;
+  };
+
+  /**
+   * POST /payments/gateway_a/{paymentId}/refunds, an amount refund without a signature: the calls of
+   * lib/payments/refunds.ts and lifecycle.ts's recordRefund, in their order. The basis is opened once:
+   * the service opens it again after the gateway call (an HKDF and an AES-GCM open of a few hundred
+   * bytes), and a floor that repeated it would only hide that.
+   */
+  async function refund(paymentId: string, body: Json, requestId: string): Promise<Json> {
+    const clientId = options.clients.payments;
+    const refundId = text(body, 'refundId');
+    const { amount } = body;
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1)
+      throw new FloorRefusal(400, 'amount must be a positive integer');
+    const reason = optionalText(body, 'reason');
+    const policy = await doc.send(
+      new GetCommand({
+        TableName: tables.merchantKeys,
+        Key: { pk: `POLICY#${clientId}` },
+        ConsistentRead: true,
+      }),
+    );
+    if (policy.Item?.requireSignatures === true) throw new FloorRefusal(400, 'a signature is required');
+    const pk = paymentPk('gateway_a', paymentId);
+    const before = await readPartition(pk);
+    if (!before || before.payment.merchantClientId !== clientId)
+      throw new FloorRefusal(404, 'no such payment');
+    const { payment } = before;
+    // The floor makes first refunds only; the service's repeat handling is not what is compared.
+    if (before.requests.some((request) => request.refundId === refundId))
+      throw new FloorRefusal(409, 'refundId already used');
+    const keyring = await options.cardTags.keyring();
+    const basis = openBasis(keyring, payment.merchantClientId, payment.receiptId, payment.basis);
+    const amounts = amountRefund(basis, refundedSoFar(before, true), amount);
+    const paid = payment.state === 'succeeded' || before.refunds.length > 0;
+    if (!paid || amounts.amount > payment.amount - refundedSoFar(before, true).amount)
+      throw new FloorRefusal(400, 'more than is left of the payment');
+    const requested = clock.now();
+    const request: RefundRequestRecord = {
+      pk,
+      sk: requestSk(refundId),
+      refundId,
+      requestDigest: sha256Hex(JSON.stringify([amount, reason ?? null, null])),
+      ...amounts,
+      ...(reason ? { reason } : {}),
+      createdAt: requested.toISOString(),
+      ttl: payment.ttl,
+    };
+    await commitPartition(payment, requested, [
+      { Put: { TableName: tables.payments, Item: request, ConditionExpression: 'attribute_not_exists(pk)' } },
+    ]);
+
+    const made = await (
+      await gatewayA()
+    ).refunds.create(
+      {
+        payment_intent: paymentId,
+        amount: request.amount,
+        metadata: { refundId, ...(reason ? { reason } : {}) },
+      },
+      { idempotencyKey: providerIdempotencyKey('rf', `${clientId}:gateway_a:${paymentId}:${refundId}`) },
+    );
+    const state = made.status === 'succeeded' ? 'succeeded' : made.status === 'failed' ? 'failed' : 'pending';
+
+    // Recorded as lib/payments/lifecycle.ts records it: the partition again, the sale, the recipient.
+    const after = await readPartition(pk);
+    const pending = after?.requests.find((candidate) => candidate.refundId === refundId);
+    if (!after || !pending) throw new FloorRefusal(409, 'the request is gone');
+    const now = clock.now();
+    const saleKey = { merchantClientId: payment.merchantClientId, receiptId: payment.receiptId };
+    const sale = (
+      await doc.send(new GetCommand({ TableName: tables.receipts, Key: saleKey, ConsistentRead: true }))
+    ).Item;
+    if (!sale || typeof sale.ttl !== 'number') throw new FloorRefusal(409, 'the sale is gone');
+    const owner =
+      typeof sale.recipientUserId === 'string' ? await readUser(`USER#${sale.recipientUserId}`) : null;
+    if (typeof sale.recipientUserId === 'string' && !owner) throw new FloorRefusal(409, 'the user is gone');
+    const recipient: Recipient = owner
+      ? { keyId: owner.keyId, publicKey: parsePublicKey(owner.publicKey) }
+      : { keyId: options.escrow.keyId, publicKey: await options.escrow.publicKey() };
+    const record: RefundRecord = {
+      pk,
+      sk: refundSk(made.id),
+      providerRefundId: made.id,
+      refundId,
+      amount: made.amount,
+      currency: made.currency.toUpperCase(),
+      state,
+      receiptId: derivedUuid('refund-receipt', payment.merchantClientId, 'gateway_a', made.id),
+      lines: pending.lines,
+      subtotal: pending.subtotal,
+      tax: pending.tax,
+      source: 'api',
+      sequence: after.payment.version + 1,
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+      ttl: payment.ttl,
+    };
+    const receipt = refundReceiptOf({
+      receiptId: record.receiptId as string,
+      saleReceiptId: payment.receiptId,
+      basis,
+      refundId,
+      lines: record.lines,
+      subtotal: record.subtotal,
+      tax: record.tax,
+      amount: record.amount,
+      reason,
+      createdAt: now,
+    });
+    // The seal with the receipt's bound fields, no more (lib/receipts/seal.ts's pure half).
+    const sealed = sealReceiptEnvelope(receipt, recipient);
+    const expiresAt = owner
+      ? new Date(now.getTime() + options.retention.receiptDays * DAY_MS)
+      : new Date(sale.ttl * 1000);
+    const stored = {
+      receiptId: receipt.receiptId,
+      envelope: {
+        ...sealed,
+        createdAt: now.toISOString(),
+        expiresAt: expiresAt.toISOString(),
+        isEscrowed: !owner,
+        escrowKeyId: owner ? null : options.escrow.keyId,
+      },
+      merchantClientId: payment.merchantClientId,
+      ...(owner ? { recipientUserId: owner.userId } : {}),
+      relatedReceiptId: payment.receiptId,
+      paymentStatus: state,
+      requestDigest: sha256Hex(`refund:${refundId}`),
+      createdAt: now.toISOString(),
+      ttl: Math.floor(expiresAt.getTime() / 1000),
+    };
+    await commitPartition(after.payment, now, [
+      { Put: { TableName: tables.payments, Item: record, ConditionExpression: 'attribute_not_exists(pk)' } },
+      { Put: { TableName: tables.payments, Item: { ...pending, providerRefundId: made.id } } },
+      {
+        Put: {
+          TableName: tables.receipts,
+          Item: stored,
+          ConditionExpression: 'attribute_not_exists(receiptId)',
+        },
+      },
+      {
+        Update: {
+          TableName: tables.receipts,
+          Key: saleKey,
+          UpdateExpression:
+            'SET paymentStatus = :status, refundReceiptIds = list_append(if_not_exists(refundReceiptIds, :none), :refund), lastRefundReceiptId = :cause',
+          ConditionExpression: owner
+            ? 'attribute_exists(receiptId) AND recipientUserId = :user'
+            : 'attribute_exists(receiptId) AND envelope.isEscrowed = :escrowed',
+          ExpressionAttributeValues: {
+            ':status': saleStatus(after.payment.state, payment.amount, [...after.refunds, record]),
+            ':none': [],
+            ':refund': [stored.receiptId],
+            ':cause': stored.receiptId,
+            ...(owner ? { ':user': owner.userId } : { ':escrowed': true }),
+          },
+        },
+      },
+    ]);
+    await audit({
+      action: 'payment.refund',
+      outcome: 'success',
+      requestId,
+      clientId: payment.merchantClientId,
+      receiptId: stored.receiptId,
+      transactionId: payment.transactionId,
+      reason: `api refund ${refundId}: ${state}`,
+    });
+    return {
+      refundId,
+      paymentId,
+      gateway: 'gateway_a',
+      amount: record.amount,
+      currency: record.currency,
+      status: state,
+      receiptId: record.receiptId,
+      createdAt: record.createdAt,
+    };
+  }
+
+  /**
+   * POST /receipts/claim: the calls of lib/receipts/card-request.ts and claim.ts. The user, the card's
+   * allowance (one conditional ADD), then per transaction one consistent look-up in the evidence
+   * index, the receipts it points to, and for each escrowed one the escrow unwrap, the re-wrap for the
+   * user's key, the conditional release, its evidence entries' new expiry, its audit record and the
+   * sale read again for refund receipts to release with it; the request's audit record last.
+   */
+  async function claim(body: Json, requestId: string): Promise<Json> {
+    const clientId = options.clients.issuer;
+    const claimed = body.transactions;
+    if (!Array.isArray(claimed) || claimed.length === 0 || claimed.length > 50 || !claimed.every(isJson))
+      throw new FloorRefusal(400, 'transactions must be 1 to 50 objects');
+    const nowMs = clock.now().getTime();
+    const keptDays = Math.max(options.retention.receiptDays, options.retention.escrowDays);
+    const transactions = claimed.map((transaction) => {
+      const { amount } = transaction;
+      const at = Date.parse(text(transaction, 'transactionDate'));
+      if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1)
+        throw new FloorRefusal(400, 'amount must be a positive integer');
+      if (!(at >= nowMs - keptDays * DAY_MS && at <= nowMs + DAY_MS))
+        throw new FloorRefusal(400, 'transactionDate out of range');
+      return {
+        amount,
+        currency: text(transaction, 'currency'),
+        transactionDate: text(transaction, 'transactionDate'),
+        cardLast4: optionalText(transaction, 'cardLast4'),
+      };
+    });
+    const found = (
+      await doc.send(
+        new GetCommand({
+          TableName: tables.users,
+          Key: { pk: `USER#${text(body, 'userId')}` },
+          ConsistentRead: true,
+        }),
+      )
+    ).Item;
+    const user = asUser(found);
+    const cardTag = found?.cardTag;
+    if (!user || typeof cardTag !== 'string' || user.clientId !== clientId)
+      throw new FloorRefusal(404, 'no such user');
+    const keyring = await options.cardTags.keyring();
+    const now = clock.now();
+    const nowSeconds = Math.floor(now.getTime() / 1000);
+    const dayStart = nowSeconds - (nowSeconds % 86_400);
+    const day = new Date(dayStart * 1000).toISOString().slice(0, 10);
+    const { dailyLimit } = options.claims;
+    try {
+      await doc.send(
+        new UpdateCommand({
+          TableName: tables.rateLimits,
+          Key: { pk: `CLAIMS#${keyring.allowanceSubject(cardTag)}#${clientId}#${day}` },
+          UpdateExpression: 'ADD #used :count SET #ttl = :ttl',
+          ConditionExpression: 'attribute_not_exists(#used) OR #used <= :room',
+          ExpressionAttributeNames: { '#used': 'used', '#ttl': 'ttl' },
+          ExpressionAttributeValues: {
+            ':count': transactions.length,
+            ':room': dailyLimit - transactions.length,
+            ':ttl': dayStart + 2 * 86_400,
+          },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      );
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ConditionalCheckFailedException')
+        throw new FloorRefusal(429, 'daily claim allowance spent');
+      throw error;
+    }
+    const recipient: Recipient = { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) };
+    const widthMs = options.claims.windowMinutes * 60_000;
+    const current = keyring.advance(cardTag);
+    const tags = current === cardTag ? [current] : [current, cardTag];
+    const released = new Set<string>();
+    const results: { transactionIndex: number; receiptIds: string[] }[] = [];
+    for (const [transactionIndex, transaction] of transactions.entries()) {
+      const refs = new Set<string>();
+      const claimedAt = Date.parse(transaction.transactionDate);
+      for (const tag of tags) {
+        const id = lookupIdOf(
+          keyring,
+          tag,
+          { amount: transaction.amount, currency: transaction.currency, at: transaction.transactionDate },
+          widthMs,
+        );
+        const entries = await queryAll({
+          TableName: tables.evidence,
+          KeyConditionExpression: 'evidenceId = :id',
+          ExpressionAttributeValues: { ':id': id },
+          ConsistentRead: true,
+        });
+        for (const entry of entries) {
+          const facts = openEvidence(keyring, id, String(entry.receiptRef), String(entry.sealed));
+          if (
+            facts !== undefined &&
+            facts.tag === tag &&
+            facts.amount === transaction.amount &&
+            facts.currency === transaction.currency &&
+            Math.abs(Date.parse(facts.at) - claimedAt) <= widthMs &&
+            (transaction.cardLast4 === undefined ||
+              facts.cardLast4 === undefined ||
+              facts.cardLast4 === transaction.cardLast4)
+          )
+            refs.add(String(entry.receiptRef));
+        }
+      }
+      const candidates = await Promise.all(
+        [...refs].map(
+          async (ref) =>
+            (
+              await doc.send(
+                new GetCommand({ TableName: tables.receipts, Key: receiptKeyOf(ref), ConsistentRead: true }),
+              )
+            ).Item,
+        ),
+      );
+      const receiptIds: string[] = [];
+      for (const candidate of candidates) {
+        if (!candidate || !isJson(candidate.envelope) || typeof candidate.envelope.createdAt !== 'string')
+          continue;
+        const key = {
+          merchantClientId: String(candidate.merchantClientId),
+          receiptId: String(candidate.receiptId),
+        };
+        const ref = receiptRefOf(key);
+        if (released.has(ref) || candidate.envelope.isEscrowed !== true || candidate.recipientUserId)
+          continue;
+        const rewrapped = await transferEnvelope(
+          candidate.envelope as unknown as Parameters<typeof transferEnvelope>[0],
+          (encryptedKey) => options.escrow.unwrap(encryptedKey),
+          recipient,
+        );
+        const expiresAt = new Date(
+          Date.parse(candidate.envelope.createdAt) + options.retention.receiptDays * DAY_MS,
+        );
+        const ttl = Math.floor(expiresAt.getTime() / 1000);
+        try {
+          await doc.send(
+            new UpdateCommand({
+              TableName: tables.receipts,
+              Key: key,
+              UpdateExpression:
+                'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient, claimAt, claimFacts',
+              ConditionExpression:
+                'envelope.isEscrowed = :escrowed AND attribute_not_exists(recipientUserId)',
+              ExpressionAttributeNames: { '#ttl': 'ttl' },
+              ExpressionAttributeValues: {
+                ':envelope': {
+                  ...candidate.envelope,
+                  ...rewrapped,
+                  isEscrowed: false,
+                  escrowKeyId: null,
+                  expiresAt: expiresAt.toISOString(),
+                },
+                ':user': user.userId,
+                ':ttl': ttl,
+                ':escrowed': true,
+              },
+            }),
+          );
+        } catch (error) {
+          if (error instanceof Error && error.name === 'ConditionalCheckFailedException') continue;
+          throw error;
+        }
+        const entryKeys = await queryAll({
+          TableName: tables.evidence,
+          IndexName: 'by-receipt',
+          KeyConditionExpression: 'receiptRef = :ref',
+          ExpressionAttributeValues: { ':ref': ref },
+          ProjectionExpression: 'evidenceId, receiptRef',
+        });
+        await Promise.all(
+          entryKeys.map((entry) =>
+            doc.send(
+              new UpdateCommand({
+                TableName: tables.evidence,
+                Key: { evidenceId: entry.evidenceId, receiptRef: entry.receiptRef },
+                UpdateExpression: 'SET #ttl = :ttl',
+                ConditionExpression: 'attribute_exists(evidenceId)',
+                ExpressionAttributeNames: { '#ttl': 'ttl' },
+                ExpressionAttributeValues: { ':ttl': ttl },
+              }),
+            ),
+          ),
+        );
+        await audit({
+          action: 'escrow.claim',
+          outcome: 'success',
+          requestId,
+          clientId: user.clientId,
+          userId: user.userId,
+          receiptId: key.receiptId,
+          keyId: user.keyId,
+          escrowKeyId: options.escrow.keyId,
+        });
+        // The sale read again for refund receipts escrowed with it (lib/receipts/claim.ts).
+        const sale = (
+          await doc.send(new GetCommand({ TableName: tables.receipts, Key: key, ConsistentRead: true }))
+        ).Item;
+        if (Array.isArray(sale?.refundReceiptIds) && sale.refundReceiptIds.length > 0)
+          throw new Error(
+            'the claim floor releases no refund receipts: the bench claims receipts/encrypt receipts',
+          );
+        released.add(ref);
+        receiptIds.push(key.receiptId);
+      }
+      results.push({ transactionIndex, receiptIds });
+    }
+    await audit({
+      action: 'escrow.claim-request',
+      outcome: 'success',
+      requestId,
+      clientId,
+      userId: user.userId,
+      cardTagPrefix: cardTagPrefix(cardTag),
+      counts: { transactions: transactions.length, released: released.size },
+    });
+    return { userId: user.userId, results, released: released.size };
+  }
+
   const handlers: Record<string, (body: Json, requestId: string) => Promise<Json>> = {
     '/api/v1/receipts/encrypt': encrypt,
     '/api/v1/receipts/decrypt': decrypt,
     '/api/v1/keys/grant-access': grant,
     '/api/v1/payments/gateway_a/create': createPayment,
+    '/api/v1/receipts/claim': claim,
+  };
+  const refundPath = /^\/api\/v1\/payments\/gateway_a\/([^/]+)\/refunds$/;
+  const handlerOf = (url: string): ((body: Json, requestId: string) => Promise<Json>) | undefined => {
+    const paymentId = refundPath.exec(url)?.[1];
+    return paymentId
+      ? (body, requestId) => refund(decodeURIComponent(paymentId), body, requestId)
+      : handlers[url];
   };
 
   const send = (res: ServerResponse, status: number, payload: unknown) => {
@@ -519,7 +996,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const handler = req.method === 'POST' ? handlers[req.url ?? ''] : undefined;
+    const handler = req.method === 'POST' ? handlerOf(req.url ?? '') : undefined;
     if (!handler) return send(res, 404, { error: 'not found' });
     try {
       const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));

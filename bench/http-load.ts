@@ -33,17 +33,20 @@ async function main(specPath: string | undefined, outcomePath: string | undefine
   if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(spec.url))
     throw new Error(`refusing a non-loopback target: ${spec.url}`);
   if (spec.bodies.length === 0) throw new Error('no request bodies');
+  if (spec.paths && spec.paths.length !== spec.bodies.length) throw new Error('one path per body');
 
   let next = 0;
   const setupRequest = (request: AutocannonRequest): AutocannonRequest => {
-    const template = spec.bodies[next++ % spec.bodies.length] as string;
+    const index = next++ % spec.bodies.length;
+    const template = spec.bodies[index] as string;
+    const path = spec.paths?.[index] ?? spec.path;
     // Unique ids per request: the receipt and payment endpoints are idempotent per receiptId/transactionId.
     const body = template.includes(RECEIPT_ID_PLACEHOLDER)
       ? template
           .replaceAll(RECEIPT_ID_PLACEHOLDER, randomUUID())
           .replaceAll(TRANSACTION_ID_PLACEHOLDER, randomUUID())
       : template;
-    return { ...request, body };
+    return { ...request, path, body };
   };
 
   const all: number[] = [];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { cpus } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,10 @@ import { requireAllTables } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { USER_CACHE_MAX_AGE_MS } from '../lib/db/users.js';
 import type { Role } from '../lib/kernel/route.js';
+import { createStripeClient, loadStripeSdk } from '../lib/gateways/stripe-client.js';
+import { applyPaymentState } from '../lib/payments/lifecycle.js';
+import { newHashedPan } from '../test/support/fixtures.js';
+import { RECEIPT_ID_PLACEHOLDER } from './lib/load-spec.js';
 import type { LocalStack } from '../local/stack.js';
 import { startFloorServer } from './floor.js';
 import {
@@ -24,6 +29,7 @@ import { printTable, type TargetCheck } from './lib/report.js';
 import { SkippingClock, withBenchStack } from './lib/bench-stack.js';
 import {
   encryptBody,
+  get,
   inPool,
   onboardUser,
   isRecord,
@@ -32,8 +38,10 @@ import {
   runLoad,
   text,
   withIds,
+  type Json,
   type User,
 } from './lib/setup.js';
+import { benchReceipt } from './lib/receipt.js';
 import { round } from './lib/stats.js';
 import {
   comparePerRequest,
@@ -140,7 +148,8 @@ async function runAgainst(
   // One merchant key per merchant endpoint, so neither run eats into the other's per-minute budget.
   const encryptMerchant = await key('bench-merchant-encrypt', ['merchant']);
   const encryptKey = encryptMerchant.apiKey;
-  const paymentKey = (await key('bench-merchant-payments', ['merchant'])).apiKey;
+  const paymentMerchant = await key('bench-merchant-payments', ['merchant']);
+  const paymentKey = paymentMerchant.apiKey;
   // Physical table name → its key, so the counters name the table of each call.
   const tableKeys = new Map(Object.entries(requireAllTables(stack.config)).map(([key, name]) => [name, key]));
   const counter = new DynamoCallCounter(stack.deps.dynamo.doc, tableKeys);
@@ -226,16 +235,138 @@ async function runAgainst(
     tables,
     clock,
     escrow: stack.deps.escrow,
-    clients: { merchant: encryptMerchant.clientId, issuer: issuer.clientId },
+    clients: {
+      merchant: encryptMerchant.clientId,
+      issuer: issuer.clientId,
+      payments: paymentMerchant.clientId,
+    },
     retention: {
       receiptDays: stack.config.receiptRetentionDays,
       escrowDays: stack.config.escrowRetentionDays,
       auditDays: stack.config.auditRetentionDays,
     },
     tokens: { ttlSeconds: stack.config.tokenTtlSeconds, maxActive: stack.config.maxActiveTokens },
+    cardTags: stack.deps.cardTags,
+    claims: { windowMinutes: stack.config.claimWindowMinutes, dailyLimit: stack.config.claimDailyLimit },
     sandboxUrl,
     recipients: new Map(users.map((user) => [user.hashedPan, user])),
   });
+  // ---- State for the endpoints a request can be made once against, made through the service, untimed.
+  const range = (count: number) => Array.from({ length: count }, (_, index) => index);
+  const tillStripe = createStripeClient(await loadStripeSdk(), {
+    secretKey: 'sk_test_bench_sandbox',
+    baseUrl: sandboxUrl,
+    maxNetworkRetries: 2,
+    timeoutMs: 10_000,
+  });
+  interface Paid {
+    paymentId: string;
+    saleReceiptId: string;
+    user: User;
+  }
+  /**
+   * Payments made with payments/create and paid at the till (the intent confirmed in the sandbox with
+   * the real stripe SDK): each has its whole amount left to refund.
+   */
+  const paidPayments = (count: number): Promise<Paid[]> =>
+    inPool(range(count), 8, async (index) => {
+      const user = users[index % users.length] as User;
+      const created = await post(
+        stack.url,
+        '/api/v1/payments/gateway_a/create',
+        paymentKey,
+        withIds(paymentBody(user)),
+      );
+      const paymentId = text(created, 'paymentId');
+      await tillStripe.paymentIntents.confirm(paymentId, { payment_method: 'pm_card_visa' });
+      // The sandbox here posts no events (it would, to a service it knew of, in the middle of timed
+      // rounds): the payment's success is applied by the function the gateway-events endpoint runs.
+      await applyPaymentState(stack.deps, {
+        gateway: 'gateway_a',
+        paymentId,
+        state: 'succeeded',
+        requestId: randomUUID(),
+      });
+      const pointers = created.receiptMetadata;
+      return { paymentId, saleReceiptId: isRecord(pointers) ? text(pointers, 'receiptId') : '', user };
+    });
+  /** A partial refund of a third of the fixture's 1,548: the amount rule shares the tax out. */
+  const REFUND_AMOUNT = 500;
+  const refundPath = (paymentId: string) => `/api/v1/payments/gateway_a/${paymentId}/refunds`;
+  const refundBody = () => ({ refundId: RECEIPT_ID_PLACEHOLDER, amount: REFUND_AMOUNT });
+
+  /**
+   * Claimants: cards with receipts escrowed for them (encrypt before the card had a user), then
+   * registered with the first user's public key imported (a key of its own per user; the same key
+   * material, so the checks below can open what a claim released). At most CLAIMS_PER_CARD claims per
+   * card, each naming one receipt's amount: within the card's daily allowance (200) with no setting changed.
+   */
+  const CLAIMS_PER_CARD = 100;
+  const claimant = users[0] as User;
+  interface Claim {
+    userId: string;
+    keyId: string;
+    body: { userId: string; transactions: { amount: number; currency: string; transactionDate: string }[] };
+  }
+  const escrowedClaims = async (count: number): Promise<Claim[]> => {
+    const at = clock.now().toISOString();
+    const base = benchReceipt();
+    const cards = await inPool(range(Math.ceil(count / CLAIMS_PER_CARD)), 2, async (card) => {
+      const hashedPan = newHashedPan();
+      const amounts = range(Math.min(CLAIMS_PER_CARD, count - card * CLAIMS_PER_CARD)).map((i) => 1_000 + i);
+      await inPool(amounts, 4, (amount) =>
+        post(
+          stack.url,
+          '/api/v1/receipts/encrypt',
+          encryptKey,
+          withIds(
+            encryptBody(
+              { hashedPan },
+              {
+                transaction: { ...base.transaction, datetime: at },
+                summary: { ...base.summary, tipAmount: null, total: amount },
+              },
+            ),
+          ),
+        ),
+      );
+      const imported = await post(stack.url, '/api/v1/onboarding/keys', issuerKey, {
+        publicKey: claimant.publicKey,
+      });
+      const keyId = text(imported, 'keyId');
+      const registered = await post(stack.url, '/api/v1/onboarding/register', issuerKey, {
+        hashedPan,
+        publicKey: text(imported, 'publicKey'),
+        keyId,
+      });
+      const userId = text(registered, 'userId');
+      return amounts.map((amount): Claim => ({
+        userId,
+        keyId,
+        body: { userId, transactions: [{ amount, currency: base.summary.currency, transactionDate: at }] },
+      }));
+    });
+    return cards.flat();
+  };
+
+  /** The service's decrypt, with a token granted for `user`, of the stored receipt `receiptId`. */
+  const openThroughService = async (
+    receiptId: string,
+    merchantKey: string,
+    user: { userId: string; keyId: string },
+  ): Promise<Json> => {
+    const stored = await get(stack.url, `/api/v1/receipts/${receiptId}`, merchantKey);
+    const grant = await post(stack.url, '/api/v1/keys/grant-access', issuerKey, {
+      userId: user.userId,
+      keyId: user.keyId,
+    });
+    return post(stack.url, '/api/v1/receipts/decrypt', issuerKey, {
+      envelope: stored.envelope,
+      accessTokenId: text(grant, 'tokenId'),
+      privateKey: claimant.privateKey,
+    });
+  };
+
   /**
    * A floor that skipped work would flatter the service's ratio, so what it makes must be usable by
    * the service: its envelope and its token open with the service's decrypt, and the service finds
@@ -272,6 +403,45 @@ async function runAgainst(
     });
     if (mapping.status !== 200)
       throw new Error(`the floor: its payment's transaction is not found by the service (${mapping.status})`);
+
+    // Its refund: listed by the service, the sale's status moved, the refund receipt sealed for the
+    // sale's cardholder and opened by the service's decrypt.
+    const [paid] = await paidPayments(1);
+    if (paid?.user !== claimant) throw new Error('the check pays with the first user');
+    const refund = await post(floorServer.url, refundPath(paid.paymentId), paymentKey, {
+      refundId: randomUUID(),
+      amount: REFUND_AMOUNT,
+    });
+    const listed = await get(stack.url, refundPath(paid.paymentId), paymentKey);
+    const [entry] = Array.isArray(listed.refunds) ? (listed.refunds as unknown[]) : [];
+    if (!isRecord(entry) || entry.refundId !== refund.refundId || entry.status !== 'succeeded')
+      throw new Error(
+        `the floor: the service does not list its refund as it made it: ${JSON.stringify(listed)}`,
+      );
+    const sale = await get(stack.url, `/api/v1/receipts/${paid.saleReceiptId}`, paymentKey);
+    if (sale.paymentStatus !== 'partially_refunded')
+      throw new Error(`the floor: the sale's status is ${String(sale.paymentStatus)} after its refund`);
+    const refundReceipt = await openThroughService(text(refund, 'receiptId'), paymentKey, claimant);
+    const summary = refundReceipt.summary;
+    if (
+      refundReceipt.type !== 'refund' ||
+      refundReceipt.relatedReceiptId !== paid.saleReceiptId ||
+      !isRecord(summary) ||
+      summary.total !== REFUND_AMOUNT
+    )
+      throw new Error('the floor: its refund receipt does not open to the refund');
+
+    // Its claim: the receipt released for the claimant's key, and opened by the service's decrypt.
+    const [claim] = await escrowedClaims(1);
+    if (!claim) throw new Error('no claim prepared');
+    const claimed = await post(floorServer.url, '/api/v1/receipts/claim', issuerKey, claim.body);
+    const [result] = Array.isArray(claimed.results) ? (claimed.results as unknown[]) : [];
+    const receiptIds = isRecord(result) && Array.isArray(result.receiptIds) ? result.receiptIds : [];
+    if (claimed.released !== 1 || typeof receiptIds[0] !== 'string')
+      throw new Error(`the floor: its claim released ${JSON.stringify(claimed)}`);
+    const released = await openThroughService(receiptIds[0], encryptKey, claim);
+    if (released.receiptId !== receiptIds[0])
+      throw new Error('the floor: the receipt its claim released does not open for the claimant');
   };
   let perRequest: PerRequestResult;
   try {
@@ -301,6 +471,8 @@ async function runAgainst(
         return 'slot retries: a grant whose random first slot is taken tries the next (both sides draw at random)';
       return undefined;
     };
+    const warmPayments: Paid[] = [];
+    const warmClaims: Claim[] = [];
     let warmUser = 0;
     const nextUser = () => users[warmUser++ % users.length] as User;
     const plans: EndpointPlan[] = [
@@ -309,7 +481,7 @@ async function runAgainst(
         path: '/api/v1/receipts/encrypt',
         apiKey: encryptKey,
         explainCall,
-        bodiesForRound: () => Promise.resolve(users.map(encryptBody)),
+        bodiesForRound: () => Promise.resolve(users.map((user) => encryptBody(user))),
         warmUp: async (side) => {
           await post(side.url, '/api/v1/receipts/encrypt', encryptKey, withIds(encryptBody(nextUser())));
         },
@@ -356,6 +528,59 @@ async function runAgainst(
             paymentKey,
             withIds(paymentBody(nextUser())),
           );
+        },
+      },
+      {
+        name: 'payments/gateway_a/refund',
+        path: refundPath('{paymentId}'),
+        apiKey: paymentKey,
+        // Fair because both sides start from the same state: a refund takes what is left of a payment,
+        // so each request gets a payment of its own, made and paid before the run (untimed) the same
+        // way for the service's runs and the floor's.
+        note:
+          `each request refunds ${REFUND_AMOUNT} of a payment of its own (1,548, made with payments/create and ` +
+          'confirmed in the sandbox before the run, untimed, alike for both sides): a first, partial refund of a ' +
+          "paid sale, its refund receipt sealed for the sale's registered cardholder",
+        explainCall,
+        prepareRun: async (_side, _round, requests) => {
+          const paid = await paidPayments(requests);
+          return { bodies: paid.map(refundBody), paths: paid.map((each) => refundPath(each.paymentId)) };
+        },
+        prepareWarmUp: async (requests) => {
+          warmPayments.push(...(await paidPayments(requests)));
+        },
+        warmUp: async (side) => {
+          const paid = warmPayments.pop();
+          if (!paid) throw new Error('no payment left for the refund warm-up');
+          await post(side.url, refundPath(paid.paymentId), paymentKey, {
+            refundId: randomUUID(),
+            amount: REFUND_AMOUNT,
+          });
+        },
+      },
+      {
+        name: 'receipts/claim',
+        path: '/api/v1/receipts/claim',
+        apiKey: issuerKey,
+        // A claim that releases is the endpoint's whole work (the look-ups a miss makes, then the escrow
+        // unwrap, the re-wrap, the release and its evidence); a miss would leave most of it untimed.
+        note:
+          'each request names one card transaction that releases one receipt escrowed for its card (made with ' +
+          `receipts/encrypt before the card was registered, untimed, alike for both sides; ${CLAIMS_PER_CARD} per ` +
+          "card, within the card's daily allowance): the look-ups of a claim that matches nothing, then the " +
+          'escrow unwrap, the re-wrap for the user key, the release and its evidence entries',
+        explainCall,
+        prepareRun: async (_side, _round, requests) => ({
+          bodies: (await escrowedClaims(requests)).map((claim) => claim.body),
+        }),
+        prepareWarmUp: async (requests) => {
+          warmClaims.push(...(await escrowedClaims(requests)));
+        },
+        warmUp: async (side) => {
+          const claim = warmClaims.pop();
+          if (!claim) throw new Error('no escrowed receipt left for the claim warm-up');
+          const claimed = await post(side.url, '/api/v1/receipts/claim', issuerKey, claim.body);
+          if (claimed.released !== 1) throw new Error(`a warm-up claim released ${String(claimed.released)}`);
         },
       },
     ];
@@ -460,7 +685,7 @@ async function runAgainst(
     'receipts/encrypt',
     '/api/v1/receipts/encrypt',
     encryptKey,
-    users.map(encryptBody),
+    users.map((user) => encryptBody(user)),
     () => withIds(encryptBody(users[0] as User)),
   );
 

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { DynamoCallCounter } from './lib/dynamo-probe.js';
 import type { LoadOutcome } from './lib/load-spec.js';
 import { printTable, type TargetCheck } from './lib/report.js';
@@ -12,11 +13,7 @@ import { median, round, rotated } from './lib/stats.js';
  * and the load generator are other processes and are left out.
  */
 
-/**
- * Every endpoint with a CPU-per-request target against a floor of its own. The last two come from
- * other branches: when their routes land, bench/floor.ts gains a handler for each (see its
- * `pendingFloors`) and bench/http.ts an EndpointPlan; until then they are reported as not measured.
- */
+/** Every endpoint with a CPU-per-request target against a floor of its own (bench/floor.ts). */
 export const comparedEndpoints = [
   'receipts/encrypt',
   'receipts/decrypt',
@@ -47,12 +44,35 @@ export interface Side {
   notChargedCpuMicros?: () => number;
 }
 
+export type SideName = 'service' | 'floor';
+
+/** One run's requests, each needing state of its own: sent once each, then the run ends. */
+export interface PreparedRun {
+  bodies: unknown[];
+  /** One per body (a refund names its payment in the path); the plan's path otherwise. */
+  paths?: string[];
+}
+
 export interface EndpointPlan {
   name: ComparedEndpoint;
   path: string;
   apiKey: string;
-  /** Called before each round; bodies the load generator sends round-robin (placeholders allowed). */
-  bodiesForRound(round: number): Promise<unknown[]>;
+  /**
+   * Called before each round; bodies the load generator sends round-robin (placeholders allowed).
+   * Either this or prepareRun.
+   */
+  bodiesForRound?(round: number): Promise<unknown[]>;
+  /**
+   * For endpoints a request can be made once against (a refund takes what is left of a payment, a
+   * claim releases its receipt): called before each run of each side, untimed, with about as many
+   * requests as the run will send (from the warm-up's pace), so every side and round starts from
+   * state of its own made the same way.
+   */
+  prepareRun?(side: SideName, round: number, requests: number): Promise<PreparedRun>;
+  /** Called once before the warm-up, untimed, for the warm-up's own state (`requests` of them). */
+  prepareWarmUp?(requests: number): Promise<void>;
+  /** What is measured, when a choice was made (printed with the results). */
+  note?: string;
   /** Called before every run, service or floor (grant-access frees every token slot here). */
   beforeRun?(): void;
   warmUp(side: Side): Promise<void>;
@@ -102,6 +122,7 @@ export interface CallDifference {
 
 export interface ComparedResult {
   path: string;
+  note?: string;
   rounds: { service: RunMeasure; floor: RunMeasure; cpuRatio: number }[];
   service: SideSummary;
   floor: SideSummary;
@@ -121,11 +142,13 @@ export interface PerRequestResult {
 async function measureRun(
   side: Side,
   plan: EndpointPlan,
-  bodies: unknown[],
+  requests: PreparedRun & { maxRequests?: number },
   options: PerRequestOptions,
   workDir: string,
 ): Promise<RunMeasure> {
   plan.beforeRun?.();
+  // Preparing a run goes through the service: its calls settle before anything is counted.
+  await side.counter.quiesce(100, 5_000);
   side.counter.reset();
   const adapterBefore = side.notChargedCpuMicros?.() ?? 0;
   const before = process.cpuUsage();
@@ -136,8 +159,9 @@ async function measureRun(
       apiKey: plan.apiKey,
       connections: 1,
       durationSec: options.durationSec,
-      ...(plan.maxRequests ? { maxRequests: plan.maxRequests } : {}),
-      bodies: bodies.map((body) => JSON.stringify(body)),
+      ...(requests.maxRequests ? { maxRequests: requests.maxRequests } : {}),
+      bodies: requests.bodies.map((body) => JSON.stringify(body)),
+      ...(requests.paths ? { paths: requests.paths } : {}),
       timeoutSec: 30,
     },
     workDir,
@@ -219,20 +243,37 @@ export async function comparePerRequest(
   const endpoints: Partial<Record<ComparedEndpoint, ComparedResult>> = {};
   for (const plan of plans) {
     // Warm-up (JIT, connection pools, the payment SDK's lazy load), then one counted request per side.
-    for (let i = 0; i < 3; i++) {
+    const warmUps = 3;
+    await plan.prepareWarmUp?.(2 * warmUps + 2);
+    let warmMs = 0;
+    for (let i = 0; i < warmUps; i++) {
+      // The last pair is warm: its pace sizes the runs that need state prepared for them.
+      const start = performance.now();
       await plan.warmUp(sides.service);
       await plan.warmUp(sides.floor);
+      warmMs = (performance.now() - start) / 2;
     }
     const single = {
       service: await callsOfOneRequest(sides.service, plan),
       floor: await callsOfOneRequest(sides.floor, plan),
     };
+    // Room for the faster side to keep sending for the whole run; one that runs out ends early.
+    const perRun = Math.ceil(((options.durationSec * 1000) / Math.max(1, warmMs)) * 2);
     const rounds: ComparedResult['rounds'] = [];
     for (let roundIndex = 0; roundIndex < options.rounds; roundIndex++) {
-      const bodies = await plan.bodiesForRound(roundIndex);
-      const measured: Partial<Record<'service' | 'floor', RunMeasure>> = {};
+      const shared = plan.bodiesForRound ? { bodies: await plan.bodiesForRound(roundIndex) } : undefined;
+      const measured: Partial<Record<SideName, RunMeasure>> = {};
       for (const name of rotated(['service', 'floor'] as const, roundIndex)) {
-        measured[name] = await measureRun(sides[name], plan, bodies, options, workDir);
+        const prepared = shared ?? (await plan.prepareRun?.(name, roundIndex, perRun));
+        if (!prepared) throw new Error(`${plan.name}: neither bodiesForRound nor prepareRun`);
+        const maxRequests = shared ? plan.maxRequests : prepared.bodies.length;
+        measured[name] = await measureRun(
+          sides[name],
+          plan,
+          { ...prepared, ...(maxRequests ? { maxRequests } : {}) },
+          options,
+          workDir,
+        );
       }
       const service = measured.service as RunMeasure;
       const floor = measured.floor as RunMeasure;
@@ -248,6 +289,7 @@ export async function comparePerRequest(
     );
     endpoints[plan.name] = {
       path: plan.path,
+      ...(plan.note ? { note: plan.note } : {}),
       rounds,
       service,
       floor,
@@ -307,6 +349,7 @@ function printPerRequest(
       Object.entries(record)
         .map(([command, count]) => `${command}×${count}`)
         .join(', ');
+    if (result.note) console.log(`  ${name}: ${result.note}`);
     console.log(
       `  ${name}: one warm request — service ${calls(result.service.callsSingleRequest)}; floor ${calls(result.floor.callsSingleRequest)}; ` +
         `CPU ratio by round ${result.rounds.map((entry) => entry.cpuRatio).join(', ')}`,
@@ -318,12 +361,6 @@ function printPerRequest(
   }
 }
 
-/** What the endpoints of other branches need before they can be measured (see bench/floor.ts). */
-const pendingNotes: Partial<Record<ComparedEndpoint, string>> = {
-  'payments/gateway_a/refund': 'needs the refunds route (issue 21) and its floor in bench/floor.ts',
-  'receipts/claim': 'needs the evidence-index claims (issue 20) and its floor in bench/floor.ts',
-};
-
 function perRequestTargets(
   endpoints: Partial<Record<ComparedEndpoint, ComparedResult>>,
   options: PerRequestOptions,
@@ -333,7 +370,6 @@ function perRequestTargets(
   return [
     ...comparedEndpoints.map((name): TargetCheck => {
       const result = endpoints[name];
-      const pending = pendingNotes[name];
       return {
         section: 'http',
         target: `${name} CPU per request ≤ ${CPU_RATIO_TARGET}× its floor (1 connection)`,
@@ -341,7 +377,6 @@ function perRequestTargets(
           ? `${result.cpuRatio}× (${result.service.cpuMsPerRequest} vs ${result.floor.cpuMsPerRequest} ms CPU/request; median of ${options.rounds} interleaved rounds; DDB calls ${result.service.dynamoCallsPerRequest}/${result.floor.dynamoCallsPerRequest})`
           : 'not run',
         met: result ? valid(result) && result.cpuRatio <= CPU_RATIO_TARGET : null,
-        ...(!result && pending ? { note: `${name}: ${pending}` } : {}),
       };
     }),
     {

@@ -15,6 +15,8 @@ export interface LoadSpec {
   maxRequests?: number;
   /** Sent round-robin, one per request, across all connections. */
   bodies: string[];
+  /** With `bodies`, one path each (a refund names its payment in the path); `path` otherwise. */
+  paths?: string[];
   timeoutSec: number;
 }
 

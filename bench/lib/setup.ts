@@ -10,6 +10,7 @@ import {
   type LoadOutcome,
   type LoadSpec,
 } from './load-spec.js';
+import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import { benchReceipt } from './receipt.js';
 
 /** What the HTTP sections share: a setup client (not timed), request bodies and the load generator. */
@@ -33,17 +34,30 @@ export function text(record: Json, key: string): string {
   return value;
 }
 
-/** POST for setup and warm-up: anything but a 200 with `data` stops the bench with the answer. */
-export async function post(baseUrl: string, path: string, apiKey: string, body?: unknown): Promise<Json> {
+/** POST for setup and warm-up: anything but a 2xx with `data` stops the bench with the answer. */
+export const post = (baseUrl: string, path: string, apiKey: string, body?: unknown): Promise<Json> =>
+  call('POST', baseUrl, path, apiKey, body);
+
+/** GET for the checks of the floors' work, as `post`. */
+export const get = (baseUrl: string, path: string, apiKey: string): Promise<Json> =>
+  call('GET', baseUrl, path, apiKey);
+
+async function call(
+  method: 'GET' | 'POST',
+  baseUrl: string,
+  path: string,
+  apiKey: string,
+  body?: unknown,
+): Promise<Json> {
   const response = await fetch(`${baseUrl}${path}`, {
-    method: 'POST',
+    method,
     headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const parsed: unknown = await response.json();
-  if (response.status !== 200 || !isRecord(parsed) || !isRecord(parsed.data)) {
+  if (!response.ok || !isRecord(parsed) || !isRecord(parsed.data)) {
     throw new Error(
-      `setup: POST ${baseUrl}${path} answered ${response.status}: ${JSON.stringify(parsed).slice(0, 300)}`,
+      `setup: ${method} ${baseUrl}${path} answered ${response.status}: ${JSON.stringify(parsed).slice(0, 300)}`,
     );
   }
   return parsed.data;
@@ -94,9 +108,9 @@ export async function inPool<T, R>(
 const encryptMerchantId = randomUUID();
 const paymentMerchantId = randomUUID();
 
-/** receipts/encrypt, nested form, to a registered user's hashedPan. */
-export function encryptBody(user: User): unknown {
-  const receipt = benchReceipt();
+/** receipts/encrypt, nested form, to a card's hashedPan (a registered user's, or one escrowed for). */
+export function encryptBody(card: Pick<User, 'hashedPan'>, overrides: Partial<DigitalReceipt> = {}): unknown {
+  const receipt = benchReceipt(overrides);
   return {
     receipt: {
       ...receipt,
@@ -105,7 +119,7 @@ export function encryptBody(user: User): unknown {
       transaction: { ...receipt.transaction, transactionId: TRANSACTION_ID_PLACEHOLDER },
     },
     recipientIdentifier: { type: 'email', value: 'cardholder@example.com' },
-    recipientHashedPan: user.hashedPan,
+    recipientHashedPan: card.hashedPan,
   };
 }
 
