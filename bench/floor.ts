@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../lib/kernel/clock.js';
 import { cardTagPrefix, type CardTags } from '../lib/crypto/card-tag.js';
-import { openEnvelope, sealEnvelope, transferEnvelope, type Recipient } from '../lib/crypto/envelope.js';
+import { openEnvelope, transferEnvelope, type Recipient } from '../lib/crypto/envelope.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';
 import { lookupIdOf, openEvidence } from '../lib/crypto/evidence.js';
 import { matchesPublicKey, parsePrivateKey, parsePublicKey } from '../lib/crypto/keys.js';
@@ -29,9 +29,17 @@ import {
   type RefundRequestRecord,
 } from '../lib/db/payments.js';
 import { providerIdempotencyKey } from '../lib/gateways/common.js';
+import type { PaymentState } from '../lib/gateways/port.js';
 import { refundedSoFar, saleStatus } from '../lib/payments/lifecycle.js';
 import { amountRefund } from '../lib/payments/refund-amounts.js';
-import { derivedUuid, openBasis } from '../lib/payments/refund-basis.js';
+import { idempotencyBody } from '../lib/payments/create.js';
+import { basisOf, derivedUuid, openBasis, sealBasis } from '../lib/payments/refund-basis.js';
+import type { CreatePaymentBody } from '../lib/payments/schemas.js';
+import type { PaymentStatus } from '../lib/kernel/payment-status.js';
+import type { ReceiptEnvelope, StoredReceipt } from '../lib/db/receipts.js';
+import { boundDigest, claimFactsOf, digestOf } from '../lib/receipts/encrypt.js';
+import { evidenceEntriesFor } from '../lib/receipts/evidence.js';
+import type { DigitalReceipt } from '../lib/receipts/schemas.js';
 import { toDigitalReceipt, type FlattenedReceipt } from '../lib/receipts/flattened.js';
 import { sealReceiptEnvelope } from '../lib/receipts/seal.js';
 import { refundReceiptOf } from '../packages/sdk/src/refund-receipt.js';
@@ -173,64 +181,100 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       }),
     );
 
+  /**
+   * The merchant's signing policy (lib/merchants/receipt-signature.ts's signingOf): the bench sends no
+   * Receipt-Signature, so the policy is read, and a client that requires signatures is refused.
+   */
+  async function refuseUnsigned(clientId: string): Promise<void> {
+    const policy = await doc.send(
+      new GetCommand({
+        TableName: tables.merchantKeys,
+        Key: { pk: `POLICY#${clientId}` },
+        ConsistentRead: true,
+      }),
+    );
+    if (policy.Item?.requireSignatures === true) throw new FloorRefusal(400, 'a signature is required');
+  }
+
+  /**
+   * lib/receipts/encrypt.ts's encryptAndStore for a warm service: the card's tags (its registered user
+   * is in memory, as the service's recipient cache has it, and the merchantId's owner too), the seal,
+   * then the receipt with its evidence entries in one transaction beside the audit record.
+   */
   async function sealAndStore(
-    receipt: Json,
+    clientId: string,
+    receipt: DigitalReceipt,
     hashedPan: string | undefined,
-    extra: Json,
+    requestDigest: string,
     requestId: string,
-  ): Promise<Json> {
-    const clientId = options.clients.merchant;
+    paymentStatus?: PaymentStatus,
+  ): Promise<ReceiptEnvelope> {
+    const keyring = hashedPan ? await options.cardTags.keyring() : null;
+    const cardTag = keyring && hashedPan ? (keyring.tagsOf(hashedPan)[0] ?? null) : null;
     const user = hashedPan ? options.recipients.get(hashedPan) : undefined;
     const recipient: Recipient = user
       ? { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) }
       : { keyId: options.escrow.keyId, publicKey: await options.escrow.publicKey() };
-    const receiptId = text(receipt, 'receiptId');
-    const transactionId = text(field(receipt, 'transaction'), 'transactionId');
-    const sealed = sealEnvelope(
-      Buffer.from(JSON.stringify(receipt), 'utf8'),
-      {
-        version: text(receipt, 'version'),
-        receiptId,
-        merchantId: text(field(receipt, 'merchant'), 'merchantId'),
-        transactionId,
-      },
-      recipient,
-    );
+    const sealed = sealReceiptEnvelope(receipt, recipient);
     const now = clock.now();
     const days = user ? options.retention.receiptDays : options.retention.escrowDays;
     const expiresAt = new Date(now.getTime() + days * DAY_MS);
-    const envelope = {
+    const envelope: ReceiptEnvelope = {
       ...sealed,
       createdAt: now.toISOString(),
       expiresAt: expiresAt.toISOString(),
       isEscrowed: !user,
       escrowKeyId: user ? null : options.escrow.keyId,
     };
+    const ttl = Math.floor(expiresAt.getTime() / 1000);
+    const stored: StoredReceipt = {
+      receiptId: receipt.receiptId,
+      envelope,
+      merchantClientId: clientId,
+      ...(user ? { recipientUserId: user.userId } : {}),
+      requestDigest: boundDigest(requestDigest, cardTag),
+      createdAt: now.toISOString(),
+      ttl,
+      ...(paymentStatus ? { paymentStatus } : {}),
+    };
+    const evidence =
+      keyring && cardTag
+        ? evidenceEntriesFor(keyring, {
+            tag: cardTag,
+            facts: claimFactsOf(receipt),
+            receipt: stored,
+            ttl,
+            widthMs: options.claims.windowMinutes * 60_000,
+          })
+        : [];
+    const receiptPut = {
+      TableName: tables.receipts,
+      Item: stored as unknown as Json,
+      ConditionExpression: 'attribute_not_exists(receiptId)',
+    };
     await Promise.all([
-      putIfAbsent(
-        tables.receipts,
-        {
-          receiptId,
-          envelope,
-          merchantClientId: clientId,
-          ...(user ? { recipientUserId: user.userId } : {}),
-          ...(!user && hashedPan ? { pendingRecipient: hashedPan } : {}),
-          ...extra,
-          createdAt: now.toISOString(),
-          ttl: Math.floor(expiresAt.getTime() / 1000),
-        },
-        'receiptId',
-      ),
+      evidence.length === 0
+        ? doc.send(new PutCommand(receiptPut))
+        : doc.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                { Put: receiptPut },
+                ...evidence.map((entry) => ({
+                  Put: { TableName: tables.evidence, Item: entry as unknown as Json },
+                })),
+              ],
+            }),
+          ),
       audit({
         action: user ? 'receipt.encrypt' : 'escrow.wrap',
         outcome: 'success',
         requestId,
         clientId,
-        receiptId,
-        transactionId,
+        receiptId: receipt.receiptId,
+        transactionId: receipt.transaction.transactionId,
         keyId: recipient.keyId,
         ...(user ? { userId: user.userId } : { escrowKeyId: options.escrow.keyId }),
-        ...(hashedPan ? { panHashPrefix: hashedPan.slice(0, 8) } : {}),
+        ...(cardTag ? { cardTagPrefix: cardTagPrefix(cardTag) } : {}),
       }),
     ]);
     return envelope;
@@ -239,12 +283,16 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
   async function encrypt(body: Json, requestId: string): Promise<Json> {
     // Checked as the schema would; the service keeps nothing of it.
     field(body, 'recipientIdentifier');
-    return sealAndStore(
-      field(body, 'receipt'),
+    const clientId = options.clients.merchant;
+    await refuseUnsigned(clientId);
+    const envelope = await sealAndStore(
+      clientId,
+      field(body, 'receipt') as unknown as DigitalReceipt,
       optionalText(body, 'recipientHashedPan'),
-      { requestDigest: sha256Hex(JSON.stringify(body)) },
+      digestOf({ ...body, recipientIdentifier: undefined, recipientHashedPan: undefined }),
       requestId,
     );
+    return { ...envelope };
   }
 
   async function decrypt(body: Json, requestId: string): Promise<Json> {
@@ -355,15 +403,31 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     return { tokenId, ...token };
   }
 
+  /**
+   * POST /payments/gateway_a/create, unsigned: the calls of lib/payments/create.ts inside Powertools'
+   * idempotency record, in their order (the policy, the receipt with its evidence, the mapping
+   * reserved, the charge, the mapping completed, the payment recorded with the sale's status).
+   */
   async function createPayment(body: Json, requestId: string): Promise<Json> {
-    const clientId = options.clients.merchant;
+    const clientId = options.clients.payments;
     const receiptId = text(body, 'receiptId');
     const { amount, cardNonce: _cardNonce, ...receiptFields } = body;
     if (typeof amount !== 'number' || amount !== body.totalAmount)
       throw new FloorRefusal(400, 'amount must equal totalAmount');
     // Powertools' record (DynamoDBPersistenceLayer): in progress first, completed with the result after.
     const idempotencyKey = `create-payment#${createHash('md5').update(`${clientId}:receipt:${receiptId}`).digest('hex')}`;
-    const validation = createHash('md5').update(JSON.stringify(body)).digest('hex');
+    // What Powertools validates a repeat against: the request with its card as the card's tag.
+    const validation = createHash('md5')
+      .update(
+        JSON.stringify(
+          await idempotencyBody(
+            { cardTags: options.cardTags },
+            'gateway_a',
+            body as unknown as CreatePaymentBody,
+          ),
+        ),
+      )
+      .digest('hex');
     const startedAt = Date.now();
     const expiry = Math.floor(startedAt / 1000) + 86_400;
     await doc.send(
@@ -392,15 +456,18 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
+    await refuseUnsigned(clientId);
     // A pure field mapping: the same plaintext as the service encrypts for this request.
     const receipt = toDigitalReceipt(receiptFields as unknown as FlattenedReceipt, clock.now());
     const transactionId = receipt.transaction.transactionId;
     const merchantId = receipt.merchant.merchantId;
     const envelope = await sealAndStore(
-      receipt as unknown as Json,
+      clientId,
+      receipt,
       optionalText(body, 'recipientHashedPan'),
-      { requestDigest: sha256Hex(JSON.stringify(receiptFields)) },
+      digestOf({ ...receiptFields, recipientHashedPan: undefined }),
       requestId,
+      'pending',
     );
     // The mapping is reserved before the charge (lib/payments/create.ts) and completed after it.
     const reservedBy = sha256Hex(idempotencyKey);
@@ -458,6 +525,52 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
           }),
           ':receiptId': receiptId,
         },
+      }),
+    );
+    // lib/payments/lifecycle.ts's recordCreatedPayment: the payment with its sealed refund basis, and
+    // the sale's status, in one transaction.
+    const recorded = clock.now();
+    // The adapter's intentState (lib/gateways/stripe.ts): only succeeded and canceled are final.
+    const state: PaymentState =
+      intent.status === 'succeeded' ? 'succeeded' : intent.status === 'canceled' ? 'canceled' : 'pending';
+    const payment: PaymentRecord = {
+      pk: paymentPk('gateway_a', intent.id),
+      sk: 'PAYMENT',
+      gateway: 'gateway_a',
+      paymentId: intent.id,
+      merchantClientId: clientId,
+      receiptId,
+      transactionId,
+      merchantId,
+      amount: intent.amount,
+      currency: intent.currency.toUpperCase(),
+      state,
+      basis: sealBasis(await options.cardTags.keyring(), clientId, receiptId, basisOf(receipt)),
+      version: 0,
+      createdAt: recorded.toISOString(),
+      updatedAt: recorded.toISOString(),
+      ttl: Math.floor(recorded.getTime() / 1000) + options.retention.receiptDays * 86_400,
+    };
+    await doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: tables.payments,
+              Item: payment,
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
+          {
+            Update: {
+              TableName: tables.receipts,
+              Key: { merchantClientId: clientId, receiptId },
+              UpdateExpression: 'SET paymentStatus = :status',
+              ConditionExpression: 'attribute_exists(receiptId)',
+              ExpressionAttributeValues: { ':status': state },
+            },
+          },
+        ],
       }),
     );
     await audit({
@@ -586,14 +699,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1)
       throw new FloorRefusal(400, 'amount must be a positive integer');
     const reason = optionalText(body, 'reason');
-    const policy = await doc.send(
-      new GetCommand({
-        TableName: tables.merchantKeys,
-        Key: { pk: `POLICY#${clientId}` },
-        ConsistentRead: true,
-      }),
-    );
-    if (policy.Item?.requireSignatures === true) throw new FloorRefusal(400, 'a signature is required');
+    await refuseUnsigned(clientId);
     const pk = paymentPk('gateway_a', paymentId);
     const before = await readPartition(pk);
     if (!before || before.payment.merchantClientId !== clientId)

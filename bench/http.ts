@@ -264,6 +264,17 @@ async function runAgainst(
     saleReceiptId: string;
     user: User;
   }
+  const payAtTill = async (paymentId: string): Promise<void> => {
+    await tillStripe.paymentIntents.confirm(paymentId, { payment_method: 'pm_card_visa' });
+    // The sandbox here posts no events (it would, to a service it knew of, in the middle of timed
+    // rounds): the payment's success is applied by the function the gateway-events endpoint runs.
+    await applyPaymentState(stack.deps, {
+      gateway: 'gateway_a',
+      paymentId,
+      state: 'succeeded',
+      requestId: randomUUID(),
+    });
+  };
   /**
    * Payments made with payments/create and paid at the till (the intent confirmed in the sandbox with
    * the real stripe SDK): each has its whole amount left to refund.
@@ -278,15 +289,7 @@ async function runAgainst(
         withIds(paymentBody(user)),
       );
       const paymentId = text(created, 'paymentId');
-      await tillStripe.paymentIntents.confirm(paymentId, { payment_method: 'pm_card_visa' });
-      // The sandbox here posts no events (it would, to a service it knew of, in the middle of timed
-      // rounds): the payment's success is applied by the function the gateway-events endpoint runs.
-      await applyPaymentState(stack.deps, {
-        gateway: 'gateway_a',
-        paymentId,
-        state: 'succeeded',
-        requestId: randomUUID(),
-      });
+      await payAtTill(paymentId);
       const pointers = created.receiptMetadata;
       return { paymentId, saleReceiptId: isRecord(pointers) ? text(pointers, 'receiptId') : '', user };
     });
@@ -368,16 +371,39 @@ async function runAgainst(
   };
 
   /**
+   * A refund of REFUND_AMOUNT made through `baseUrl` (the floor's or the service's), as the service then
+   * sees it: listed as made, and the sale partially refunded.
+   */
+  const refundSeenByService = async (baseUrl: string, paid: Omit<Paid, 'user'>): Promise<Json> => {
+    const refund = await post(baseUrl, refundPath(paid.paymentId), paymentKey, {
+      refundId: randomUUID(),
+      amount: REFUND_AMOUNT,
+    });
+    const listed = await get(stack.url, refundPath(paid.paymentId), paymentKey);
+    const [entry] = Array.isArray(listed.refunds) ? (listed.refunds as unknown[]) : [];
+    if (!isRecord(entry) || entry.refundId !== refund.refundId || entry.status !== 'succeeded')
+      throw new Error(`the service does not list the refund as it was made: ${JSON.stringify(listed)}`);
+    const sale = await get(stack.url, `/api/v1/receipts/${paid.saleReceiptId}`, paymentKey);
+    if (sale.paymentStatus !== 'partially_refunded')
+      throw new Error(`the sale's status is ${String(sale.paymentStatus)} after its refund`);
+    return refund;
+  };
+
+  /**
    * A floor that skipped work would flatter the service's ratio, so what it makes must be usable by
-   * the service: its envelope and its token open with the service's decrypt, and the service finds
-   * the transaction its payment mapped.
+   * the service: its envelope and its token open with the service's decrypt, the service's match finds
+   * its receipt by the evidence entries it wrote, and the service finds the transaction its payment
+   * mapped, the sale's status it recorded, and refunds its payment from the record and sealed basis it
+   * wrote.
    */
   const checkFloorAgainstService = async (user: User): Promise<void> => {
+    const at = clock.now().toISOString();
+    const base = benchReceipt();
     const envelope = await post(
       floorServer.url,
       '/api/v1/receipts/encrypt',
       encryptKey,
-      withIds(encryptBody(user)),
+      withIds(encryptBody(user, { transaction: { ...base.transaction, datetime: at } })),
     );
     const grant = await post(floorServer.url, '/api/v1/keys/grant-access', issuerKey, {
       userId: user.userId,
@@ -390,6 +416,23 @@ async function runAgainst(
     });
     if (receipt.receiptId !== envelope.receiptId)
       throw new Error('the floor: its envelope did not decrypt to its receipt');
+    const matched = await post(stack.url, `/api/v1/users/${user.userId}/receipts/match`, issuerKey, {
+      transactions: [
+        {
+          reference: 'floor-check',
+          amount: base.summary.total,
+          currency: base.summary.currency,
+          transactionDate: at,
+        },
+      ],
+    });
+    const [match] = Array.isArray(matched.matches) ? (matched.matches as unknown[]) : [];
+    if (
+      !isRecord(match) ||
+      !Array.isArray(match.receiptIds) ||
+      !match.receiptIds.includes(envelope.receiptId)
+    )
+      throw new Error(`the floor: the service's match does not find its receipt: ${JSON.stringify(matched)}`);
     const payment = await post(
       floorServer.url,
       '/api/v1/payments/gateway_a/create',
@@ -397,30 +440,31 @@ async function runAgainst(
       withIds(paymentBody(user)),
     );
     const pointers = payment.receiptMetadata;
-    const transactionId = isRecord(pointers) ? pointers.transactionId : undefined;
-    const mapping = await fetch(`${stack.url}/api/v1/transactions/${String(transactionId)}`, {
-      headers: { 'x-api-key': encryptKey },
+    const floorSale = isRecord(pointers) ? pointers : {};
+    const mapping = await fetch(`${stack.url}/api/v1/transactions/${String(floorSale.transactionId)}`, {
+      headers: { 'x-api-key': paymentKey },
     });
     if (mapping.status !== 200)
       throw new Error(`the floor: its payment's transaction is not found by the service (${mapping.status})`);
+    const floorSaleReceiptId = text(floorSale, 'receiptId');
+    const pending = await get(stack.url, `/api/v1/receipts/${floorSaleReceiptId}`, paymentKey);
+    if (pending.paymentStatus !== 'pending')
+      throw new Error(`the floor: its sale's status is ${String(pending.paymentStatus)}, not pending`);
+    await payAtTill(text(payment, 'paymentId'));
+    await refundSeenByService(stack.url, {
+      paymentId: text(payment, 'paymentId'),
+      saleReceiptId: floorSaleReceiptId,
+    }).catch((error: unknown) => {
+      throw new Error(`the floor's payment, refunded by the service: ${String(error)}`);
+    });
 
     // Its refund: listed by the service, the sale's status moved, the refund receipt sealed for the
     // sale's cardholder and opened by the service's decrypt.
     const [paid] = await paidPayments(1);
     if (paid?.user !== claimant) throw new Error('the check pays with the first user');
-    const refund = await post(floorServer.url, refundPath(paid.paymentId), paymentKey, {
-      refundId: randomUUID(),
-      amount: REFUND_AMOUNT,
+    const refund = await refundSeenByService(floorServer.url, paid).catch((error: unknown) => {
+      throw new Error(`the floor's refund: ${String(error)}`);
     });
-    const listed = await get(stack.url, refundPath(paid.paymentId), paymentKey);
-    const [entry] = Array.isArray(listed.refunds) ? (listed.refunds as unknown[]) : [];
-    if (!isRecord(entry) || entry.refundId !== refund.refundId || entry.status !== 'succeeded')
-      throw new Error(
-        `the floor: the service does not list its refund as it made it: ${JSON.stringify(listed)}`,
-      );
-    const sale = await get(stack.url, `/api/v1/receipts/${paid.saleReceiptId}`, paymentKey);
-    if (sale.paymentStatus !== 'partially_refunded')
-      throw new Error(`the floor: the sale's status is ${String(sale.paymentStatus)} after its refund`);
     const refundReceipt = await openThroughService(text(refund, 'receiptId'), paymentKey, claimant);
     const summary = refundReceipt.summary;
     if (

@@ -52,7 +52,7 @@ export const digestOf = (value: unknown): string =>
  * over a body holding recipientHashedPan gave the card number back by brute force from a table copy
  * (issue 20); the tag needs the card-tag key.
  */
-const boundDigest = (requestDigest: string, cardTag: CardTag | null): string =>
+export const boundDigest = (requestDigest: string, cardTag: CardTag | null): string =>
   createHash('sha256')
     .update(`${requestDigest}\n${cardTag ?? ''}`)
     .digest('hex');
