@@ -113,13 +113,20 @@ class CapacityMeter {
   storedBytes = 0;
 
   constructor(stack: LocalStack) {
-    const receiptsTable = stack.config.tables.receipts;
+    // What a receipt keeps stored for its retention: its item and its evidence entries, written alone
+    // or (since the evidence index) together in one transaction.
+    const keptTables = new Set([stack.config.tables.receipts, stack.config.tables.evidence]);
+    const keptBytes = (put: unknown): number =>
+      isRecord(put) && keptTables.has(put.TableName as string) && isRecord(put.Item)
+        ? Buffer.byteLength(JSON.stringify(put.Item))
+        : 0;
     stack.deps.dynamo.doc.middlewareStack.add(
       (next, context) => async (args) => {
         const input = args.input as Record<string, unknown>;
         input.ReturnConsumedCapacity = 'TOTAL';
-        if (input.TableName === receiptsTable && isRecord(input.Item))
-          this.storedBytes += Buffer.byteLength(JSON.stringify(input.Item));
+        this.storedBytes += keptBytes(input);
+        if (Array.isArray(input.TransactItems))
+          for (const item of input.TransactItems) if (isRecord(item)) this.storedBytes += keptBytes(item.Put);
         const output = await next(args);
         this.calls += 1;
         const consumed = (output.output as { ConsumedCapacity?: unknown }).ConsumedCapacity;

@@ -134,8 +134,23 @@ function canonicalKey(key: KeyObject): KeyObject {
   return createPublicKey({ key: { kty: 'EC', crv: 'P-256', x, y }, format: 'jwk' });
 }
 
+/**
+ * Each seal asks this of its recipient's key, and the answer never changes for a KeyObject (they are
+ * immutable): the RSA and EC checks export the key as a JWK, which cost an RSA seal about half its time.
+ */
+const recipientVerdicts = new WeakMap<KeyObject, { violation: string | undefined }>();
+
 /** Why a key cannot be a receipt recipient's (RSA 2048..4096 or EC P-256), or undefined when it can. */
 export function recipientKeyViolation(key: KeyObject): string | undefined {
+  let verdict = recipientVerdicts.get(key);
+  if (verdict === undefined) {
+    verdict = { violation: judgeRecipientKey(key) };
+    recipientVerdicts.set(key, verdict);
+  }
+  return verdict.violation;
+}
+
+function judgeRecipientKey(key: KeyObject): string | undefined {
   const shape = shapeOf(key);
   if (shape.kind === 'rsa') return keyPolicyViolation(key);
   if (shape.kind === 'ec') return ecKeyPolicyViolation(key);
