@@ -38,7 +38,7 @@ import type { CreatePaymentBody } from '../lib/payments/schemas.js';
 import type { PaymentStatus } from '../lib/kernel/payment-status.js';
 import type { ReceiptEnvelope, StoredReceipt } from '../lib/db/receipts.js';
 import { boundDigest, claimFactsOf, digestOf } from '../lib/receipts/encrypt.js';
-import { evidenceEntriesFor } from '../lib/receipts/evidence.js';
+import { evidenceEntriesFor, evidenceMatches, tagsOfCard } from '../lib/receipts/evidence.js';
 import type { DigitalReceipt } from '../lib/receipts/schemas.js';
 import { toDigitalReceipt, type FlattenedReceipt } from '../lib/receipts/flattened.js';
 import { sealReceiptEnvelope } from '../lib/receipts/seal.js';
@@ -929,13 +929,11 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     }
     const recipient: Recipient = { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) };
     const widthMs = options.claims.windowMinutes * 60_000;
-    const current = keyring.advance(cardTag);
-    const tags = current === cardTag ? [current] : [current, cardTag];
+    const tags = tagsOfCard({ cardTag }, keyring);
     const released = new Set<string>();
     const results: { transactionIndex: number; receiptIds: string[] }[] = [];
     for (const [transactionIndex, transaction] of transactions.entries()) {
       const refs = new Set<string>();
-      const claimedAt = Date.parse(transaction.transactionDate);
       for (const tag of tags) {
         const id = lookupIdOf(
           keyring,
@@ -951,17 +949,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
         });
         for (const entry of entries) {
           const facts = openEvidence(keyring, id, String(entry.receiptRef), String(entry.sealed));
-          if (
-            facts !== undefined &&
-            facts.tag === tag &&
-            facts.amount === transaction.amount &&
-            facts.currency === transaction.currency &&
-            Math.abs(Date.parse(facts.at) - claimedAt) <= widthMs &&
-            (transaction.cardLast4 === undefined ||
-              facts.cardLast4 === undefined ||
-              facts.cardLast4 === transaction.cardLast4)
-          )
-            refs.add(String(entry.receiptRef));
+          if (evidenceMatches(facts, tag, transaction, widthMs)) refs.add(String(entry.receiptRef));
         }
       }
       const candidates = await Promise.all(

@@ -127,54 +127,22 @@ export class ReceiptRepository {
   }
 
   /** Replaces an escrowed envelope with one wrapped for its now-registered recipient, once. */
-  async claim(
-    key: ReceiptKey,
-    envelope: ReceiptEnvelope,
-    recipientUserId: string,
-    ttl: number,
-  ): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          // What receipts stored before the evidence index carried beside the tag goes too.
-          UpdateExpression:
-            'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient, claimAt, claimFacts',
-          ConditionExpression: 'envelope.isEscrowed = :escrowed AND attribute_not_exists(recipientUserId)',
-          ExpressionAttributeNames: { '#ttl': 'ttl' },
-          ExpressionAttributeValues: {
-            ':envelope': envelope,
-            ':user': recipientUserId,
-            ':ttl': ttl,
-            ':escrowed': true,
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+  claim(key: ReceiptKey, envelope: ReceiptEnvelope, recipientUserId: string, ttl: number): Promise<boolean> {
+    // What receipts stored before the evidence index carried beside the tag goes too.
+    return this.releaseEscrowed(
+      key,
+      { envelope, recipientUserId, ttl },
+      { alsoRemove: ['pendingRecipient', 'claimAt', 'claimFacts'] },
+    );
   }
 
   /** Sets a receipt's paymentStatus when it is still `from` (a payment declined at creation). */
-  async setPaymentStatus(key: ReceiptKey, from: PaymentStatus, to: PaymentStatus): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression: 'SET paymentStatus = :to',
-          ConditionExpression: 'paymentStatus = :from',
-          ExpressionAttributeValues: { ':from': from, ':to': to },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+  setPaymentStatus(key: ReceiptKey, from: PaymentStatus, to: PaymentStatus): Promise<boolean> {
+    return this.updateIf(key, {
+      UpdateExpression: 'SET paymentStatus = :to',
+      ConditionExpression: 'paymentStatus = :from',
+      ExpressionAttributeValues: { ':from': from, ':to': to },
+    });
   }
 
   /** A sale's status (and a new refund receipt of it) inside the payment's transaction. */
@@ -238,29 +206,47 @@ export class ReceiptRepository {
    * Replaces an escrowed refund receipt's envelope with one wrapped for the user its sale was
    * released to, once: a refund receipt is escrowed with its sale and carries no claim facts of its own.
    */
-  async releaseWithSale(
+  releaseWithSale(
     key: ReceiptKey,
     envelope: ReceiptEnvelope,
     recipientUserId: string,
     ttl: number,
   ): Promise<boolean> {
+    return this.releaseEscrowed(
+      key,
+      { envelope, recipientUserId, ttl },
+      { onlyIf: 'attribute_exists(relatedReceiptId)' },
+    );
+  }
+
+  /** An escrowed receipt's envelope replaced by one wrapped for its user, once (false if not escrowed or taken). */
+  private releaseEscrowed(
+    key: ReceiptKey,
+    release: { envelope: ReceiptEnvelope; recipientUserId: string; ttl: number },
+    shape: { alsoRemove?: string[]; onlyIf?: string },
+  ): Promise<boolean> {
+    const remove = shape.alsoRemove ? ` REMOVE ${shape.alsoRemove.join(', ')}` : '';
+    const conditions = ['attribute_not_exists(recipientUserId)', 'envelope.isEscrowed = :escrowed'];
+    return this.updateIf(key, {
+      UpdateExpression: `SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl${remove}`,
+      ConditionExpression: [...(shape.onlyIf ? [shape.onlyIf] : []), ...conditions].join(' AND '),
+      ExpressionAttributeNames: { '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':envelope': release.envelope,
+        ':user': release.recipientUserId,
+        ':ttl': release.ttl,
+        ':escrowed': true,
+      },
+    });
+  }
+
+  /** One conditional update of a receipt: true when it was made, false when its condition failed. */
+  private async updateIf(
+    key: ReceiptKey,
+    update: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName' | 'Key'>,
+  ): Promise<boolean> {
     try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression: 'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl',
-          ConditionExpression:
-            'attribute_exists(relatedReceiptId) AND attribute_not_exists(recipientUserId) AND envelope.isEscrowed = :escrowed',
-          ExpressionAttributeNames: { '#ttl': 'ttl' },
-          ExpressionAttributeValues: {
-            ':envelope': envelope,
-            ':user': recipientUserId,
-            ':ttl': ttl,
-            ':escrowed': true,
-          },
-        }),
-      );
+      await this.doc.send(new UpdateCommand({ TableName: this.tableName, Key: keyOf(key), ...update }));
       return true;
     } catch (error) {
       if (isConditionFailure(error)) return false;

@@ -61,6 +61,29 @@ export function tagsOfCard(card: EvidenceCard, keyring: CardTagKeyring): CardTag
 }
 
 /**
+ * Whether an entry's opened facts match the transaction, for this tag: same amount and currency, the
+ * time within ± the window, and the last four digits when both sides have them. An entry that did not
+ * open (another key, altered) matches nothing.
+ */
+export function evidenceMatches(
+  facts: ReturnType<typeof openEvidence>,
+  tag: CardTag,
+  transaction: EvidenceTransaction,
+  widthMs: number,
+): boolean {
+  return (
+    facts !== undefined &&
+    facts.tag === tag &&
+    facts.amount === transaction.amount &&
+    facts.currency === transaction.currency &&
+    Math.abs(Date.parse(facts.at) - Date.parse(transaction.transactionDate)) <= widthMs &&
+    (transaction.cardLast4 === undefined ||
+      facts.cardLast4 === undefined ||
+      facts.cardLast4 === transaction.cardLast4)
+  );
+}
+
+/**
  * Every stored receipt of this card whose evidence matches the transaction: same currency, the
  * amount equal to its total or its total before tip, its transaction time within ± the claim window,
  * and its last four digits when both sides have them. Escrowed or not: the caller decides which it
@@ -73,7 +96,6 @@ export async function findByEvidence(
 ): Promise<StoredReceipt[]> {
   const keyring = await deps.cardTags.keyring();
   const widthMs = evidenceWidthMs(deps);
-  const claimedAt = Date.parse(transaction.transactionDate);
   const query = {
     amount: transaction.amount,
     currency: transaction.currency,
@@ -84,18 +106,7 @@ export async function findByEvidence(
     const id = lookupIdOf(keyring, tag, query, widthMs);
     for (const entry of await deps.repos.evidence.entries(id)) {
       const facts = openEvidence(keyring, id, entry.receiptRef, entry.sealed);
-      if (
-        facts !== undefined &&
-        facts.tag === tag &&
-        facts.amount === transaction.amount &&
-        facts.currency === transaction.currency &&
-        Math.abs(Date.parse(facts.at) - claimedAt) <= widthMs &&
-        // Last four digits narrow the match only when both sides have them.
-        (transaction.cardLast4 === undefined ||
-          facts.cardLast4 === undefined ||
-          facts.cardLast4 === transaction.cardLast4)
-      )
-        found.add(entry.receiptRef);
+      if (evidenceMatches(facts, tag, transaction, widthMs)) found.add(entry.receiptRef);
     }
   }
   const receipts = await Promise.all(
