@@ -44,7 +44,16 @@ const shared = {
       },
     ],
   },
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // The payment SDKs as a deployed function loads them, one bundled file each (test/support/payment-sdks.js).
+    ...Object.fromEntries(
+      ['stripe', 'square'].map((sdk) => [
+        `^${sdk}$`,
+        `<rootDir>/node_modules/.cache/receipt-service-tests/payment-sdks/node_modules/${sdk}/index.mjs`,
+      ]),
+    ),
+  },
 };
 
 /*
@@ -126,6 +135,8 @@ if (projects.length === 0) {
 /** @type {import('jest').Config} */
 export default {
   projects,
+  // Every tier's, before any project's own setup: the payment SDKs the moduleNameMapper above points at.
+  globalSetup: '<rootDir>/test/support/payment-sdks.js',
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   testTimeout: 60_000,
   /*

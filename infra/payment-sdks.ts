@@ -8,6 +8,11 @@ import { join } from 'node:path';
  */
 export const PAYMENT_SDKS = ['stripe', 'square'] as const;
 
+// Bundles are ESM; a CommonJS dependency that calls require() (e.g. for node: built-ins) needs one.
+export const REQUIRE_BANNER =
+  "import { createRequire as __receiptServiceCreateRequire } from 'node:module';" +
+  'const require = __receiptServiceCreateRequire(import.meta.url);';
+
 const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
 
 export function paymentSdkBundlingCommands(projectRoot: string, outputDir: string, banner: string): string[] {

@@ -9,7 +9,7 @@ import { Construct } from 'constructs';
 import type { FunctionDefinition, RouteDefinition } from '../lib/kernel/route.js';
 import { STATIC_ASSETS_DIR } from '../lib/http/static-assets.js';
 import { bundleDefines } from '../lib/wiring/aws.js';
-import { PAYMENT_SDKS, paymentSdkBundlingCommands } from './payment-sdks.js';
+import { PAYMENT_SDKS, paymentSdkBundlingCommands, REQUIRE_BANNER } from './payment-sdks.js';
 
 export interface ServiceFunctionProps {
   /** A route, or a function that serves no path (then `description` says what it does). */
@@ -32,11 +32,6 @@ export interface ServiceFunctionProps {
 
 export const DEFAULT_MEMORY_MB = 512;
 export const DEFAULT_TIMEOUT_SECONDS = 10;
-
-// Bundles are ESM; a CommonJS dependency that calls require() (e.g. for node: built-ins) needs one.
-const REQUIRE_BANNER =
-  "import { createRequire as __receiptServiceCreateRequire } from 'node:module';" +
-  'const require = __receiptServiceCreateRequire(import.meta.url);';
 
 const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
 

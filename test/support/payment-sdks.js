@@ -1,0 +1,61 @@
+// Jest loads global setup outside its module transform, so the TypeScript module is loaded through tsx.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { tsImport } from 'tsx/esm/api';
+
+const projectRoot = join(import.meta.dirname, '..', '..');
+
+/**
+ * Where the tests' payment SDKs are: `<dir>/node_modules/{stripe,square}/index.mjs`, the files a
+ * payment function ships beside its bundle. jest.config.js maps `stripe` and `square` here.
+ */
+export const paymentSdksDir = join(
+  projectRoot,
+  'node_modules',
+  '.cache',
+  'receipt-service-tests',
+  'payment-sdks',
+);
+
+/**
+ * The tests load the Stripe and Square SDKs as a deployed function does: each bundled into one file by
+ * infra/payment-sdks.ts's own commands. Square's package is about 4,000 CommonJS files; Jest's module
+ * registry, which every test file starts empty, took about a second of CPU to load them file by file,
+ * and the bundle less than half of that. Built once per change of the SDKs, esbuild or the commands.
+ */
+export default async function bundlePaymentSdks() {
+  const { paymentSdkBundlingCommands, REQUIRE_BANNER, PAYMENT_SDKS } = await tsImport(
+    '../../infra/payment-sdks.ts',
+    import.meta.url,
+  );
+  const versionOf = (name) =>
+    JSON.parse(readFileSync(join(projectRoot, 'node_modules', name, 'package.json'), 'utf8')).version;
+  const stamp = createHash('sha256')
+    .update(JSON.stringify(paymentSdkBundlingCommands('.', '.', REQUIRE_BANNER)))
+    .update(JSON.stringify([...PAYMENT_SDKS, 'esbuild'].map((name) => [name, versionOf(name)])))
+    .update(
+      PAYMENT_SDKS.map((sdk) =>
+        readFileSync(join(projectRoot, 'infra', 'payment-sdks', `${sdk}.mjs`)),
+      ).join(),
+    )
+    .digest('hex');
+  const stampFile = join(paymentSdksDir, 'stamp');
+  if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return;
+
+  // Built aside and moved into place, so a run never reads a half-written SDK.
+  mkdirSync(dirname(paymentSdksDir), { recursive: true });
+  const building = mkdtempSync(`${paymentSdksDir}-`);
+  try {
+    for (const command of paymentSdkBundlingCommands(projectRoot, building, REQUIRE_BANNER)) {
+      execFileSync('sh', ['-c', command], { stdio: ['ignore', 'ignore', 'pipe'] });
+    }
+    writeFileSync(join(building, 'stamp'), stamp);
+    rmSync(paymentSdksDir, { recursive: true, force: true });
+    renameSync(building, paymentSdksDir);
+  } catch (error) {
+    rmSync(building, { recursive: true, force: true });
+    throw error;
+  }
+}
