@@ -308,6 +308,8 @@ export async function startHttpServer(
     sandboxUrl?: string;
     /** Gives each request a logger of its own, as each Lambda invocation has (local/invocation-scope.ts). */
     invocationScope?: InvocationScope;
+    /** Called once a function has answered (it may have written what the stream dispatcher reads). */
+    onInvoked?: () => void;
   },
 ): Promise<HttpServerHandle> {
   const loaded = await loadRoutes(deps, options.routes);
@@ -383,6 +385,7 @@ export async function startHttpServer(
       start = process.cpuUsage();
       send(response, result);
       cpuSince(start);
+      options.onInvoked?.();
     })().catch((error: unknown) => {
       deps.logger.error('local adapter failed', { error: error instanceof Error ? error : String(error) });
       if (!response.headersSent) send(response, errorResponse(error, randomUUID(), new Date()));

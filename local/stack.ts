@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { systemClock, type Clock } from '../lib/kernel/clock.js';
+import { ManualClock, systemClock, type Clock } from '../lib/kernel/clock.js';
 import { loadConfig, requireAllTables, type ServiceConfig } from '../lib/kernel/config.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { ensureTables } from '../lib/db/create-tables.js';
@@ -61,6 +61,12 @@ export interface LocalStackOptions {
   resolveHost?: HostResolver;
   /** How often the webhook dispatcher reads the receipts stream and sweeps due deliveries (ms). */
   dispatcherIntervalMs?: number;
+  /** How often due retries are swept without a jump of the clock (local/stream-poller.ts). */
+  sweepIntervalMs?: number;
+  /** The dispatcher's longest wait between polls of an idle stream (local/stream-poller.ts). */
+  dispatcherIdleIntervalMs?: number;
+  /** How the dispatcher waits between polls: a test may take them in hand (local/stream-poller.ts). */
+  dispatcherSchedule?: (poll: () => void, ms: number) => () => void;
 }
 
 export interface LocalStack {
@@ -190,8 +196,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       if (Object.values(indexed).some((count) => count > 0))
         logger.info('evidence index brought up to date', { ...indexed });
     }
+    // Bound once the dispatcher runs (it starts after the server, which it needs the address of).
+    let invoked = (): void => undefined;
     const http = await startHttpServer(deps, {
       invocationScope: scope,
+      onInvoked: () => invoked(),
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
       ...(options.routes ? { routes: options.routes } : {}),
@@ -213,8 +222,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       deps: { ...delivery, queue },
       logger: dispatcherLogger,
       intervalMs: options.dispatcherIntervalMs ?? DEFAULT_DISPATCHER_INTERVAL_MS,
+      ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+      ...(options.dispatcherIdleIntervalMs ? { idleIntervalMs: options.dispatcherIdleIntervalMs } : {}),
+      ...(options.dispatcherSchedule ? { schedule: options.dispatcherSchedule } : {}),
       ...(options.inMemory ? {} : { checkpointFile: join(dataDir, 'receipts-stream.json') }),
     });
+    // A request may have written a receipt, and a test's clock move may have made a retry due: the
+    // dispatcher looks at once rather than on its idle back-off.
+    invoked = () => dispatcher.nudge();
+    if (clock instanceof ManualClock) {
+      const unsubscribe = clock.onMove(() => dispatcher.nudge());
+      stops.push(async () => void unsubscribe());
+    }
     // Before the database client goes: a cycle under way finishes first, then the attempts it queued.
     stops.push(() => queue.drain());
     stops.push(() => dispatcher.close());

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensurePrivateDir } from './private-files.js';
 import { startLocalStack } from './stack.js';
-import { DEFAULT_DISPATCHER_INTERVAL_MS } from './stream-poller.js';
+import { DEFAULT_DISPATCHER_INTERVAL_MS, DEFAULT_SWEEP_INTERVAL_MS } from './stream-poller.js';
 
 /** `npm start`: the whole service on http://127.0.0.1:3000 with no cloud account. */
 const { values } = parseArgs({
@@ -82,7 +82,7 @@ console.log(
 );
 console.log(`  escrow key: ${stack.deps.escrow.keyId}`);
 console.log(
-  `  webhooks:   receipts stream read every ${DEFAULT_DISPATCHER_INTERVAL_MS} ms and due retries swept by the Lambdas' own code`,
+  `  webhooks:   receipts stream read every ${DEFAULT_DISPATCHER_INTERVAL_MS} ms and due retries swept every ${DEFAULT_SWEEP_INTERVAL_MS} ms, by the Lambdas' own code`,
 );
 if (firstStart || values['in-memory']) {
   console.log('\nCreate API keys in another terminal (each key is printed once):');

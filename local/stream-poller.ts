@@ -17,10 +17,41 @@ export interface Dispatcher {
   stop(): Promise<void>;
   /** Polls again from where it stopped (the last processed record of each shard). */
   start(): void;
+  /**
+   * Something may have been written or become due (a request was served, the clock moved): the next
+   * poll comes within `intervalMs`, however long the dispatcher had been idle.
+   */
+  nudge(): void;
 }
 
 /** `npm start`'s poll interval: a stored receipt's webhook leaves within about this. */
 export const DEFAULT_DISPATCHER_INTERVAL_MS = 250;
+
+/**
+ * How often due retries are swept. In AWS an EventBridge schedule runs the sweeper once a minute; a
+ * sweep is one query per due bucket (17), so sweeping on every stream poll made an idle local stack
+ * ask DynamoDB Local about 95 times a second (a fifth of a core with the emulator's share). Once a
+ * second keeps a retry prompt for a developer. A service clock that jumps ahead (a test's manual
+ * clock moved past a retry's time) is swept on the next poll, whatever the interval.
+ */
+export const DEFAULT_SWEEP_INTERVAL_MS = 1_000;
+
+/**
+ * How often the stream's shards are listed again while every known shard is open. A shard that
+ * closes (read to its end) has its list read again on the next poll, which is when new shards appear.
+ */
+const DESCRIBE_INTERVAL_MS = 5_000;
+
+/**
+ * The longest wait between two polls of an idle stream. Each poll that finds nothing doubles the wait,
+ * from `intervalMs` up to this; a poll that finds records, or a nudge, brings it back to `intervalMs`.
+ * Polling an idle stream every 200 ms kept DynamoDB Local and the service's process busy for a tenth
+ * of a core per stack; a write made past the server (a test's own repository call) waits at most this.
+ */
+export const DEFAULT_IDLE_INTERVAL_MS = 2_000;
+
+/** How far the service clock may run ahead of real time between two sweeps before it counts as a jump. */
+const CLOCK_JUMP_MS = 500;
 
 export interface DispatcherOptions {
   dynamo: DynamoDBClient;
@@ -30,8 +61,16 @@ export interface DispatcherOptions {
   /** Delivery's deps with the local delivery queue (local/delivery-queue.ts). */
   deps: DispatchDeps;
   logger: Logger;
-  /** How often the stream is read and due deliveries swept. */
+  /** How often the stream is read while records arrive or after a nudge. */
   intervalMs: number;
+  /** The longest wait between polls of an idle stream: DEFAULT_IDLE_INTERVAL_MS unless set. */
+  idleIntervalMs?: number;
+  /** How often due deliveries are swept: DEFAULT_SWEEP_INTERVAL_MS unless set. */
+  sweepIntervalMs?: number;
+  /** Milliseconds of a monotonic clock, for the cadences above (not the service's clock). */
+  monotonicMs?: () => number;
+  /** Runs `poll` once after `ms`; returns the cancel. setTimeout unless a test takes the polls in hand. */
+  schedule?: (poll: () => void, ms: number) => () => void;
   /** Where the last processed sequence number of each shard is kept across restarts; memory otherwise. */
   checkpointFile?: string;
 }
@@ -49,9 +88,9 @@ async function loadCheckpoints(file: string | undefined): Promise<Checkpoints> {
 
 /**
  * The local stand-in for two AWS pieces, running the same code they run: the receipts stream's event
- * source mapping (GetRecords on DynamoDB Local's stream, each batch handed to dispatchReceiptStream,
- * as functions/webhooks/webhook-dispatch does) and the EventBridge schedule (sweepDueDeliveries, as
- * functions/webhooks/webhook-sweep does). Both only queue attempts, on the local delivery queue, so a
+ * source mapping (GetRecords on DynamoDB Local's stream every `intervalMs`, each batch handed to
+ * dispatchReceiptStream, as functions/webhooks/webhook-dispatch does) and the EventBridge schedule
+ * (sweepDueDeliveries every `sweepIntervalMs`, as functions/webhooks/webhook-sweep does). Both only queue attempts, on the local delivery queue, so a
  * cycle never waits for a receiver. A shard is read on from the last processed record, from its start
  * the first time; a record read twice creates no second delivery, so a crash between processing
  * and checkpointing only repeats harmless work.
@@ -68,6 +107,20 @@ export async function startDispatcher(
   const iterators = new Map<string, string>();
   const closedShards = new Set<string>();
   let streamArn: string | undefined;
+  const monotonicMs = options.monotonicMs ?? (() => performance.now());
+  const sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+  let openShards: string[] = [];
+  let describedAt = -Infinity;
+  let sweptAt = -Infinity;
+  let sweptAtServiceMs = -Infinity;
+  /** Time to sweep: the interval has passed, or the service's clock moved further than real time did. */
+  const sweepDue = (): boolean => {
+    const elapsed = monotonicMs() - sweptAt;
+    return (
+      elapsed >= sweepIntervalMs ||
+      options.deps.clock.now().getTime() - sweptAtServiceMs > elapsed + CLOCK_JUMP_MS
+    );
+  };
 
   async function iteratorFor(shardId: string): Promise<string | undefined> {
     const known = iterators.get(shardId);
@@ -85,7 +138,9 @@ export async function startDispatcher(
     return ShardIterator;
   }
 
-  async function readShard(shardId: string): Promise<void> {
+  /** Reads a shard on from its checkpoint; answers how many records it handed to the dispatcher. */
+  async function readShard(shardId: string): Promise<number> {
+    let read = 0;
     let iterator = await iteratorFor(shardId);
     let renewed = false;
     while (iterator) {
@@ -103,6 +158,7 @@ export async function startDispatcher(
         continue;
       }
       const records = (page.Records ?? []) as DynamoDBRecord[];
+      read += records.length;
       const { batchItemFailures } = await dispatchReceiptStream({ Records: records }, options.deps);
       const failed = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
       // As Lambda does with a partial response: on from the first record reported.
@@ -116,20 +172,23 @@ export async function startDispatcher(
       if (firstFailed >= 0) {
         // Read again from the failed record, as Lambda retries a batch.
         iterators.delete(shardId);
-        return;
+        return read;
       }
       if (!page.NextShardIterator) {
         closedShards.add(shardId);
         iterators.delete(shardId);
-        return;
+        return read;
       }
       iterator = page.NextShardIterator;
       iterators.set(shardId, iterator);
-      if (records.length === 0) return;
+      if (records.length === 0) return read;
     }
+    return read;
   }
 
-  async function cycle(): Promise<void> {
+  /** One poll (and a sweep when one is due); true when it found work, which keeps polls frequent. */
+  async function cycle(): Promise<boolean> {
+    let found = 0;
     if (!streamArn) {
       const { Table } = await options.dynamo.send(
         new DescribeTableCommand({ TableName: options.receiptsTable }),
@@ -137,39 +196,79 @@ export async function startDispatcher(
       streamArn = Table?.LatestStreamArn;
       if (!streamArn) throw new Error(`${options.receiptsTable} has no stream`);
     }
-    const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-    for (const shard of StreamDescription?.Shards ?? []) {
-      if (shard.ShardId && !closedShards.has(shard.ShardId)) await readShard(shard.ShardId);
+    if (openShards.length === 0 || monotonicMs() - describedAt >= DESCRIBE_INTERVAL_MS) {
+      const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+      describedAt = monotonicMs();
+      openShards = (StreamDescription?.Shards ?? []).flatMap((shard) =>
+        shard.ShardId && !closedShards.has(shard.ShardId) ? [shard.ShardId] : [],
+      );
     }
-    await sweepDueDeliveries(options.deps);
+    for (const shardId of openShards) found += await readShard(shardId);
+    // A shard read to its end is closed: the next poll lists the shards again to find its children.
+    openShards = openShards.filter((shardId) => !closedShards.has(shardId));
+    if (sweepDue()) {
+      sweptAt = monotonicMs();
+      sweptAtServiceMs = options.deps.clock.now().getTime();
+      found += (await sweepDueDeliveries(options.deps)).queued;
+    }
+    return found > 0;
   }
 
+  const idleIntervalMs = Math.max(options.intervalMs, options.idleIntervalMs ?? DEFAULT_IDLE_INTERVAL_MS);
   let running = false;
-  let timer: NodeJS.Timeout | undefined;
+  let cycling = false;
+  let nudged = false;
+  let delay = options.intervalMs;
+  const later =
+    options.schedule ??
+    ((poll: () => void, ms: number) => {
+      const timeout = setTimeout(poll, ms);
+      return () => clearTimeout(timeout);
+    });
+  let timer: (() => void) | undefined;
+  let dueAt = 0;
   let current: Promise<void> = Promise.resolve();
-  const schedule = () => {
-    timer = setTimeout(() => {
+  const schedule = (wait: number) => {
+    dueAt = monotonicMs() + wait;
+    timer = later(() => {
+      timer = undefined;
+      cycling = true;
+      nudged = false;
       current = cycle()
-        .catch((error: unknown) =>
+        .catch((error: unknown) => {
           options.logger.warn('webhook dispatcher cycle failed; trying again', {
             error: error instanceof Error ? `${error.name}: ${error.message}` : 'unknown',
-          }),
-        )
-        .finally(() => {
-          if (running) schedule();
+          });
+          return false;
+        })
+        .then((foundWork) => {
+          cycling = false;
+          delay = foundWork || nudged ? options.intervalMs : Math.min(delay * 2, idleIntervalMs);
+          if (running) schedule(delay);
         });
-    }, options.intervalMs);
+    }, wait);
   };
 
   const dispatcher = {
     start() {
       if (running) return;
       running = true;
-      schedule();
+      delay = options.intervalMs;
+      schedule(delay);
+    },
+    nudge() {
+      delay = options.intervalMs;
+      // During a cycle, the next one comes at intervalMs (the write may have missed this one's read).
+      if (cycling) nudged = true;
+      else if (running && timer && dueAt > monotonicMs() + options.intervalMs) {
+        timer();
+        schedule(options.intervalMs);
+      }
     },
     async stop() {
       running = false;
-      if (timer) clearTimeout(timer);
+      timer?.();
+      timer = undefined;
       await current;
     },
     async close() {

@@ -8,6 +8,7 @@ export const systemClock: Clock = { now: () => new Date() };
 /** A clock tests can set and advance. */
 export class ManualClock implements Clock {
   private current: number;
+  private readonly listeners = new Set<() => void>();
   constructor(start: Date | number = Date.now()) {
     this.current = typeof start === 'number' ? start : start.getTime();
   }
@@ -16,9 +17,22 @@ export class ManualClock implements Clock {
   }
   advance(ms: number): void {
     this.current += ms;
+    this.moved();
   }
   set(at: Date | number): void {
     this.current = typeof at === 'number' ? at : at.getTime();
+    this.moved();
+  }
+  /**
+   * Calls `listener` after each move, so what waits for time (the local stack's sweep of due retries)
+   * looks at once instead of polling a clock that only moves when told. Returns the unsubscribe.
+   */
+  onMove(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+  private moved(): void {
+    for (const listener of this.listeners) listener();
   }
 }
 

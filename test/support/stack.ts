@@ -48,6 +48,9 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
     logLevel: 'INFO',
     // Webhook tests wait for the stream and the sweeper; a short cycle keeps that wait short.
     dispatcherIntervalMs: 200,
+    // The test's clock stands still unless moved, and a move is swept on the next poll: the backstop
+    // sweep can be rare, which keeps an idle stack from querying DynamoDB Local 17 times a second.
+    sweepIntervalMs: 5_000,
     ...options,
     dynamoDbEndpoint: endpoint,
     clock,
