@@ -6,6 +6,8 @@ import { dirname, join } from 'node:path';
 export interface DynamoDbLocal {
   endpoint: string;
   stop(): Promise<void>;
+  /** Ends the JVM at once, synchronously: for a process `exit` handler, where nothing can be awaited. */
+  kill(): void;
 }
 
 export interface DynamoDbLocalOptions {
@@ -71,6 +73,10 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     'java',
     [
       '-Xms64m',
+      // The client compiler only: the emulator's life is a test run or a developer's session, and C2
+      // compiling behind it cost more CPU than its faster code saved (the test run's emulator used
+      // 49 s of CPU with it and 32 s without; a start to first answer 2.9 s and 1.7 s).
+      '-XX:TieredStopAtLevel=1',
       `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
       '-jar',
       join(dir, 'DynamoDBLocal.jar'),
@@ -104,5 +110,8 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
+    kill: () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
   };
 }

@@ -10,5 +10,7 @@ export default async function globalSetup() {
   // A loaded CI machine can take well over a minute to start the JVM.
   const ddb = await startDynamoDbLocal({ readyTimeoutMs: patience(60_000) });
   globalThis.__DYNAMODB_LOCAL__ = ddb;
+  // Jest skips global teardown when a later global setup fails: the emulator must not outlive the run.
+  process.once('exit', () => ddb.kill());
   process.env.TEST_DYNAMODB_ENDPOINT = ddb.endpoint;
 }
