@@ -125,6 +125,12 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
   let stack: TestStack;
   let logs: LogCapture;
   let merchant: { apiKey: string };
+  /**
+   * The merchant whose signing keys and policy are fuzzed. A mutation of `{ requireSignatures: false }`
+   * can be `true`, which a registered key makes valid: from then on that merchant's unsigned receipts
+   * are refused, so it must not be the merchant every other route sends receipts as.
+   */
+  let signingMerchant: { apiKey: string };
   let issuer: { apiKey: string };
   let user: OnboardedUser;
   let rotatingUser: OnboardedUser;
@@ -288,7 +294,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     // Two keys, each registered again and again: the same key answers the same, so no run reaches the
     // 20-key limit.
     'register-signing-key': async (variant) => ({ body: { publicKey: await signingJwk(variant % 2) } }),
-    // Never true: the merchant's other requests here are unsigned.
+    // False as sent; a mutation may make it true, which only the signing merchant's receipts would feel.
     'set-signing-policy': async () => ({ body: { requireSignatures: false } }),
     // Its own user, so rotating keys never disturbs the tokens and envelopes the other routes use.
     'rotate-user-key': async () => {
@@ -302,7 +308,11 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
   };
 
   const keyFor = (route: RouteDefinition): string =>
-    route.roles.includes('merchant') ? merchant.apiKey : issuer.apiKey;
+    route.path.startsWith('/api/v1/merchants/signing-')
+      ? signingMerchant.apiKey
+      : route.roles.includes('merchant')
+        ? merchant.apiKey
+        : issuer.apiKey;
   // Key generation is real RSA-2048 work on two cores: fewer runs where the body is ignored anyway.
   // A valid refund is a provider call, a sealed refund receipt and the provider's event posted back:
   // half the runs, so the test stays within its time on a loaded machine.
@@ -322,6 +332,7 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
     stack = await startTestStack();
     merchant = await stack.apiKey(['merchant']);
+    signingMerchant = await stack.apiKey(['merchant'], 'enterprise', 'fuzzed signing merchant');
     issuer = await stack.apiKey(['issuer']);
     user = await onboardUser(stack, issuer.apiKey);
     rotatingUser = await onboardUser(stack, issuer.apiKey);
