@@ -1,3 +1,5 @@
+import { paymentSdkPath } from './test/support/payment-sdks.js';
+
 /*
  * Three tiers, chosen by path so that a new test file lands in one without touching this file:
  *   unit         pure logic: no DynamoDB, no network, no child processes; the whole tier under 30 s
@@ -47,12 +49,7 @@ const shared = {
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     // The payment SDKs as a deployed function loads them, one bundled file each (test/support/payment-sdks.js).
-    ...Object.fromEntries(
-      ['stripe', 'square'].map((sdk) => [
-        `^${sdk}$`,
-        `<rootDir>/node_modules/.cache/receipt-service-tests/payment-sdks/node_modules/${sdk}/index.mjs`,
-      ]),
-    ),
+    ...Object.fromEntries(['stripe', 'square'].map((sdk) => [`^${sdk}$`, paymentSdkPath(sdk)])),
   },
 };
 

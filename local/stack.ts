@@ -61,7 +61,7 @@ export interface LocalStackOptions {
   resolveHost?: HostResolver;
   /** How often the webhook dispatcher reads the receipts stream and sweeps due deliveries (ms). */
   dispatcherIntervalMs?: number;
-  /** How often due retries are swept without a jump of the clock (local/stream-poller.ts). */
+  /** How often due retries are swept unless a move of a manual clock asks sooner (local/stream-poller.ts). */
   sweepIntervalMs?: number;
   /** The dispatcher's longest wait between polls of an idle stream (local/stream-poller.ts). */
   dispatcherIdleIntervalMs?: number;
@@ -231,7 +231,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // dispatcher looks at once rather than on its idle back-off.
     invoked = () => dispatcher.nudge();
     if (clock instanceof ManualClock) {
-      const unsubscribe = clock.onMove(() => dispatcher.nudge());
+      const unsubscribe = clock.onMove(() => dispatcher.nudge({ sweep: true }));
       stops.push(async () => void unsubscribe());
     }
     // Before the database client goes: a cycle under way finishes first, then the attempts it queued.

@@ -18,10 +18,11 @@ export interface Dispatcher {
   /** Polls again from where it stopped (the last processed record of each shard). */
   start(): void;
   /**
-   * Something may have been written or become due (a request was served, the clock moved): the next
-   * poll comes within `intervalMs`, however long the dispatcher had been idle.
+   * Something may have been written (a request was served): the next poll comes within `intervalMs`,
+   * however long the dispatcher had been idle. With `sweep` (the service's clock moved, so retries may
+   * have fallen due) that poll also sweeps, whatever the sweep interval.
    */
-  nudge(): void;
+  nudge(options?: { sweep?: boolean }): void;
 }
 
 /** `npm start`'s poll interval: a stored receipt's webhook leaves within about this. */
@@ -31,8 +32,8 @@ export const DEFAULT_DISPATCHER_INTERVAL_MS = 250;
  * How often due retries are swept. In AWS an EventBridge schedule runs the sweeper once a minute; a
  * sweep is one query per due bucket (17), so sweeping on every stream poll made an idle local stack
  * ask DynamoDB Local about 95 times a second (a fifth of a core with the emulator's share). Once a
- * second keeps a retry prompt for a developer. A service clock that jumps ahead (a test's manual
- * clock moved past a retry's time) is swept on the next poll, whatever the interval.
+ * second keeps a retry prompt for a developer. A move of a test's manual clock asks for a sweep on the
+ * next poll (Dispatcher.nudge), whatever the interval.
  */
 export const DEFAULT_SWEEP_INTERVAL_MS = 1_000;
 
@@ -49,9 +50,6 @@ const DESCRIBE_INTERVAL_MS = 5_000;
  * of a core per stack; a write made past the server (a test's own repository call) waits at most this.
  */
 export const DEFAULT_IDLE_INTERVAL_MS = 2_000;
-
-/** How far the service clock may run ahead of real time between two sweeps before it counts as a jump. */
-const CLOCK_JUMP_MS = 500;
 
 export interface DispatcherOptions {
   dynamo: DynamoDBClient;
@@ -112,15 +110,8 @@ export async function startDispatcher(
   let openShards: string[] = [];
   let describedAt = -Infinity;
   let sweptAt = -Infinity;
-  let sweptAtServiceMs = -Infinity;
-  /** Time to sweep: the interval has passed, or the service's clock moved further than real time did. */
-  const sweepDue = (): boolean => {
-    const elapsed = monotonicMs() - sweptAt;
-    return (
-      elapsed >= sweepIntervalMs ||
-      options.deps.clock.now().getTime() - sweptAtServiceMs > elapsed + CLOCK_JUMP_MS
-    );
-  };
+  /** Set by a nudge that asks for a sweep; the next poll sweeps whatever the interval. */
+  let sweepAsked = false;
 
   async function iteratorFor(shardId: string): Promise<string | undefined> {
     const known = iterators.get(shardId);
@@ -206,9 +197,10 @@ export async function startDispatcher(
     for (const shardId of openShards) found += await readShard(shardId);
     // A shard read to its end is closed: the next poll lists the shards again to find its children.
     openShards = openShards.filter((shardId) => !closedShards.has(shardId));
-    if (sweepDue()) {
+    if (sweepAsked || monotonicMs() - sweptAt >= sweepIntervalMs) {
+      // Cleared before the sweep reads the clock: a move during it asks for the next poll's sweep.
+      sweepAsked = false;
       sweptAt = monotonicMs();
-      sweptAtServiceMs = options.deps.clock.now().getTime();
       found += (await sweepDueDeliveries(options.deps)).queued;
     }
     return found > 0;
@@ -256,7 +248,8 @@ export async function startDispatcher(
       delay = options.intervalMs;
       schedule(delay);
     },
-    nudge() {
+    nudge(nudgeOptions: { sweep?: boolean } = {}) {
+      if (nudgeOptions.sweep) sweepAsked = true;
       delay = options.intervalMs;
       // During a cycle, the next one comes at intervalMs (the write may have missed this one's read).
       if (cycling) nudged = true;

@@ -3,13 +3,13 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { tsImport } from 'tsx/esm/api';
 
 const projectRoot = join(import.meta.dirname, '..', '..');
 
 /**
  * Where the tests' payment SDKs are: `<dir>/node_modules/{stripe,square}/index.mjs`, the files a
- * payment function ships beside its bundle. jest.config.js maps `stripe` and `square` here.
+ * payment function ships beside its bundle. jest.config.js maps `stripe` and `square` here
+ * (paymentSdkPath).
  */
 export const paymentSdksDir = join(
   projectRoot,
@@ -19,6 +19,9 @@ export const paymentSdksDir = join(
   'payment-sdks',
 );
 
+/** The bundled SDK `sdk` ('stripe' or 'square'), as jest.config.js maps it. */
+export const paymentSdkPath = (sdk) => join(paymentSdksDir, 'node_modules', sdk, 'index.mjs');
+
 /**
  * The tests load the Stripe and Square SDKs as a deployed function does: each bundled into one file by
  * infra/payment-sdks.ts's own commands. Square's package is about 4,000 CommonJS files; Jest's module
@@ -26,6 +29,8 @@ export const paymentSdksDir = join(
  * and the bundle less than half of that. Built once per change of the SDKs, esbuild or the commands.
  */
 export default async function bundlePaymentSdks() {
+  // Imported here, not at the top: jest.config.js imports this module for paymentSdksDir alone.
+  const { tsImport } = await import('tsx/esm/api');
   const { paymentSdkBundlingCommands, REQUIRE_BANNER, PAYMENT_SDKS } = await tsImport(
     '../../infra/payment-sdks.ts',
     import.meta.url,
