@@ -324,16 +324,29 @@ describe('developer console in a browser', () => {
     const downloads = await mkdtemp(join(tmpdir(), 'console-pdf-'));
     try {
       const cdp = await page.createCDPSession();
-      await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+      // The file can be on disk before Chromium has written all of it: read it once the download says
+      // it is complete (a read of a half-written PDF failed in pdf.js once in a full run).
+      const downloaded = new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error('the PDF download did not complete in 20 s')),
+          20_000,
+        );
+        cdp.on('Browser.downloadProgress', (event) => {
+          if (event.state === 'inProgress') return;
+          clearTimeout(timer);
+          if (event.state === 'completed') resolve(event.guid);
+          else reject(new Error(`the PDF download ended ${event.state}`));
+        });
+      });
+      await cdp.send('Browser.setDownloadBehavior', {
+        behavior: 'allow',
+        downloadPath: downloads,
+        eventsEnabled: true,
+      });
       await page.click('#receipt button.pdf');
       await page.waitForSelector('#receipt a.pdf-link');
-      const deadline = Date.now() + 20_000;
-      let files: string[] = [];
-      while (Date.now() < deadline) {
-        files = (await readdir(downloads)).filter((name) => name.endsWith('.pdf'));
-        if (files.length > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await downloaded;
+      const files = (await readdir(downloads)).filter((name) => name.endsWith('.pdf'));
       expect(files).toEqual([`receipt-${String(result.receipt.receiptId)}.pdf`]);
       const runs = await pdfText(new Uint8Array(await readFile(join(downloads, files[0]!))));
       expect(runs).toContain('Corner Coffee');
