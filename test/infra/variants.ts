@@ -27,6 +27,19 @@ import {
  * stacks always (the service stack refers to the data stack), the monitoring stack when asked.
  */
 
+/*
+ * What a variant adds to the context: no esbuild (the bundle tests below run it themselves), and no
+ * stack trace captured at each construct and annotation for the assembly's metadata. In a test file a
+ * trace is an Error's stack formatted through Jest's source maps: about 2 s of the run's CPU, for
+ * metadata no test reads (the templates are the same without it). The shared synthesis keeps them, as
+ * `cdk synth` does.
+ */
+const variantContext = {
+  'aws:cdk:bundling-stacks': [],
+  'aws:cdk:disable-creation-stack-traces': true,
+  'aws:cdk:disable-stack-trace': true,
+};
+
 export interface VariantOptions {
   /** Stack props, as a test of one setting gives them. */
   settings?: SettingsInput;
@@ -52,7 +65,7 @@ export interface VariantStacks {
  */
 export function buildVariant(options: VariantOptions = {}): VariantStacks {
   const app = new App({
-    context: { ...cdkJsonContext(), ...options.context, 'aws:cdk:bundling-stacks': [] },
+    context: { ...cdkJsonContext(), ...options.context, ...variantContext },
     builtinCloudFormationValidation: false,
   });
   const settings = { stage: TEST_STAGE, ...options.settings };
