@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { cardholderUsage, CardholderUsageError } from './admin/usage.js';
 import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from './admin/card-tags.js';
 import { backfillEvidence } from './admin/evidence.js';
 import { auditStoredKeys } from './admin/keys.js';
@@ -24,31 +25,6 @@ import {
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { LocalCardTagKeyFile } from '../local/card-tag-key.js';
-
-export const cardholderUsage = `Usage: npm run admin -- card-key <rotate|retag> [--aws] [--json]
-       npm run admin -- users unbind --user USER_ID --reason TEXT [--aws] [--json]
-       npm run admin -- keys audit [--aws] [--json]
-       npm run admin -- evidence backfill [--aws] [--json]
-
-card-key rotate  starts a new card-tag key version and re-tags every stored card tag (card guards,
-                 users, escrowed receipts). Functions read the key again within 5 minutes (5 s on
-                 the local stack); run \`card-key retag\` after that to move what they wrote meanwhile.
-card-key retag   re-tags what is not under the current version yet; safe to run at any time.
-users unbind     undoes a registration made by the wrong client (after a register conflict): the
-                 user and its card guard go, so the card's issuer can register it. Audited with
-                 the reason under the user's client.
-evidence backfill  indexes escrowed receipts stored before the evidence index (removing the card tag,
-                 time and facts they carried) and re-keys entries made under an older card-tag key
-                 version or claim window. Safe to repeat; \`npm start\` runs it on every start.
-keys audit       lists the stored public keys (key pairs and users) that today's import rules
-                 refuse (RSA exponent other than 65537, even modulus, size; EC off P-256; no
-                 envelope can be sealed to it) or that are not stored in canonical form. Read-only.
-
---aws needs AWS_REGION, TABLE_USERS, TABLE_KEY_PAIRS, TABLE_RECEIPTS, TABLE_AUDIT, TABLE_EVIDENCE and,
-for card-key and evidence, CARD_TAG_SECRET_NAME; card-key and evidence read the claim window from
-CLAIM_WINDOW_MINUTES (default 15, as deployed) (see docs/DEPLOY.md).`;
-
-export class CardholderUsageError extends Error {}
 
 interface Target {
   doc: CardKeyAdminDeps['doc'];

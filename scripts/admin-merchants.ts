@@ -1,6 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { merchantUsage, MerchantUsageError } from './admin/usage.js';
+
+// A caller of runMerchantCommand catches its usage errors by this name.
+export { MerchantUsageError };
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AuditLog } from '../lib/db/audit.js';
 import { createDynamoClients } from '../lib/db/client.js';
@@ -8,18 +12,6 @@ import { MerchantKeyRepository } from '../lib/db/merchant-keys.js';
 import { systemClock } from '../lib/kernel/clock.js';
 import { AppError } from '../lib/kernel/errors.js';
 import { setSigningPolicy } from '../lib/merchants/signing-keys.js';
-
-export const merchantUsage = `Usage: npm run admin -- merchants require-signatures --client CLIENT_ID [--off] [--aws] [--json]
-
-merchants require-signatures  makes every payments/{gateway}/create, receipts/encrypt and refund request
-                              of the merchant client CLIENT_ID (its API keys' clientId, \`api-keys list\`)
-                              carry a Receipt-Signature; --off lifts it. The client needs an active signing
-                              key first. The same as the client's own POST /api/v1/merchants/signing-policy;
-                              audited under the client.
-
---aws needs AWS_REGION, TABLE_MERCHANT_KEYS and TABLE_AUDIT (see docs/DEPLOY.md).`;
-
-export class MerchantUsageError extends Error {}
 
 /** Where the command writes: the local stack's tables, a deployed stack's, or a test's. */
 export interface MerchantTarget {
