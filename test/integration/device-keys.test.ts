@@ -64,13 +64,21 @@ const base64url = (value: bigint): string => {
   return Buffer.from(hex.length % 2 === 0 ? hex : `0${hex}`, 'hex').toString('base64url');
 };
 
+let reviewModulus: bigint | undefined;
+
 /**
  * The keys the second review imported (issue 20), as public JWKs over a real 4096-bit modulus: each
  * was accepted, and the first made every merchant's payment for the card answer 500.
  */
 function reviewKeys(): { name: string; jwk: { kty: 'RSA'; n: string; e: string }; problem: string }[] {
-  const { n } = generateKeyPairSync('rsa', { modulusLength: 4096 }).publicKey.export({ format: 'jwk' });
-  const modulus = BigInt(`0x${Buffer.from(n!, 'base64url').toString('hex')}`);
+  // One 4096-bit key pair for the file: each takes a second or more of CPU to generate.
+  reviewModulus ??= BigInt(
+    `0x${Buffer.from(
+      generateKeyPairSync('rsa', { modulusLength: 4096 }).publicKey.export({ format: 'jwk' }).n!,
+      'base64url',
+    ).toString('hex')}`,
+  );
+  const modulus = reviewModulus;
   const rsa = (e: bigint, m = modulus) => ({ kty: 'RSA' as const, n: base64url(m), e: base64url(e) });
   return [
     { name: 'e = 2^65+1, 4096 bits', jwk: rsa(2n ** 65n + 1n), problem: 'exponent must be 65537' },
