@@ -104,14 +104,15 @@ const tiers = [
   },
   /*
    * The CDK tests, in the slow tier too, as a project of their own so that their setup runs only when
-   * one of them is in the run: it synthesizes the app once (test/infra/support.ts reads it) beside
-   * the run's DynamoDB Local, which it starts unless another tier's setup already has.
+   * one of them is in the run: it starts the app's one synthesis (test/infra/support.ts reads it), which
+   * runs while the tests do, and the run's DynamoDB Local unless another tier's setup already has.
    */
   {
     ...shared,
-    ...removeCdkOutput,
     displayName: 'slow',
     testMatch: [`${infraFolder}/**/*.test.ts`],
+    // The shared synthesis runs beside the tests: each file waits for it first.
+    setupFilesAfterEnv: [...removeCdkOutput.setupFilesAfterEnv, '<rootDir>/test/infra/shared-synthesis.ts'],
     globalSetup: '<rootDir>/test/infra/global-setup.js',
     globalTeardown: '<rootDir>/test/infra/global-teardown.js',
   },
