@@ -39,9 +39,10 @@ interface HandlerModule {
   createHandler(deps: AppDeps): HttpHandler;
 }
 
-interface LoadedRoute {
+interface ServedRoute {
   route: RouteDeclaration;
-  handler: HttpHandler;
+  /** The route's function, imported once: at start, or on its first request (lazyHandlers). */
+  handler(): Promise<HttpHandler>;
   pattern: RegExp;
   paramNames: string[];
 }
@@ -59,16 +60,24 @@ const compilePath = (path: string): { pattern: RegExp; paramNames: string[] } =>
   return { pattern: new RegExp(`^${source}$`), paramNames };
 };
 
+async function importHandler(deps: AppDeps, route: RouteDeclaration): Promise<HttpHandler> {
+  const module = (await import(pathToFileURL(resolve(projectRoot, route.entry)).href)) as HandlerModule;
+  return module.createHandler(deps);
+}
+
+/** Every route's function, imported now. */
 export async function loadRoutes(
   deps: AppDeps,
   declared: readonly RouteDeclaration[] = routes,
-): Promise<LoadedRoute[]> {
-  return Promise.all(
-    declared.map(async (route) => {
-      const module = (await import(pathToFileURL(resolve(projectRoot, route.entry)).href)) as HandlerModule;
-      return { route, handler: module.createHandler(deps), ...compilePath(route.path) };
-    }),
-  );
+): Promise<{ route: RouteDeclaration; handler: HttpHandler }[]> {
+  return Promise.all(declared.map(async (route) => ({ route, handler: await importHandler(deps, route) })));
+}
+
+function servedRoutes(deps: AppDeps, declared: readonly RouteDeclaration[]): ServedRoute[] {
+  return declared.map((route) => {
+    let imported: Promise<HttpHandler> | undefined;
+    return { route, handler: () => (imported ??= importHandler(deps, route)), ...compilePath(route.path) };
+  });
 }
 
 /** Unknown paths and methods still go through the pipeline, so they get the same headers and budget. */
@@ -310,9 +319,16 @@ export async function startHttpServer(
     invocationScope?: InvocationScope;
     /** Called once a function has answered (it may have written what the stream dispatcher reads). */
     onInvoked?: () => void;
+    /**
+     * Import each route's function on its first request, as Lambda does at a function's cold start,
+     * instead of all of them before listening. A test's stack serves a handful of the routes; `npm start`
+     * imports them all, so that a function that cannot load stops the start.
+     */
+    lazyHandlers?: boolean;
   },
 ): Promise<HttpServerHandle> {
-  const loaded = await loadRoutes(deps, options.routes);
+  const loaded = servedRoutes(deps, options.routes ?? routes);
+  if (!options.lazyHandlers) await Promise.all(loaded.map((entry) => entry.handler()));
   const edge = edgeAnswers(deps, options.routes ?? routes);
   const badPath = new Map<string, HttpHandler>();
   const badPathFor = (name: string): HttpHandler => {
@@ -329,7 +345,7 @@ export async function startHttpServer(
     }
     return handler;
   };
-  const byPath = new Map<string, LoadedRoute[]>();
+  const byPath = new Map<string, ServedRoute[]>();
   for (const entry of loaded) byPath.set(entry.route.path, [...(byPath.get(entry.route.path) ?? []), entry]);
 
   /** '0' for a literal segment, '1' for a parameter: the smaller string is the more specific path. */
@@ -375,11 +391,26 @@ export async function startHttpServer(
       const values = match.pattern.exec(url.pathname)?.slice(1) ?? [];
       const decoded = decodeParameters(match.paramNames, values);
       const pathParameters = 'parameters' in decoded ? decoded.parameters : null;
-      const handler = 'malformed' in decoded ? badPathFor(decoded.malformed) : match.handler;
+      const badPathHandler = 'malformed' in decoded ? badPathFor(decoded.malformed) : undefined;
       const resourcePath = match.route.path;
       const event = toEvent(request, url, body, resourcePath, pathParameters);
       const context = lambdaContext(match.route.name, match.route.timeoutSeconds ?? 10);
       cpuSince(start);
+      // A function imported on its first request: its cold start, the function's time, not the adapter's.
+      const handler = badPathHandler ?? (await match.handler().catch((error: unknown) => error as Error));
+      if (handler instanceof Error) {
+        // A function that cannot initialise is an integration failure to API Gateway, answered with its response.
+        deps.logger.error('function failed to load', { route: match.route.name, error: handler });
+        send(
+          response,
+          await edge.behindAuthorizer(
+            gatewayAnswer(edgeResponse('INTEGRATION_FAILURE')),
+            request,
+            resourcePath,
+          ),
+        );
+        return;
+      }
       const invoke = () => handler(event, context);
       const result = await (options.invocationScope ? options.invocationScope.run(invoke) : invoke());
       start = process.cpuUsage();

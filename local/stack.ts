@@ -48,6 +48,8 @@ export interface LocalStackOptions {
   logLevel?: LogLevel;
   /** The routes to serve; functions/routes.ts's table unless a test declares its own. */
   routes?: readonly RouteDeclaration[];
+  /** Import each route's function on its first request rather than at start (startHttpServer's lazyHandlers). */
+  lazyHandlers?: boolean;
   /** The card-tag key versions; the data folder's key file (or memory, with inMemory) otherwise. */
   cardTagKeys?: CardTagKeyStore;
   /** The paging cursors' key; the data folder's key file (or a fresh one in memory, with inMemory) otherwise. */
@@ -204,6 +206,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
       ...(options.routes ? { routes: options.routes } : {}),
+      ...(options.lazyHandlers ? { lazyHandlers: true } : {}),
       ...(sandbox ? { sandboxUrl: sandbox.url } : {}),
     });
     stops.push(() => http.close());

@@ -51,6 +51,10 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
     // The test's clock stands still unless moved, and a move is swept on the next poll: the backstop
     // sweep can be rare, which keeps an idle stack from querying DynamoDB Local 17 times a second.
     sweepIntervalMs: 5_000,
+    // A test file calls a few of the routes: the others' functions are never imported (about 0.1 s of
+    // CPU a stack). Every one is imported by `npm start` in npm-start.test.ts, which loads them all
+    // before it listens, and called by the OWASP and fuzz tests.
+    lazyHandlers: true,
     ...options,
     dynamoDbEndpoint: endpoint,
     clock,
