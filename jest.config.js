@@ -55,8 +55,8 @@ const shared = {
 
 /*
  * A CDK App built without an outdir synthesizes into a fresh cdk.out* folder in the temp dir; this
- * removes them after each file, also when its tests fail. Not in unit: loading aws-cdk-lib's cx-api
- * costs every file a third of a second, and a CDK synthesis has no place in that tier anyway.
+ * removes them after each file, also when its tests fail. Only in the tiers that synthesize (slow and
+ * infra): it loads aws-cdk-lib's cx-api into every file's module registry.
  */
 const removeCdkOutput = { setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'] };
 
@@ -80,7 +80,6 @@ const tiers = [
   },
   {
     ...shared,
-    ...removeCdkOutput,
     ...sharedDynamoDb,
     displayName: 'integration',
     // Everything that is neither unit nor slow: test/integration, test/contract, test/adversarial

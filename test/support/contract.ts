@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
@@ -256,5 +257,14 @@ export class ContractValidator {
 
 let shared: ContractValidator | undefined;
 
-/** One validator per test file: building the document and compiling schemas is not free. */
-export const contractValidator = (): ContractValidator => (shared ??= new ContractValidator());
+/**
+ * The document as built once for the run (test/support/global-setup.js), or here when the run has no
+ * such setup (the unit tier).
+ */
+const runDocument = (): unknown => {
+  const file = process.env.TEST_OPENAPI_DOCUMENT;
+  return file ? (JSON.parse(readFileSync(file, 'utf8')) as unknown) : buildOpenApiDocument(routes);
+};
+
+/** One validator per test file: compiling schemas is not free. */
+export const contractValidator = (): ContractValidator => (shared ??= new ContractValidator(runDocument()));

@@ -1,4 +1,7 @@
 // Jest loads global setup outside its module transform, so the TypeScript launcher is loaded through tsx.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { tsImport } from 'tsx/esm/api';
 
 /** One in-memory DynamoDB Local for the whole run; every test file creates its own uniquely prefixed tables. */
@@ -8,9 +11,24 @@ export default async function globalSetup() {
   const { startDynamoDbLocal } = await tsImport('../../local/dynamodb-local.ts', import.meta.url);
   const { patience } = await tsImport('./processes.ts', import.meta.url);
   // A loaded CI machine can take well over a minute to start the JVM.
-  const ddb = await startDynamoDbLocal({ readyTimeoutMs: patience(60_000) });
-  globalThis.__DYNAMODB_LOCAL__ = ddb;
-  // Jest skips global teardown when a later global setup fails: the emulator must not outlive the run.
-  process.once('exit', () => ddb.kill());
-  process.env.TEST_DYNAMODB_ENDPOINT = ddb.endpoint;
+  const starting = startDynamoDbLocal({ readyTimeoutMs: patience(60_000) }).then((ddb) => {
+    globalThis.__DYNAMODB_LOCAL__ = ddb;
+    // Jest skips global teardown when a later global setup fails: the emulator must not outlive the run.
+    process.once('exit', () => ddb.kill());
+    return ddb;
+  });
+  // Both settle before either failure is reported, so that the emulator is always the exit handler's.
+  const [started, written] = await Promise.allSettled([starting, writeOpenApiDocument()]);
+  if (started.status === 'rejected') throw started.reason;
+  if (written.status === 'rejected') throw written.reason;
+  process.env.TEST_DYNAMODB_ENDPOINT = started.value.endpoint;
+}
+
+/** The OpenAPI document every response is checked against (test/support/contract.ts), built once for the run. */
+async function writeOpenApiDocument() {
+  const folder = mkdtempSync(join(tmpdir(), 'receipt-service-openapi-'));
+  globalThis.__OPENAPI_DOCUMENT_FOLDER__ = folder;
+  const { openApiDocumentJson } = await tsImport('./openapi-document.ts', import.meta.url);
+  writeFileSync(join(folder, 'openapi.json'), openApiDocumentJson());
+  process.env.TEST_OPENAPI_DOCUMENT = join(folder, 'openapi.json');
 }
