@@ -10,6 +10,21 @@ export const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 
 export const base64Text = (description: string) =>
   z.string().meta({ description, contentEncoding: 'base64' });
 export const money = z.number().int('must be an integer amount in the smallest currency unit');
+/**
+ * Free text the service sends on (a refund's reason goes into a gateway's request). A lone UTF-16
+ * surrogate (`"\ud800"` in JSON) has no UTF-8 form: the Stripe SDK throws on it (URIError) when it
+ * form-encodes the request, which answered 500 before this check (the fuzzer found it).
+ */
+export const wellFormedText = (min: number, max: number) =>
+  z
+    .string()
+    .min(min)
+    .max(max)
+    .refine(isWellFormed, 'must be well-formed Unicode text (a lone surrogate is not)');
+/** String.prototype.isWellFormed: in Node since 20, in TypeScript's lib from ES2024 (tsconfig has ES2023). */
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
+}
 /** ISO 4217 codes as the runtime's ICU knows them: a made-up code would otherwise fail at the gateway. */
 const isoCurrencies = new Set(Intl.supportedValuesOf('currency'));
 export const currency = z

@@ -19,7 +19,7 @@ import {
 } from '../kernel/errors.js';
 import { checkReceiptSignature, signingOf, type SignatureDeps } from '../merchants/receipt-signature.js';
 import { refundReceiptOf, signedRefundReceiptId } from '../../packages/sdk/src/refund-receipt.js';
-import { dateTime, money, uuid } from '../kernel/fields.js';
+import { dateTime, money, uuid, wellFormedText } from '../kernel/fields.js';
 import type { SameType } from '../kernel/route.js';
 import { configuredGateway } from './create.js';
 import { recordRefund, refundedSoFar, retrying, type LifecycleDeps } from './lifecycle.js';
@@ -56,8 +56,9 @@ export const createRefundBody = z
       description:
         'Minor units to give back. Without it, the amount is derived from `items`; with both, they must agree.',
     }),
-    reason: z.string().min(1).max(192).optional().meta({
-      description: 'Why, in words the cardholder reads on the refund receipt (at most 192 characters).',
+    reason: wellFormedText(1, 192).optional().meta({
+      description:
+        'Why, in words the cardholder reads on the refund receipt (at most 192 characters of well-formed Unicode: a lone surrogate is a 400).',
     }),
     items: z
       .array(

@@ -604,6 +604,21 @@ describe('fuzzing every endpoint over HTTP: never a 5xx, always an envelope', ()
       });
     });
 
+    // The Stripe SDK form-encodes a refund's reason into the refund's metadata, and throws (URIError)
+    // on a lone surrogate: found by the mutation fuzzer (seed -814459802) as a 500 on gateway_a.
+    it.each(['gateway_a', 'gateway_b'] as const)(
+      'create-refund on %s answers a reason with a lone surrogate with a 400 naming reason, not a 500',
+      async (kind) => {
+        const { path, body } = await validRequests['create-refund']!(kind === 'gateway_a' ? 1 : 0);
+        const text = JSON.stringify({ ...(body as Record<string, unknown>), reason: 'damaged \ud800 cup' });
+        expectRefusal(await post(path!, merchant.apiKey, text), describeRequest('POST', path!, text), {
+          status: 400,
+          code: 'INVALID_REQUEST',
+          field: 'reason',
+        });
+      },
+    );
+
     it.each([
       ['GET', '/api/v1/transactions/%E0%A4%A', 'transactionId'],
       ['POST', '/api/v1/payments/%/create', 'gateway'],

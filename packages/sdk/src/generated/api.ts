@@ -872,7 +872,7 @@ export interface components {
       refundId: string;
       /** @description Minor units to give back. Without it, the amount is derived from `items`; with both, they must agree. */
       amount?: number;
-      /** @description Why, in words the cardholder reads on the refund receipt (at most 192 characters). */
+      /** @description Why, in words the cardholder reads on the refund receipt (at most 192 characters of well-formed Unicode: a lone surrogate is a 400). */
       reason?: string;
       /** @description The sale's lines given back, and how many of each. */
       items?: {
