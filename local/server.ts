@@ -345,8 +345,6 @@ export async function startHttpServer(
     }
     return handler;
   };
-  const byPath = new Map<string, ServedRoute[]>();
-  for (const entry of loaded) byPath.set(entry.route.path, [...(byPath.get(entry.route.path) ?? []), entry]);
 
   /** '0' for a literal segment, '1' for a parameter: the smaller string is the more specific path. */
   const shape = (path: string) =>
@@ -397,10 +395,15 @@ export async function startHttpServer(
       const context = lambdaContext(match.route.name, match.route.timeoutSeconds ?? 10);
       cpuSince(start);
       // A function imported on its first request: its cold start, the function's time, not the adapter's.
-      const handler = badPathHandler ?? (await match.handler().catch((error: unknown) => error as Error));
-      if (handler instanceof Error) {
+      let handler: HttpHandler;
+      try {
+        handler = badPathHandler ?? (await match.handler());
+      } catch (error) {
         // A function that cannot initialise is an integration failure to API Gateway, answered with its response.
-        deps.logger.error('function failed to load', { route: match.route.name, error: handler });
+        deps.logger.error('function failed to load', {
+          route: match.route.name,
+          error: error instanceof Error ? error : String(error),
+        });
         send(
           response,
           await edge.behindAuthorizer(

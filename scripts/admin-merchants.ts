@@ -2,9 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { merchantUsage, MerchantUsageError } from './admin/usage.js';
-
-// A caller of runMerchantCommand catches its usage errors by this name.
-export { MerchantUsageError };
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AuditLog } from '../lib/db/audit.js';
 import { createDynamoClients } from '../lib/db/client.js';

@@ -22,7 +22,8 @@ import {
 import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { fetchReceipt, sandboxStripe, statusBecomes, type Kind } from '../support/lifecycle.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
-import { MerchantUsageError, runMerchantCommand } from '../../scripts/admin-merchants.js';
+import { runMerchantCommand } from '../../scripts/admin-merchants.js';
+import { MerchantUsageError } from '../../scripts/admin/usage.js';
 import {
   encryptBody as readmeEncryptBody,
   paymentBody as readmePaymentBody,
