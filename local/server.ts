@@ -327,9 +327,10 @@ export async function startHttpServer(
     lazyHandlers?: boolean;
   },
 ): Promise<HttpServerHandle> {
-  const loaded = servedRoutes(deps, options.routes ?? routes);
+  const declared = options.routes ?? routes;
+  const loaded = servedRoutes(deps, declared);
   if (!options.lazyHandlers) await Promise.all(loaded.map((entry) => entry.handler()));
-  const edge = edgeAnswers(deps, options.routes ?? routes);
+  const edge = edgeAnswers(deps, declared);
   const badPath = new Map<string, HttpHandler>();
   const badPathFor = (name: string): HttpHandler => {
     let handler = badPath.get(name);
