@@ -8,7 +8,14 @@ import { paymentSdkPath } from './test/support/payment-sdks.js';
  *                bundle, a DynamoDB outage (its own emulator), Redocly lint
  * `npm test` runs all three; `npm run test:unit` (and the other test:* scripts) one of them.
  *
- * Jest runs the TypeScript sources as native ES modules (Middy 7 is ESM-only), transformed by swc.
+ * Jest runs the sources as CommonJS, transformed by swc, and without --experimental-vm-modules. With
+ * that flag Node gives every script Jest compiles its own dynamic-import options, so V8's compilation
+ * cache never hits and each test file compiles every module it loads again; and Node 24 keeps every
+ * evaluated ES module (vm.SourceTextModule, nodejs/node#63186). Without it a worker compiles a module
+ * once. The ES-module-only packages the code imports are transformed too (esmOnlyPackages); test tools
+ * that are ES modules load through Node's own loader (test/support/node-import.ts). The service itself
+ * still runs as ES modules wherever it runs outside Jest: `npm start`, the bundles, and the tests that
+ * start or import those (npm-start.test.ts, the bundle tests, `npm run openapi -- --check`).
  */
 
 /*
@@ -32,22 +39,55 @@ const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const underFolders = (folders) => folders.map((folder) => `^${escapeRegExp(folder)}/`);
 const exactly = (files) => files.map((file) => `^${escapeRegExp(file)}$`);
 
+/*
+ * Packages that ship ES modules only, which the code under test (or the SDK bundles) import: swc turns
+ * them into CommonJS like our own sources. Test tools that are ES modules load through Node's own
+ * loader instead (test/support/node-import.ts).
+ */
+const esmOnlyPackages = [
+  '@middy',
+  'jose',
+  '@noble',
+  'canonicalize',
+  'leven',
+  // openapi-typescript's own (parse-json, supports-color), for scripts/openapi.ts
+  'openapi-typescript/node_modules',
+  'index-to-position',
+  'change-case',
+  // the bundled payment SDKs (test/support/payment-sdks.js)
+  'stripe',
+  'square',
+];
+
 /** @type {import('jest').Config} */
 const shared = {
-  testEnvironment: 'node',
-  extensionsToTreatAsEsm: ['.ts'],
+  // Jest's Node environment, which lets a finished test file go (node-environment.js says why).
+  testEnvironment: '<rootDir>/test/support/node-environment.js',
   transform: {
     '^.+\\.ts$': [
       '@swc/jest',
       {
         jsc: { parser: { syntax: 'typescript' }, target: 'es2023' },
-        module: { type: 'es6' },
+        module: { type: 'commonjs' },
         sourceMaps: 'inline',
       },
     ],
+    '^.+\\.m?js$': [
+      '@swc/jest',
+      {
+        jsc: { parser: { syntax: 'ecmascript' }, target: 'es2023' },
+        module: { type: 'commonjs' },
+      },
+    ],
   },
+  transformIgnorePatterns: [
+    `^(?!.*/node_modules/(?:${esmOnlyPackages.map(escapeRegExp).join('|')})/).*/node_modules/`,
+  ],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
+    // Middy's packages export an `import` condition only, which Jest's CommonJS resolver does not match.
+    '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js',
     // The payment SDKs as a deployed function loads them, one bundled file each (test/support/payment-sdks.js).
     ...Object.fromEntries(['stripe', 'square'].map((sdk) => [`^${sdk}$`, paymentSdkPath(sdk)])),
   },

@@ -1,5 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { format, resolveConfig } from 'prettier';
@@ -53,11 +53,44 @@ export async function renderSdkTypes(): Promise<string> {
   return format(SDK_TYPES_HEADER + astToString(ast), { ...options, filepath: sdkTypesPath });
 }
 
+/** The files `npm run openapi` writes, each with the text it writes. */
+async function generatedFiles(): Promise<{ path: string; text: string }[]> {
+  return [
+    { path: openApiPath, text: await renderOpenApiDocument() },
+    { path: sdkTypesPath, text: await renderSdkTypes() },
+  ];
+}
+
+/**
+ * `npm run openapi` writes the files; `npm run openapi -- --check` writes nothing, says of each
+ * committed file whether it is what the script would write, and exits 1 if one is not. Text is
+ * compared, not objects: a hand edit or a formatting change to a file is stale too.
+ */
+async function main(argv: readonly string[]): Promise<void> {
+  const files = await generatedFiles();
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  if (argv.includes('--check')) {
+    for (const file of files) {
+      const committed = await readFile(file.path, 'utf8').catch(() => undefined);
+      const name = relative(root, file.path);
+      if (committed === file.text) console.log(`${name}: up to date`);
+      else {
+        console.error(`${name}: not up to date (run \`npm run openapi\`)`);
+        process.exitCode = 1;
+      }
+    }
+    return;
+  }
+  for (const file of files) {
+    await mkdir(dirname(file.path), { recursive: true });
+    await writeFile(file.path, file.text);
+    console.log(`Wrote ${file.path}`);
+  }
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await mkdir(dirname(openApiPath), { recursive: true });
-  await writeFile(openApiPath, await renderOpenApiDocument());
-  console.log(`Wrote ${openApiPath}`);
-  await mkdir(dirname(sdkTypesPath), { recursive: true });
-  await writeFile(sdkTypesPath, await renderSdkTypes());
-  console.log(`Wrote ${sdkTypesPath}`);
+  main(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
 }

@@ -3,7 +3,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { ESLint } from 'eslint';
+import type { ESLint } from 'eslint';
+import { nodeImport } from '../support/node-import.js';
 
 /*
  * The import boundaries of eslint.config.js, held to account: each fixture breaks one boundary (or
@@ -84,7 +85,9 @@ describe('import boundaries (eslint.config.js)', () => {
   const problems = new Map<string, string[]>();
 
   beforeAll(async () => {
-    eslint = new ESLint({ cwd: root });
+    // Through Node's own loader: ESLint imports eslint.config.js, an ES module.
+    const { ESLint: Linter } = await nodeImport<typeof import('eslint')>('eslint');
+    eslint = new Linter({ cwd: root });
     for (const file of await fixtureFiles()) {
       const standsFor = file.replace(/\.fixture$/, '');
       const [result] = await eslint.lintText(await readFile(join(fixtures, file), 'utf8'), {
@@ -130,7 +133,7 @@ describe('import cycles (.dependency-cruiser.cjs)', () => {
     const dir = await mkdtemp(join(tmpdir(), 'cycle-'));
     try {
       for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
-      const { cruise: run } = await import('dependency-cruiser');
+      const { cruise: run } = await nodeImport<typeof import('dependency-cruiser')>('dependency-cruiser');
       const require = createRequire(import.meta.url);
       const config = require(join(root, '.dependency-cruiser.cjs')) as {
         forbidden: unknown[];

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
-import cdkNag from 'cdk-nag';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { findRoute, routes } from '../../functions/routes.js';
 import {
   asArray,
@@ -19,7 +19,6 @@ import { buildVariant, synthVariant } from './variants.js';
  * instead) with a budget of its own at the edge, and the webhook signing secrets readable by the
  * function that verifies them and no other.
  */
-const { AwsSolutionsChecks } = cdkNag;
 const route = findRoute('gateway-events');
 const eventsFunction = `receipt-service-test-${route.name}`;
 const webhookSecrets = [

@@ -2,11 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import cdkNag from 'cdk-nag';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { sharedApp } from './support.js';
 import { buildVariant } from './variants.js';
-
-const { AwsSolutionsChecks } = cdkNag;
 
 interface ValidationReport {
   pluginReports: {

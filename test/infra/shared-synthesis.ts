@@ -1,3 +1,4 @@
+import { beforeAll } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
 import { patience, pollUntil } from '../support/processes.js';
 
@@ -8,13 +9,16 @@ import { patience, pollUntil } from '../support/processes.js';
  */
 const outcomeFile = process.env.INFRA_TEST_SYNTHESIS;
 if (!outcomeFile) throw new Error('INFRA_TEST_SYNTHESIS is not set: run the infra tests with `npm test`');
-const outcome = await pollUntil(
-  'the shared synthesis of infra/app.ts',
-  async () =>
-    existsSync(outcomeFile)
-      ? (JSON.parse(readFileSync(outcomeFile, 'utf8')) as { ok: boolean; error?: string })
-      : undefined,
-  // One synthesis on a loaded two-core machine takes 10-20 s.
-  { timeoutMs: patience(180_000), intervalMs: 100 },
-);
-if (!outcome.ok) throw new Error(outcome.error);
+// One synthesis on a loaded two-core machine takes 10-20 s.
+const waitMs = patience(180_000);
+beforeAll(async () => {
+  const outcome = await pollUntil(
+    'the shared synthesis of infra/app.ts',
+    async () =>
+      existsSync(outcomeFile)
+        ? (JSON.parse(readFileSync(outcomeFile, 'utf8')) as { ok: boolean; error?: string })
+        : undefined,
+    { timeoutMs: waitMs, intervalMs: 100 },
+  );
+  if (!outcome.ok) throw new Error(outcome.error);
+}, waitMs + 10_000);

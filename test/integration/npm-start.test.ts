@@ -29,7 +29,7 @@ import {
  */
 
 const run = promisify(execFile);
-// The jest worker's flags (--experimental-vm-modules) are not the service's.
+// Whatever NODE_OPTIONS the test run has (a --cpu-prof, say) are not the service's.
 const childEnv = (dataDir: string, extra: Record<string, string> = {}) => ({
   ...process.env,
   LOCAL_DATA_DIR: dataDir,

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Receipt } from '../../packages/sdk/src/index.js';
 import { sampleReceipt } from '../support/fixtures.js';
+import { nodeImport } from '../support/node-import.js';
 
 /**
  * Receipts to render: the service's sample sale (two lines, tax, a tip, notes, loyalty), a refund of
@@ -41,9 +42,13 @@ export function markupSale(): Receipt {
   };
 }
 
+/** pdf.js, the PDF reader the tests read the receipts' PDFs with. */
+export const pdfJs = () =>
+  nodeImport<typeof import('pdfjs-dist/legacy/build/pdf.mjs')>('pdfjs-dist/legacy/build/pdf.mjs');
+
 /** What a reader of the PDF sees: every text run of every page, in order. */
 export async function pdfText(bytes: Uint8Array): Promise<string[]> {
-  const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  const { getDocument } = await pdfJs();
   const task = getDocument({
     data: new Uint8Array(bytes),
     // pdf.js's own metrics for the standard fonts, from the package: nothing is fetched.

@@ -10,7 +10,7 @@ import {
 import { RECEIPT_STYLE, RECEIPT_STYLE_HASH } from '../../packages/sdk/src/render/html.js';
 import { winAnsi } from '../../packages/sdk/src/render/pdf.js';
 import { sampleReceipt } from '../support/fixtures.js';
-import { markupSale, MARKUP, pdfText, saleAndRefund } from './receipts.js';
+import { markupSale, MARKUP, pdfJs, pdfText, saleAndRefund } from './receipts.js';
 
 /**
  * The SDK's receipt renderers in Node: what each says for a sale and a refund, amounts in the
@@ -220,7 +220,7 @@ describe('renderReceiptPdf', () => {
       loyaltyInfo: null,
     };
     const bytes = await renderReceiptPdf(short, en);
-    const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
+    const { getDocument } = await pdfJs();
     const task = getDocument({ data: new Uint8Array(bytes) });
     const [, , width, height] = (await (await task.promise).getPage(1)).view;
     await task.destroy();

@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
+import { nodeImport } from './node-import.js';
 
 /**
  * Headless Chromium for the browser tests (*.slow.test.ts): Debian's package, found by path (no
@@ -48,6 +49,7 @@ export interface BrowserSession {
 export async function launchBrowser(): Promise<BrowserSession> {
   const executablePath = chromiumPath();
   const profile = await mkdtemp(join(tmpdir(), 'receipt-browser-'));
+  const { default: puppeteer } = await nodeImport<typeof import('puppeteer-core')>('puppeteer-core');
   const browser = await puppeteer.launch({
     executablePath,
     // The headless shell is the old headless mode; the full browser runs the new one.
