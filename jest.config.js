@@ -172,6 +172,8 @@ if (projects.length === 0) {
 /** @type {import('jest').Config} */
 export default {
   projects,
+  // With no durations from a last run (a clean clone), the files that wait on processes go first.
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   // Every tier's, before any project's own setup: the payment SDKs the moduleNameMapper above points at.
   globalSetup: '<rootDir>/test/support/payment-sdks.js',
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
