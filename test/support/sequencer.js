@@ -1,3 +1,4 @@
+import { join, sep } from 'node:path';
 import Sequencer from '@jest/test-sequencer';
 
 /*
@@ -5,17 +6,16 @@ import Sequencer from '@jest/test-sequencer';
  * with a long file at the end. A clean clone (CI) has no last run, and Jest falls back to file size,
  * which puts the files that wait longest (npm start, Chromium, a second emulator: the slow tier's) in
  * the middle of the run and some of them at its end, where the other workers have nothing left to
- * overlap their waits with. With no durations known, this starts them first. The CDK tests stay where
- * size puts them: they wait for the run's shared synthesis, which starts with the run.
+ * overlap their waits with. With no durations known, this starts them first. The CDK tests (test/infra)
+ * stay where size puts them: they wait for the run's shared synthesis, which starts with the run.
  */
-const infraFolder = '/test/infra/';
+const waitsLong = ({ path, context: { config } }) =>
+  config.displayName?.name === 'slow' && !path.startsWith(join(config.rootDir, 'test', 'infra') + sep);
 
 export default class WaitingFilesFirst extends Sequencer {
   sort(tests) {
     const sorted = super.sort(tests);
     if (sorted.some((test) => test.duration != null)) return sorted;
-    const waitsLong = (test) =>
-      test.context.config.displayName?.name === 'slow' && !test.path.includes(infraFolder);
     return [...sorted.filter(waitsLong), ...sorted.filter((test) => !waitsLong(test))];
   }
 }
