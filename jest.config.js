@@ -40,7 +40,7 @@ const underFolders = (folders) => folders.map((folder) => `^${escapeRegExp(folde
 const exactly = (files) => files.map((file) => `^${escapeRegExp(file)}$`);
 
 /*
- * Packages that ship ES modules only, which the code under test (or the SDK bundles) import: swc turns
+ * Packages that ship ES modules only, which the code under test imports: swc turns
  * them into CommonJS like our own sources. Test tools that are ES modules load through Node's own
  * loader instead (test/support/node-import.ts).
  */
@@ -54,9 +54,6 @@ const esmOnlyPackages = [
   'openapi-typescript/node_modules',
   'index-to-position',
   'change-case',
-  // the bundled payment SDKs (test/support/payment-sdks.js)
-  'stripe',
-  'square',
 ];
 
 /** @type {import('jest').Config} */

@@ -132,9 +132,7 @@ export class ServiceFunction extends Construct {
           beforeBundling: () => [],
           beforeInstall: () => [],
           afterBundling: (_inputDir: string, outputDir: string) => [
-            ...(route.gateways
-              ? paymentSdkBundlingCommands(props.projectRoot, outputDir, REQUIRE_BANNER)
-              : []),
+            ...(route.gateways ? paymentSdkBundlingCommands(props.projectRoot, outputDir) : []),
             ...staticAssetCommands(props.projectRoot, outputDir, route.staticAssets ?? []),
             [
               shellQuote(process.execPath),
