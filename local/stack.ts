@@ -18,6 +18,7 @@ import { migrateLegacyCardData } from './legacy-card-data.js';
 import { backfillEvidence } from '../scripts/admin/evidence.js';
 import { evidenceWidthMs } from '../lib/receipts/evidence.js';
 import { LocalEscrowKey } from './escrow-key.js';
+import type { EscrowKey } from '../lib/crypto/escrow.js';
 import { eventsPath, startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { loadOrCreateWebhookSecrets, newWebhookSecrets } from './gateway-webhook-secrets.js';
 import { gatewayConfigFromEnv } from './gateway-settings.js';
@@ -50,6 +51,8 @@ export interface LocalStackOptions {
   routes?: readonly RouteDeclaration[];
   /** Import each route's function on its first request rather than at start (startHttpServer's lazyHandlers). */
   lazyHandlers?: boolean;
+  /** The escrow key; the data folder's key file (or a fresh one in memory, with inMemory) otherwise. */
+  escrowKey?: EscrowKey;
   /** The card-tag key versions; the data folder's key file (or memory, with inMemory) otherwise. */
   cardTagKeys?: CardTagKeyStore;
   /** The paging cursors' key; the data folder's key file (or a fresh one in memory, with inMemory) otherwise. */
@@ -137,9 +140,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const dynamo = createDynamoClients({ region: config.region, endpoint });
     await ensureTables(dynamo.client, requireAllTables(config));
 
-    const escrow = options.inMemory
-      ? await LocalEscrowKey.inMemory()
-      : await LocalEscrowKey.loadOrCreate(dataDir);
+    const escrow =
+      options.escrowKey ??
+      (options.inMemory ? await LocalEscrowKey.inMemory() : await LocalEscrowKey.loadOrCreate(dataDir));
     const cardTagKeys =
       options.cardTagKeys ??
       (options.inMemory ? inMemoryCardTagKeys() : await LocalCardTagKeyFile.loadOrCreate(dataDir));

@@ -17,11 +17,27 @@ export default async function globalSetup() {
     process.once('exit', () => ddb.kill());
     return ddb;
   });
-  // Both settle before either failure is reported, so that the emulator is always the exit handler's.
-  const [started, written] = await Promise.allSettled([starting, writeOpenApiDocument()]);
+  // All settle before any failure is reported, so that the emulator is always the exit handler's.
+  const [started, ...written] = await Promise.allSettled([
+    starting,
+    writeOpenApiDocument(),
+    writeEscrowKey(),
+  ]);
   if (started.status === 'rejected') throw started.reason;
-  if (written.status === 'rejected') throw written.reason;
+  for (const outcome of written) if (outcome.status === 'rejected') throw outcome.reason;
   process.env.TEST_DYNAMODB_ENDPOINT = started.value.endpoint;
+}
+
+/**
+ * One escrow key for the run's test stacks (test/support/escrow-key.ts says why). The folder (0700, the
+ * key file 0600) is removed by the global teardown.
+ */
+async function writeEscrowKey() {
+  const folder = mkdtempSync(join(tmpdir(), 'receipt-service-escrow-'));
+  globalThis.__ESCROW_KEY_FOLDER__ = folder;
+  const { LocalEscrowKey } = await tsImport('../../local/escrow-key.ts', import.meta.url);
+  await LocalEscrowKey.loadOrCreate(folder);
+  process.env.TEST_ESCROW_KEY_DIR = folder;
 }
 
 /** The OpenAPI document every response is checked against (test/support/contract.ts), built once for the run. */

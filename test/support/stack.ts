@@ -5,6 +5,7 @@ import type { Role } from '../../lib/kernel/route.js';
 import type { TierName } from '../../lib/kernel/tiers.js';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack.js';
 import { contractValidator, type ContractViolation } from './contract.js';
+import { runEscrowKey } from './escrow-key.js';
 
 export interface HttpReply<T = unknown> {
   status: number;
@@ -31,7 +32,8 @@ export interface TestStack extends LocalStack {
 
 /**
  * The local stack over real HTTP and the run's shared DynamoDB Local, with its own tables (a unique
- * prefix), an in-memory escrow key, the gateway sandbox and a clock the test moves.
+ * prefix), the run's escrow key (test/support/escrow-key.ts), the gateway sandbox and a clock the test
+ * moves.
  */
 export async function startTestStack(options: LocalStackOptions = {}): Promise<TestStack> {
   const endpoint = options.dynamoDbEndpoint ?? process.env.TEST_DYNAMODB_ENDPOINT;
@@ -42,6 +44,7 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
   }
   const clock = options.clock instanceof ManualClock ? options.clock : new ManualClock(new Date());
   const stack = await startLocalStack({
+    escrowKey: await runEscrowKey(),
     tablePrefix: `t${randomBytes(4).toString('hex')}-`,
     inMemory: true,
     port: 0,

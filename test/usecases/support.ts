@@ -25,15 +25,15 @@ import type { ReceiptStreamRecord } from '../../lib/webhooks/events.js';
 import { systemResolver } from '../../lib/kernel/dns.js';
 import { localWebhookUrlGuard } from '../../local/webhook-url-guard.js';
 import type { HostResolver } from '../../lib/webhooks/url-guard.js';
-import { LocalEscrowKey } from '../../local/escrow-key.js';
 import { startGatewaySandbox, type GatewaySandbox } from '../../local/gateway-sandbox/index.js';
 import { gatewayConfigFromEnv } from '../../local/gateway-settings.js';
 import { createApiKey } from '../../scripts/admin/api-keys.js';
+import { runEscrowKey } from '../support/escrow-key.js';
 import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
 
 /**
  * The use cases with the service's own deps (createCoreDeps over this file's uniquely prefixed tables
- * on the run's DynamoDB Local, an in-memory escrow key and card-tag keyring, the gateway sandbox
+ * on the run's DynamoDB Local, the run's escrow key, an in-memory card-tag keyring, the gateway sandbox
  * behind the real SDKs) and a clock the test moves. No HTTP server: a use case is called as its
  * handler would call it, and its answer and the stored state are what a test looks at.
  */
@@ -89,7 +89,7 @@ export async function startUseCases(options: UseCaseOptions = {}): Promise<UseCa
         // As the local stack's wiring: its receivers listen on loopback over plain http.
         webhookUrlGuard: localWebhookUrlGuard(options.resolveHost ?? systemResolver),
       }),
-      escrow: await LocalEscrowKey.inMemory(),
+      escrow: await runEscrowKey(),
       gateways: createGatewayRegistry(
         gatewayConfigFromEnv(sandbox ? { GATEWAY_SANDBOX_URL: sandbox.url } : {}),
       ),
