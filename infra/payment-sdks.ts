@@ -24,8 +24,7 @@ const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'
 export type PaymentSdkFormat = 'esm' | 'cjs';
 
 /** The file a bundled SDK is in, under its own `node_modules/<sdk>/` folder. */
-export const paymentSdkFile = (format: PaymentSdkFormat): string =>
-  format === 'esm' ? 'index.mjs' : 'index.cjs';
+const paymentSdkFile = (format: PaymentSdkFormat): string => (format === 'esm' ? 'index.mjs' : 'index.cjs');
 
 export function paymentSdkBundlingCommands(
   projectRoot: string,

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { flattenedDecrypt, importPKCS8 } from 'jose';
 import { openEnvelopeWith } from '../../lib/crypto/envelope.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
+import { runEscrowKey } from '../support/escrow-key.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { captureLogs, expectNoSecretsInEachTestsLogs, type LogCapture } from '../support/logs.js';
@@ -381,6 +382,8 @@ describe('receipts core over HTTP: keys, users, tokens, encryption, escrow, decr
   });
 
   it('escrows a receipt for an unregistered recipient, unwraps it through the escrow key, and hands it over on a claim with its transaction', async () => {
+    // The stack holds the key it was given: the run's one escrow key (test/support/escrow-key.ts).
+    expect(stack.deps.escrow.keyId).toBe((await runEscrowKey()).keyId);
     const hashedPan = newHashedPan();
     secrets.push(hashedPan);
     const { receipt, envelope } = await encryptNested(sampleReceipt(), hashedPan);

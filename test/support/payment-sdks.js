@@ -25,9 +25,10 @@ export const paymentSdkPath = (sdk) => join(paymentSdksDir, 'node_modules', sdk,
 /**
  * The tests load the Stripe and Square SDKs as a deployed function does: each bundled into one file by
  * infra/payment-sdks.ts's own commands, from the same entries, as CommonJS (the ES-module bundles a
- * function ships are loaded by the bundling test). Square's package is about 4,000 CommonJS files; Jest's module
- * registry, which every test file starts empty, took about a second of CPU to load them file by file,
- * and the bundle less than half of that. Built once per change of the SDKs, esbuild or the commands.
+ * function ships are loaded by the bundling test). Square's package is about 4,000 CommonJS files;
+ * Jest's module registry, which every test file starts empty, took about a second of CPU to load them
+ * file by file, and the bundle less than half of that. Built once per change of the SDKs, esbuild or
+ * the commands.
  */
 export default async function bundlePaymentSdks() {
   // Imported here, not at the top: jest.config.js imports this module for paymentSdksDir alone.
