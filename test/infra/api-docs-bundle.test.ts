@@ -10,15 +10,16 @@ import { prefixedTableNames, tableEnvVar } from '../../lib/kernel/tables.js';
 import { projectRoot } from './support.js';
 import { bundleFunction } from './variants.js';
 
-/**
- * The API reference page's function, bundled for real: Redoc's script ships beside the handler
- * (the page loads it from the function, never from a CDN) and is not bundled into it a second time.
- */
+/** A file's size and SHA-256: equal byte for byte, and two short lines when not. */
 const fingerprint = (file: string) => {
   const bytes = readFileSync(file);
   return { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
 };
 
+/**
+ * The API reference page's function, bundled for real: Redoc's script ships beside the handler
+ * (the page loads it from the function, never from a CDN) and is not bundled into it a second time.
+ */
 let outdir: string;
 let assetDir: string;
 
