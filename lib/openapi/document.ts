@@ -327,7 +327,7 @@ export function buildOpenApiDocument(routes: readonly RouteDeclaration[]): OpenA
       title: 'Encrypted Digital Receipt Service',
       version: '1.0.0',
       description: describeApi(tiers, routes),
-      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [
       { url: 'http://127.0.0.1:3000', description: 'The local stack (`npm start`), with its own API keys.' },
