@@ -54,7 +54,7 @@ if (unknown.length > 0) {
 }
 const selected = sectionNames.filter((name) => requested.includes(name));
 
-// Quick keeps every measurement but shortens it; the full run is what the README's figures come from.
+// Quick keeps every measurement but shortens it; the full run is what docs/PERFORMANCE.md's figures come from.
 const settings = {
   crypto: quick
     ? { rounds: 7, slicesPerRound: 2, sliceMs: 20 }

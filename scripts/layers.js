@@ -1,6 +1,6 @@
 /**
- * lib/'s floors, from the ground up: one list read by the lint zones (eslint.config.js), the README's
- * layout table (scripts/layout.ts) and docs/ARCHITECTURE.md's picture. A folder imports its own floor's
+ * lib/'s floors, from the ground up: one list read by the lint zones (eslint.config.js), the
+ * layout table (scripts/layout.ts, in docs/ARCHITECTURE.md) and docs/ARCHITECTURE.md's picture. A folder imports its own floor's
  * files and every floor below; on the use-case floor a feature imports only the features it names.
  */
 /** @type {Record<string, string>[]} */

@@ -4,14 +4,16 @@ import { fileURLToPath } from 'node:url';
 import { floors } from './layers.js';
 
 /**
- * The README's "Layout" table, made from the tree: every endpoint folder under functions/, every
- * floor of lib/ (scripts/layers.js) and the folders below. `npm run layout` rewrites the table between
- * its markers; test/contract/layout.test.ts fails when the README's table is not what the tree gives,
- * or when a folder has no description here (or a description names a folder that is gone).
+ * The "Layout" table of docs/ARCHITECTURE.md, made from the tree: every endpoint folder under
+ * functions/, every floor of lib/ (scripts/layers.js) and the folders below. `npm run layout` rewrites
+ * the table between its markers; test/unit/layout.test.ts fails when the page's table is not what the
+ * tree gives, or when a folder has no description here (or a description names a folder that is gone).
+ * Links in the descriptions are relative to docs/, where the table lives.
  */
 const root = fileURLToPath(new URL('..', import.meta.url));
 const BEGIN = '<!-- layout:begin (npm run layout writes this table from the tree) -->';
 const END = '<!-- layout:end -->';
+export const layoutPage = join(root, 'docs', 'ARCHITECTURE.md');
 
 /** Folders outside functions/ and lib/, by path: what each holds. */
 const described: Record<string, string> = {
@@ -19,12 +21,12 @@ const described: Record<string, string> = {
   'local/gateway-sandbox/': 'the Stripe and Square test double the real SDKs talk to locally',
   'local/console/':
     'the developer console (`GET /console`, local only): its page and its browser script, bundled with the SDK',
-  'infra/': 'the CDK app ([docs/DEPLOY.md](docs/DEPLOY.md))',
+  'infra/': 'the CDK app ([DEPLOY.md](DEPLOY.md))',
   'scripts/': "`npm run openapi`, `npm run layout`, lib/'s floors (`layers.js`)",
   'scripts/admin/':
     '`npm run admin`: API keys, card-tag keys, users (operator tooling; nothing in the service imports it)',
-  'bench/': '`npm run bench` (see Performance)',
-  'packages/sdk/': 'the client SDK ([packages/sdk/README.md](packages/sdk/README.md))',
+  'bench/': '`npm run bench` ([PERFORMANCE.md](PERFORMANCE.md))',
+  'packages/sdk/': 'the client SDK ([packages/sdk/README.md](../packages/sdk/README.md))',
   'docs/':
     'the API, the envelope format, the architecture, deployment, the threat model, the OpenAPI document',
   'test/': 'the tests, in three tiers (jest.config.js): unit, integration, slow',
@@ -101,16 +103,15 @@ export function layoutTable(): string {
   return ['| path | what |', '|---|---|', ...rows.map(([path, what]) => `| ${path} | ${what} |`)].join('\n');
 }
 
-/** The README with its table made anew. */
-export function readmeWithLayout(readme: string): string {
-  const begin = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  if (begin < 0 || end < begin) throw new Error(`README.md has no ${BEGIN} … ${END} markers`);
-  return `${readme.slice(0, begin + BEGIN.length)}\n${layoutTable()}\n${readme.slice(end)}`;
+/** The page with its table made anew. */
+export function withLayout(page: string): string {
+  const begin = page.indexOf(BEGIN);
+  const end = page.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`docs/ARCHITECTURE.md has no ${BEGIN} … ${END} markers`);
+  return `${page.slice(0, begin + BEGIN.length)}\n${layoutTable()}\n${page.slice(end)}`;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const path = join(root, 'README.md');
-  writeFileSync(path, readmeWithLayout(readFileSync(path, 'utf8')));
-  console.log('Wrote the layout table of README.md');
+  writeFileSync(layoutPage, withLayout(readFileSync(layoutPage, 'utf8')));
+  console.log('Wrote the layout table of docs/ARCHITECTURE.md');
 }

@@ -1,14 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { layoutTable, readmeWithLayout } from '../../scripts/layout.js';
+import { layoutPage, layoutTable, withLayout } from '../../scripts/layout.js';
 
-const root = join(import.meta.dirname, '../..');
-
-describe("the README's layout table", () => {
+describe("docs/ARCHITECTURE.md's layout table", () => {
   it('is the table the tree gives (run `npm run layout` after adding or moving a folder)', () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    expect(readme).toBe(readmeWithLayout(readme));
+    const page = readFileSync(layoutPage, 'utf8');
+    expect(page).toBe(withLayout(page));
   });
 
   it('names every endpoint folder and every floor of lib/', () => {
