@@ -2,13 +2,15 @@ import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../scripts/admin/api-keys.js';
 import type { Role } from '../lib/kernel/route.js';
 import { tiers as defaultTiers, type TierTable } from '../lib/kernel/tiers.js';
-import { MATCH_PATH } from '../lib/openapi/description.js';
+import { matchReceiptsRoute } from '../functions/receipts/match-receipts/route.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
 import { newHashedPan, sampleReceipt } from '../test/support/fixtures.js';
 import { DynamoCallCounter } from './lib/dynamo-probe.js';
 import { printTable, type TargetCheck } from './lib/report.js';
 import { inPool, isRecord, post, text } from './lib/setup.js';
 import { median, percentile, rotated, round } from './lib/stats.js';
+
+const MATCH_PATH = matchReceiptsRoute.path;
 
 /**
  * Claims and matches on the local stack (issues 20 and 22): what one named card transaction costs for

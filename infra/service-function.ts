@@ -54,7 +54,7 @@ export const functionRole = (scope: Construct, id: string, route: FunctionDefini
     description: `receipt-service ${route.name}`,
   });
 
-/** Copies a route's staticAssets (lib/http/static-assets.ts reads them) from node_modules beside the bundle. */
+/** Copies a route's staticAssets (npm module paths, or the project's own files from its root) beside the bundle. */
 function staticAssetCommands(projectRoot: string, outputDir: string, assets: readonly string[]): string[] {
   if (assets.length === 0) return [];
   const require = createRequire(join(projectRoot, 'package.json'));

@@ -61,8 +61,9 @@ export interface RouteDefinition {
   memoryMb?: number;
   timeoutSeconds?: number;
   /**
-   * Files from npm packages the function serves as they are (the API reference page's renderer):
-   * module paths such as 'redoc/bundles/redoc.standalone.js', copied into the bundle's `assets/`.
+   * Files the function reads as they are, copied into the bundle's `assets/`: module paths of npm
+   * packages, such as 'redoc/bundles/redoc.standalone.js' (the API reference page's renderer), or
+   * this project's files from its root, such as './docs/api-overview.md' (the OpenAPI overview).
    */
   staticAssets?: readonly string[];
 }

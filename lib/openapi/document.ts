@@ -3,7 +3,7 @@ import * as z from 'zod';
 import type { ErrorDoc, RouteDeclaration, Tag } from '../kernel/route.js';
 import { errorCatalogue, errorStatuses, type ErrorStatus } from '../kernel/errors.js';
 import { tiers } from '../kernel/tiers.js';
-import { describeApi } from './description.js';
+import { describeApi } from './overview.js';
 import { errorEnvelope, successEnvelope } from './envelopes.js';
 
 export const tags = [

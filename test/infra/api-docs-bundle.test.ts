@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ensureTables } from '../../lib/db/create-tables.js';
 import { prefixedTableNames, tableEnvVar } from '../../lib/kernel/tables.js';
+import { buildOpenApiDocument } from '../../lib/openapi/document.js';
+import { routes } from '../../functions/routes.js';
 import { projectRoot } from './support.js';
 import { bundleFunction } from './variants.js';
 
@@ -18,7 +20,8 @@ const fingerprint = (file: string) => {
 
 /**
  * The API reference page's function, bundled for real: Redoc's script ships beside the handler
- * (the page loads it from the function, never from a CDN) and is not bundled into it a second time.
+ * (the page loads it from the function, never from a CDN) and is not bundled into it a second time;
+ * so does the document's overview, docs/api-overview.md, which the function reads to build it.
  */
 let outdir: string;
 let assetDir: string;
@@ -32,9 +35,12 @@ afterAll(() => {
 });
 
 describe('api-docs bundle', () => {
-  it("holds Redoc's script, as the package ships it, in assets/ beside the handler", () => {
+  it("holds Redoc's script, as the package ships it, and the overview in assets/ beside the handler", () => {
     expect(readdirSync(assetDir).sort()).toEqual(['assets', 'index.mjs', 'index.mjs.map']);
-    expect(readdirSync(join(assetDir, 'assets'))).toEqual(['redoc.standalone.js']);
+    expect(readdirSync(join(assetDir, 'assets')).sort()).toEqual(['api-overview.md', 'redoc.standalone.js']);
+    expect(fingerprint(join(assetDir, 'assets', 'api-overview.md'))).toEqual(
+      fingerprint(join(projectRoot, 'docs', 'api-overview.md')),
+    );
     const shipped = createRequire(join(projectRoot, 'package.json')).resolve(
       'redoc/bundles/redoc.standalone.js',
     );
@@ -110,6 +116,10 @@ describe('api-docs bundle', () => {
     expect(page.headers['Content-Type']).toMatch(/^text\/html/);
     expect(page.headers['Content-Security-Policy']).toMatch(/style-src 'self' 'nonce-[A-Za-z0-9+/=]+'/);
     expect(page.body).toContain('<script src="docs?asset=redoc.standalone.js"');
+    // The document in the page has the overview the source tree gives, read from assets/.
+    const { description } = buildOpenApiDocument(routes).info;
+    expect(description).toContain("## The specification's flow");
+    expect(page.body).toContain(JSON.stringify(description).slice(1, -1).replace(/</g, '\\u003c'));
     expect(script.status).toBe(200);
     expect(script.type).toMatch(/^text\/javascript/);
     expect(script.body).toContain('document.currentScript&&document.currentScript.nonce');

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { MATCH_PATH } from '../../lib/openapi/description.js';
+import { matchReceiptsRoute } from '../../functions/receipts/match-receipts/route.js';
 import { newHashedPan } from '../support/fixtures.js';
 import { onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { fetchReceipt, pay } from '../support/lifecycle.js';
 import { startTestStack, type HttpReply, type TestStack } from '../support/stack.js';
+
+const MATCH_PATH = matchReceiptsRoute.path;
 
 interface Data<T> {
   success: true;

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
+import { API_OVERVIEW_ASSET } from '../../../lib/openapi/overview.js';
 
 /** What the page loads besides itself, by the name it asks for; the route serves nothing else. */
 export const apiDocsAssets = ['redoc.standalone.js', 'init.js'] as const;
@@ -12,7 +13,8 @@ export const apiDocsRoute = defineRoute({
   apiKeyRequired: false,
   roles: [],
   tables: { rateLimits: 'write', apiKeys: 'read' },
-  staticAssets: ['redoc/bundles/redoc.standalone.js'],
+  // Redoc, and the document's overview, which the page shows first.
+  staticAssets: ['redoc/bundles/redoc.standalone.js', API_OVERVIEW_ASSET],
   docs: {
     tag: 'health',
     summary: 'API reference page',

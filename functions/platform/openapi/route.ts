@@ -1,4 +1,5 @@
 import { defineRoute } from '../../../lib/kernel/route.js';
+import { API_OVERVIEW_ASSET } from '../../../lib/openapi/overview.js';
 import * as z from 'zod';
 
 export const openApiDocumentResponse = z
@@ -20,6 +21,8 @@ export const openApiRoute = defineRoute({
   apiKeyRequired: false,
   roles: [],
   tables: { rateLimits: 'write', apiKeys: 'read' },
+  // The document's overview (info.description), read when the function builds the document.
+  staticAssets: [API_OVERVIEW_ASSET],
   docs: {
     tag: 'health',
     summary: 'This OpenAPI document',
