@@ -22,7 +22,7 @@ const described: Record<string, string> = {
   'local/console/':
     'the developer console (`GET /console`, local only): its page and its browser script, bundled with the SDK',
   'infra/': 'the CDK app ([DEPLOY.md](DEPLOY.md))',
-  'scripts/': "`npm run openapi`, `npm run layout`, lib/'s floors (`layers.js`)",
+  'scripts/': "`npm run openapi`, `npm run layout`, `npm run deploy-costs`, lib/'s floors (`layers.js`)",
   'scripts/admin/':
     '`npm run admin`: API keys, card-tag keys, users (operator tooling; nothing in the service imports it)',
   'bench/': '`npm run bench` ([PERFORMANCE.md](PERFORMANCE.md))',
