@@ -89,7 +89,12 @@ export interface RequestContract {
 }
 
 export interface RouteDeclaration extends RouteDefinition {
-  docs: { tag: Tag; summary: string; description: string };
+  /**
+   * The endpoint's one home in prose: `description` says what it does in a few lines; `details`, when
+   * there is more, its behaviour in full (Markdown). The reference page and the OpenAPI document show
+   * both; docs/API.md links here instead of repeating them.
+   */
+  docs: { tag: Tag; summary: string; description: string; details?: string };
   request: RequestContract;
   /**
    * `enveloped`: wrapped in `{ success: true, data }`; otherwise sent as it is. `mediaTypes`: a

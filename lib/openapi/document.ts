@@ -221,7 +221,8 @@ function describeOperation(route: RouteDeclaration): string {
   const sunset = route.deprecated
     ? `\n\nDeprecated: stops answering on ${new Date(route.deprecated.sunset).toISOString()}.`
     : '';
-  return `${route.docs.description}\n\n${access}${sunset}`;
+  const details = route.docs.details ? `\n\n${route.docs.details}` : '';
+  return `${route.docs.description}${details}\n\n${access}${sunset}`;
 }
 
 const methods = { GET: 'get', POST: 'post', DELETE: 'delete' } as const;

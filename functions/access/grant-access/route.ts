@@ -42,6 +42,13 @@ export const grantAccessRoute = defineRoute({
       'bound to the user, its registered key and purpose `decrypt`, lives 180 s by default (120 to 180 s), and ' +
       "may be used for several decrypts until it expires. At most 5 tokens are active per user. The caller's " +
       `source IP is audited. ${noStore}`,
+    details:
+      "Issuer, after the user's consent. `{ userId, keyId }` → `{ tokenId, userId, keyId, purpose: " +
+      '"decrypt", grantedAt, expiresAt, sourceIp }`. The token lives 180 s (configurable from 120 to ' +
+      '180), is bound to the user, its key and the purpose `decrypt`, and can be used for several ' +
+      'decrypts until it expires. A user has at most 5 live tokens: a 6th is `429 GRANT_ERROR` with ' +
+      "`Retry-After`. A user of another client, an unknown user, or a `keyId` that is not the user's " +
+      "key: `403 GRANT_ERROR`, the same for each. The caller's source IP is recorded in the audit log.",
   },
   request: { body: { description: 'The user and its registered key.', schema: grantAccessBody } },
   response: { description: 'The token.', schema: accessTokenResponse, enveloped: true },

@@ -23,6 +23,13 @@ export const revokeTokenRoute = defineRoute({
     description:
       'The token stops working at once and frees its place among the 5 live tokens of its user. Only the ' +
       'client it was granted to may revoke it. Audited.',
+    details:
+      'Issuer, for a token granted to it. No body. → `{ userId, keyId, revokedAt }`. The token and its ' +
+      'slot are deleted in one transaction: the token is refused from that moment (the uniform `403`) ' +
+      'and the user may be granted another at once. A token of another client, an unknown one and one ' +
+      'already revoked are the same `404 not_found`; a `tokenId` that is not a UUID is `400`. Audited ' +
+      '(`access.revoke`). The token id is part of the path, so send it only over TLS to the service ' +
+      'and keep it out of your own access logs.',
   },
   request: { params: revokeTokenParams },
   response: { description: 'The revocation.', schema: tokenRevocationResponse, enveloped: true },

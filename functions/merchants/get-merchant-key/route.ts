@@ -19,6 +19,10 @@ export const getMerchantKeyRoute = defineRoute({
       '(the SDK: verifyReceiptSignature). The kid is the key’s RFC 7638 thumbprint, so a device can check that ' +
       'the key it is given is the one the receipt names. Revoked keys stay readable, with when they were revoked: ' +
       'a signature made before then still stands.',
+    details:
+      "(issuer or merchant, any client) → the key: how a device gets the public key a receipt's " +
+      '`merchantSignature.kid` names. Revoked keys stay readable with `revokedAt`: a receipt signed ' +
+      'before then still verifies. Unknown kid: `404`.',
   },
   request: { params: z.object({ kid: kidSchema }) },
   response: { description: 'The key.', schema: signingKeySchema, enveloped: true },

@@ -16,6 +16,10 @@ export const listSigningKeysRoute = defineRoute({
     description:
       "This merchant client's signing keys, revoked ones included, and whether it requires signatures. " +
       "Other clients' keys are never listed (each is readable alone by its kid: GET /api/v1/merchant-keys/{kid}).",
+    details:
+      'A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant) → `{ ' +
+      "signingKeys: [SigningKey], requireSignatures }`, this client's own, revoked ones included, " +
+      'oldest first.',
   },
   request: {},
   response: { description: 'The keys and the policy.', schema: signingKeyListSchema, enveloped: true },

@@ -18,6 +18,14 @@ export const setSigningPolicyRoute = defineRoute({
       'this merchant client must carry Receipt-Signature; an unsigned one is 400 invalid_signature and nothing ' +
       'is charged or stored. Then someone holding the API key alone cannot issue receipts in the merchant’s ' +
       'name. Operators set the same with `npm run admin -- merchants require-signatures`.',
+    details:
+      'A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant) `{ ' +
+      'requireSignatures }` → `{ requireSignatures, updatedAt }`. With `true`, every ' +
+      '`payments/{gateway}/create`, `receipts/encrypt` and refund request of the client must carry ' +
+      '`Receipt-Signature`; an unsigned one is `400 invalid_signature` (`details.reason: "unsigned"`) ' +
+      'and nothing is charged or stored. Requiring signatures without an active key is `409` (every ' +
+      'request would be refused). Operators set the same with `npm run admin -- merchants ' +
+      'require-signatures --client CLIENT_ID [--off]`.',
   },
   request: { body: { description: 'The policy.', schema: signingPolicyBody } },
   response: { description: 'The policy now in force.', schema: signingPolicySchema, enveloped: true },

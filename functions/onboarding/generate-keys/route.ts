@@ -36,6 +36,11 @@ export const generateKeysRoute = defineRoute({
     description:
       'Step 1 of the flow. No request body (any body sent is ignored). Only the public half is stored; the ' +
       'private key is in this response and nowhere else, so the client must keep it.',
+    details:
+      'Issuer. No body (one sent is ignored). Returns `{ keyId, publicKey, privateKey, algorithm: ' +
+      '"RSA-OAEP-256" }` for a new RSA-2048 pair. Only the public key is stored, bound to this client; ' +
+      'the private key is in this response only. Failure is `500 KEY_GENERATION_FAILED`. Each call is ' +
+      '~40 ms of RSA work, so it has its own, smaller rate budget.',
   },
   request: {},
   response: { description: 'The new key pair.', schema: keyPairResponse, enveloped: true },

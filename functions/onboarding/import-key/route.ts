@@ -40,6 +40,21 @@ export const importKeyRoute = defineRoute({
       'hardware) and only its public half is sent. RSA 2048–4096 is used with RSA-OAEP-256, EC P-256 with ' +
       'ECDH-ES+A256KW. The answer has no private key: the service never sees it. `register` and ' +
       '`rotate-user-key` accept the keyId like one from generate-keys, bound to this client.',
+    details:
+      "Issuer. The device path of step 1: `{ publicKey }`, a key pair's public half made on the " +
+      'device, as base64 DER SubjectPublicKeyInfo (or PEM) or as a public JWK object → `201 { keyId, ' +
+      'publicKey, algorithm }`, `publicKey` the canonical base64 DER SPKI. RSA 2048–4096 bits is used ' +
+      'with `RSA-OAEP-256`, EC P-256 with `ECDH-ES+A256KW` (ENVELOPE.md (docs/ENVELOPE.md)). Anything ' +
+      'else is `400 INVALID_REQUEST` whose field details name the problem (another curve or key type, ' +
+      'a modulus outside the range, a JWK with private members, not a key). An RSA key must have the ' +
+      'public exponent 65537 (any other, e = 1, an even e or one as large as the modulus, is refused ' +
+      'naming it) and an odd modulus; a P-256 key must be a point on the curve other than the ' +
+      'identity. A P-256 key sent with its point compressed is accepted and stored, and answered, as ' +
+      'the canonical uncompressed SPKI. Every key is proven before it is stored: the service seals a ' +
+      'throw-away envelope to it, and a key nothing can be sealed to is refused here (`400` naming ' +
+      "why), never at a merchant's payment. No private key is sent or made: the service never has it. " +
+      'The `keyId` is bound to this client and works in `register` and `POST /users/{userId}/key` ' +
+      "exactly like one from generate-keys; it shares generate-keys' rate budget.",
   },
   request: { body: { description: 'The public key, as SPKI or JWK.', schema: importKeyBody } },
   response: { description: 'The imported key.', schema: importedKeyResponse, status: 201, enveloped: true },

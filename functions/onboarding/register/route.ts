@@ -37,6 +37,25 @@ export const registerRoute = defineRoute({
       "that pair's public key. The card is stored only as a keyed card tag. Registering releases nothing " +
       'escrowed for the card: `POST /api/v1/receipts/claim` does, on evidence of the card transaction. A 409 ' +
       'is audited and alarmed: if another client registered your card, the operator can undo it.',
+    details:
+      'Issuer. `{ hashedPan, publicKey, keyId }` → `{ userId, status: "active", registeredAt }`. ' +
+      '`hashedPan` is exactly 64 lower-case hex characters. `keyId` must be a pair this client ' +
+      'generated (or imported with `onboarding/keys`) and has not registered yet, and `publicKey` its ' +
+      "public key (`400` otherwise). Another client's `keyId` is `404 KEY_NOT_FOUND`, the same as one " +
+      'that does not exist. A `hashedPan` or `keyId` that is already registered (by this client or any ' +
+      'other) is `409 ALREADY_REGISTERED`. The service keeps the card only as its card tag (see Card ' +
+      'tags (docs/API.md)). Registering releases nothing escrowed for the card: the issuer shows the ' +
+      "card's transactions to `receipts/claim` for that (see Escrow (docs/API.md)). The user belongs " +
+      'to this client from now on.\n\n' +
+      'A `409` for a card is a registration dispute: it is audited (`user.register-conflict`, with a ' +
+      'short card-tag prefix), counted (`RegisterConflicts`) and alarmed. If another client registered ' +
+      'a card you issue, contact the operator: after checking, they undo the wrong registration with ' +
+      '`npm run admin -- users unbind --user USER_ID --reason TEXT` (audited), and you register the ' +
+      'card.\n\n' +
+      'A card registered again by the client that erased its user within the last 30 days succeeds as ' +
+      'usual, and is audited (`user.re-register`), counted (`ReRegistrations`) and alarmed: a ' +
+      'cardholder coming back looks the same as a client erasing and re-registering to get a fresh ' +
+      "claim allowance, which it does not get (the allowance is the card's; see `receipts/claim`).",
   },
   request: { body: { description: 'The hashed PAN and the pair from generate-keys.', schema: registerBody } },
   response: { description: 'The registered user.', schema: userResponse, enveloped: true },

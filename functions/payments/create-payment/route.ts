@@ -71,6 +71,42 @@ export const createPaymentRoute = defineRoute({
       'or the same `Idempotency-Key`, never charges twice and returns the first result for 24 hours. With ' +
       '`Receipt-Signature` the merchant signs the receipt (docs/ENVELOPE.md): the receipt is then timed by ' +
       'transactionDate, which the request must give, and sealed with the signature inside it.',
+    details:
+      'Merchant. The receipt fields (docs/API.md), plus `amount` and `cardNonce`, and optionally an ' +
+      '`Idempotency-Key` header. In one call the service checks the amounts, encrypts and stores the ' +
+      'receipt (exactly as the flattened encrypt), creates the payment with pointers to the receipt ' +
+      '(`receiptId`, `transactionId`, `merchantId`) in its metadata, and maps the transaction to it. ' +
+      'Response: `{ paymentId, clientSecret, orderId, gateway, receiptMetadata: { receiptId, ' +
+      'transactionId, merchantId, isEscrowed } }`.\n\n' +
+      '- **`gateway_a` (Stripe).** `amount` is required and must equal `totalAmount`. The service ' +
+      "creates a PaymentIntent for it, with the pointers in the intent's metadata, and does not " +
+      "confirm it: the intent's status is `requires_payment_method`, `paymentId` is its id (`pi_…`), " +
+      "and `clientSecret` is what the point of sale gives Stripe's client side (Stripe.js " +
+      "`confirmPayment`, or Stripe's mobile SDKs) to collect the card and confirm the intent with " +
+      "Stripe directly; the service never sees card data. The intent uses the Stripe account's default " +
+      'payment methods (a Stripe Terminal reader would need `card_present`, which the service does not ' +
+      'request today). `orderId` is `null`. Treat `clientSecret` like the payment itself: hand it to ' +
+      'the checkout that confirms it and nowhere else.\n- **`gateway_b` (Square).** The charge is the ' +
+      'items plus tax, which must equal `totalAmount` (`amount` is optional; if sent it must agree). ' +
+      'The service creates an order with one line per receipt item and the tax as a fixed service ' +
+      "charge, the pointers in the order's metadata, then a payment for it with `cardNonce` (from " +
+      "Square's Web Payments or In-App Payments SDK), completed at once. `cardNonce` is required " +
+      '(`400` naming it when missing) except against the local gateway sandbox, which charges its test ' +
+      "nonce when none is sent. `orderId` is the order's id; `clientSecret` is `null`. Square metadata " +
+      'limits (10 entries, 255 characters) and id lengths are checked before the call.\n\n' +
+      'The receipt is attached as soon as the payment object exists: `payments/decrypt` opens it ' +
+      "whatever the payment's status, including a Stripe intent not yet confirmed (or never " +
+      'confirmed). Its `paymentStatus` says where the payment stands: `pending` for a gateway_a intent ' +
+      "until the gateway's event says it was paid (`succeeded`), declined (`failed`) or canceled; " +
+      '`succeeded` for gateway_b at once; `failed` for a card declined at creation (`402`, the receipt ' +
+      'stays stored). The receipt is never deleted because its payment failed. See The payment ' +
+      'lifecycle (docs/API.md).\n\n' +
+      'Errors: `400` for bad fields, amounts that do not add up, a gateway not configured on this ' +
+      'deployment, or payment details the gateway refused (an unknown card nonce: `details.fields` ' +
+      'names `cardNonce`); `402 PAYMENT_DECLINED` when the card is declined; `403 forbidden` when the ' +
+      "`merchantId` is another merchant client's (checked before the gateway is called: nothing is " +
+      'charged); `409` (see Idempotency (docs/API.md)); `502 GATEWAY_ERROR` when the gateway is ' +
+      'unreachable after its retries.',
   },
   request: {
     params: z.object({

@@ -39,6 +39,27 @@ export const createRefundRoute = defineRoute({
       'paymentStatus becomes partially_refunded or refunded as refunds succeed. With `Receipt-Signature` (and ' +
       '`refundDate`) the merchant signs the refund receipt the request makes (the SDK: toRefundReceipt, then ' +
       'signReceipt; docs/ENVELOPE.md), and it is sealed with the signature inside.',
+    details:
+      'Merchant, for a payment it made with `payments/{gateway}/create`. `{ refundId, amount?, ' +
+      'reason?, items?: [{ lineItemId, quantity }] }` → `201 { refundId, paymentId, gateway, amount, ' +
+      'currency, status, receiptId, createdAt }`.\n\n' +
+      '- `refundId` (a UUID of yours) is the idempotency key, per payment: the same `refundId` again ' +
+      'returns the first refund (`201`, nothing is refunded twice); with another body it is `409 ' +
+      "CONFLICT`.\n- Give `amount` (minor units), or `items` naming the sale's lines and how many of " +
+      'each, or both (they must agree, else `400` naming `amount` with the amount the items come to). ' +
+      'The amount of `items` is derived from the lines and their share of the tax (the amount rule ' +
+      '(docs/API.md)). A `lineItemId` that is not a line of the sale, named twice, or asked for beyond ' +
+      'what is left of its line is `400` naming `items.<n>`.\n- More than what is left of the payment ' +
+      '(its amount less every refund recorded or under way) is `400 REFUND_EXCEEDS_PAYMENT` with ' +
+      '`details.refundable`, before the gateway is asked. A payment that was not paid (`pending`, ' +
+      '`failed`, `canceled`) has nothing to refund.\n- The gateway refusing the refund is `402 ' +
+      'PAYMENT_DECLINED`, the gateway unreachable `502 GATEWAY_ERROR`; either way nothing is stored ' +
+      "and nothing of the payment is held back.\n- `status` is the refund's: gateway_a (Stripe) refunds " +
+      'a card at once (`succeeded`); gateway_b (Square) answers `pending` and settles a moment later ' +
+      "(its `refund.updated` event): the refund receipt's `paymentStatus` follows.\n- `receiptId` is " +
+      "the refund receipt, sealed for the sale's recipient: fetch it with `GET /receipts/{receiptId}` " +
+      '(refund receipts (docs/API.md)).\n- Any other client, and any payment this client did not make, ' +
+      'is the same `404 not_found`; an issuer key is `403`. Spends the `payments` rate budget.',
   },
   request: {
     params: z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),

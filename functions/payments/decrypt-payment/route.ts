@@ -29,6 +29,14 @@ export const decryptPaymentRoute = defineRoute({
     description:
       'Step 5. Reads the payment from the gateway, follows its receipt pointers to the stored envelope, checks ' +
       `them against the stored mapping, then decrypts exactly like receipts/decrypt. ${noStore}`,
+    details:
+      'Issuer. `{ paymentId, gateway, accessTokenId, privateKey }` → the plaintext `DigitalReceipt`. ' +
+      'The service reads the payment from the gateway, follows its metadata to the stored envelope, ' +
+      'checks the pointers against the stored transaction mapping (so a payment whose metadata was ' +
+      "edited to point at someone else's receipt finds nothing), then decrypts exactly as " +
+      '`receipts/decrypt`. An unknown payment id, or a payment that carries no receipt of this ' +
+      'service, is `404 not_found`; everything about the token, key and envelope is the uniform `403 ' +
+      'DECRYPTION_ERROR`; an unreachable gateway is `502`.',
   },
   request: {
     body: { description: 'The payment, the token id and the private key.', schema: decryptPaymentBody },

@@ -47,6 +47,30 @@ export const gatewayEventsRoute = defineRoute({
       'are counted by their own ids. Events about payments this service did not make are acknowledged and ' +
       "ignored. A refund made in the provider's dashboard is recorded like one made through the service, with " +
       'its refund receipt. Counted per gateway (6,000 a minute), not per sender.',
+    details:
+      "No API key: the payment gateways' own webhooks, each verified with the provider's SDK. Register " +
+      'this URL with Stripe (for `gateway_a`) and Square (for `gateway_b`), as DEPLOY.md ' +
+      '(docs/DEPLOY.md) says; the local gateway sandbox posts here by itself.\n\n' +
+      '- gateway_a: the `Stripe-Signature` header, checked by `stripe.webhooks.constructEvent` against ' +
+      "the endpoint's signing secret (`whsec_…`), with Stripe's 300 s tolerance. Followed: " +
+      '`payment_intent.succeeded`, `payment_intent.payment_failed`, `payment_intent.canceled`, ' +
+      "`charge.refunded` (the payment's refunds are then read from Stripe, as API versions since " +
+      '2022-11-15 leave them out of the charge), `refund.created`, `refund.updated`, ' +
+      '`refund.failed`.\n- gateway_b: the `X-Square-HmacSha256-Signature` header, checked by the square ' +
+      "SDK's `WebhooksHelper.verifySignature` over the notification URL the subscription was " +
+      "registered with and the body. Square's signature carries no time, so an event is stale by its " +
+      '`created_at`: older than 24 hours and 5 minutes (Square re-sends the same body for up to 24 ' +
+      'hours while an endpoint fails; a shorter window would refuse its own redeliveries after an ' +
+      'outage). Followed: `payment.created`, `payment.updated`, `refund.created`, `refund.updated`.\n- ' +
+      'A missing or wrong signature, or a stale event, is `401 invalid_signature` (one message for ' +
+      'all) and changes nothing.\n- `200 { received: true, eventId, type, outcome }`: `applied` (it ' +
+      'changed a payment or recorded a refund), `unchanged` (known already, or older than what is ' +
+      'known), `ignored` (a payment this service did not make, or a type it does not follow), ' +
+      '`duplicate` (this event id was applied before).\n- `409 CONFLICT` with `details.retryable: true` ' +
+      'when the event is about a refund this service is still asking the gateway for (Square keeps no ' +
+      "id of ours on a refund, so the merchant's request is what gets recorded): the provider delivers " +
+      'it again.\n- Counted per gateway, 6,000 a minute, not per sender (a provider posts from a few ' +
+      'shared addresses); throttled at 100 a second (burst 200) at the edge when deployed.',
   },
   request: {
     params: z.object({ gateway: paymentGatewayKind }),

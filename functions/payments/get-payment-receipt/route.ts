@@ -23,6 +23,12 @@ export const getPaymentReceiptRoute = defineRoute({
       'payments/decrypt does, then answers it as GET /receipts/{receiptId} would: to the merchant client that ' +
       'encrypted it or to the issuer of its recipient. An unknown payment, a payment without a receipt of this ' +
       'service and a receipt this client may not read are the same 404.',
+    details:
+      "Merchant or issuer. The same answer, found by the gateway's payment id: the payment is read " +
+      'from the gateway and its receipt pointers are followed and checked exactly as ' +
+      '`payments/decrypt` does. An unknown payment, a payment without a receipt of this service and a ' +
+      'receipt this client may not read are one and the same `404`; an unreachable gateway is `502`. ' +
+      '`gateway` takes the aliases too.',
   },
   request: {
     params: z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),

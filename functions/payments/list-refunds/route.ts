@@ -20,6 +20,10 @@ export const listRefundsRoute = defineRoute({
       "The payment's refunds, oldest first, whether made through the service or in the provider's dashboard, " +
       'with their status and refund receipt. For the merchant client that made the payment only: anyone else, ' +
       'and any other payment, gets the same 404.',
+    details:
+      'Merchant, for a payment it made: `{ refunds: [Refund] }`, in the order they were recorded, ' +
+      "however they were made (through the service, or in the provider's dashboard: then `refundId` is " +
+      "one the service derived from the provider's refund id). Anyone else: `404`.",
   },
   request: { params: z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }) },
   response: { description: 'The refunds.', schema: refundListResponse, enveloped: true },

@@ -24,6 +24,14 @@ export const apiDocsRoute = defineRoute({
       "'self', styles from 'self' and a per-response nonce (the renderer inserts its styles at run time), " +
       "images from 'self' and data: URLs (the renderer's inline SVG icons), no connections elsewhere. No " +
       'API key; calls count against the per-source-IP budget.',
+    details:
+      'No key. The same document as a page for a browser (Redoc), with `?asset=redoc.standalone.js` ' +
+      'and `?asset=init.js` its two scripts (any other name is 400): everything the page loads comes ' +
+      'from this endpoint. Its `Content-Security-Policy` allows this origin only — `script-src ' +
+      "'self'`, `style-src 'self' 'nonce-…'` with a nonce new on every response (Redoc inserts its " +
+      "styles at run time; no `'unsafe-inline'`), `img-src 'self' data:` (Redoc's inline SVG icons), " +
+      "`connect-src 'self'`, `frame-ancestors 'none'`. Redoc's search is off: it runs in a `blob:` " +
+      'worker, which the policy refuses.',
   },
   request: {
     query: z.object({

@@ -44,6 +44,11 @@ export const healthRoute = defineRoute({
     description:
       'Checks DynamoDB, the escrow key and each configured payment gateway in parallel. No API key; calls ' +
       'count against the per-source-IP budget.',
+    details:
+      'No key. `200` with `{ status, stage, time, dependencies }` when DynamoDB, the escrow key and ' +
+      'each configured gateway answer; `503 service_unavailable` naming what is down otherwise (the ' +
+      'full report is in `error.details`). One report is reused for 10 s per instance, so a burst of ' +
+      'health checks is one round of checks.',
   },
   request: {},
   response: { description: 'Every dependency is up.', schema: healthReportResponse, enveloped: true },

@@ -48,6 +48,34 @@ export const claimReceiptsRoute = defineRoute({
       "receipt is kept (400 otherwise); each counts against the card's daily allowance with this client (200, " +
       'CLAIM_DAILY_LIMIT), which erasing the user and registering the card again does not renew, and the call ' +
       'against the general rate budget. Audited.',
+    details:
+      'Issuer, for one of its users. `{ userId, transactions: [{ amount, currency, transactionDate, ' +
+      "cardLast4? }] }` with 1 to 50 transactions, as the issuer's ledger has them for the user's card " +
+      '(`amount` in minor units, `transactionDate` ISO 8601 with offset) → `{ userId, results: [{ ' +
+      'transactionIndex, receiptIds }], released }`. Each transaction releases the receipts escrowed ' +
+      "for the user's card whose currency is the same, whose total (or total before tip, when the " +
+      'receipt has a tip) equals `amount` exactly, and whose transaction time is within ±15 minutes of ' +
+      '`transactionDate` (`CLAIM_WINDOW_MINUTES`, up to ±24 hours); when both the claim and the ' +
+      "receipt give `cardLast4`, they must match too. A released receipt is re-wrapped for the user's " +
+      'current key (escrow unwrap, then wrap; the ciphertext, bound fields and protected header stay), ' +
+      'is no longer escrowed, is kept 7 years and decrypts like any other. Most transactions release ' +
+      'nothing (a purchase with no digital receipt); that is not an error.\n\n' +
+      'Each transaction is one look-up in the keyed evidence index (see Escrow (docs/API.md)): every ' +
+      'escrowed receipt it matches is released, however many others the card has near that time, and a ' +
+      'claim makes the same reads, in about the same time, whether the card has no receipt near it or ' +
+      'hundreds (`npm run bench -- --only claims` measures it). Nothing in the answer, its status or ' +
+      'its timing tells a client without the evidence whether the card has receipts near a time.\n\n' +
+      "Limits: each transaction counts against the card's daily allowance with this client, 200 per " +
+      "UTC day (`CLAIM_DAILY_LIMIT`), which match spends too: the card's, not the user's, so erasing " +
+      "the user and registering the card again gives no new allowance (another client's registration " +
+      'of the card has its own). It is taken atomically for the whole request, so concurrent claims ' +
+      'never exceed it: past it the call is `429 CLAIM_LIMIT_EXCEEDED` with `Retry-After` (seconds to ' +
+      'the next UTC day) and releases nothing. A `transactionDate` no stored receipt can have (more ' +
+      'than a day ahead, or older than the longest a receipt is kept: 7 years by default) is `400` ' +
+      'naming `transactions.<i>.transactionDate`, before any allowance is spent. The call also spends ' +
+      "the caller's `general` rate budget. A `userId` that is not this client's user is `404 " +
+      'not_found`, exactly as one that does not exist. Every claim, released receipt and refusal is ' +
+      'audited.',
   },
   request: {
     body: { description: 'The user and the card transactions to match.', schema: claimReceiptsBody },

@@ -18,6 +18,11 @@ export const decryptReceiptRoute = defineRoute({
     description:
       'Needs a live token from grant-access for the user the envelope is wrapped for, issued to this client, ' +
       `and that user's private key, which is held in memory for this request only. ${noStore}`,
+    details:
+      'Issuer. `{ envelope, accessTokenId, privateKey }` → the plaintext `DigitalReceipt`. Needs a ' +
+      "live token issued to this client for the user the envelope is wrapped for, and that user's " +
+      'private key. Every failure is the same `403 DECRYPTION_ERROR` (see Uniform decryption failure ' +
+      '(docs/API.md)); a malformed body is `400`.',
   },
   request: {
     body: { description: 'The envelope, the token id and the private key.', schema: decryptReceiptBody },

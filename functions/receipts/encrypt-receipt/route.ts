@@ -41,6 +41,21 @@ export const encryptReceiptRoute = defineRoute({
       'receipt (docs/ENVELOPE.md): the nested form signs its `receipt` as sent; the flattened form signs the ' +
       'receipt it maps to, timed by its transactionDate (which it must give). The signature is sealed inside ' +
       'the receipt as merchantSignature.',
+    details:
+      'Merchant. Two forms, told apart by the body: one with a `receipt` member is the nested form, ' +
+      'any other the flattened form.\n\n' +
+      '- Flattened: the receipt fields (docs/API.md) at the top level, `recipientHashedPan` among ' +
+      'them. Response: the envelope without `expiresAt` and `escrowKeyId` (as the specification shows ' +
+      'it).\n- Nested: `{ receipt: DigitalReceipt, recipientIdentifier: { type, value }, ' +
+      'recipientHashedPan? }` (`type`: `email`, `phone`, `national_id` or `bank_account`). Response: ' +
+      'the full envelope, `expiresAt` and `escrowKeyId` included. `recipientIdentifier` alone never ' +
+      'finds a user (the service registers users by card only), so such a receipt is escrowed; the ' +
+      'identifier is not stored in any form.\n\n' +
+      'The envelope is stored under its `receiptId` and returned (format: ENVELOPE.md ' +
+      '(docs/ENVELOPE.md)). Sending the same request again returns the first envelope; a different ' +
+      'receipt under a `receiptId` this merchant client already used is `409 CONFLICT`. A `merchantId` ' +
+      'another merchant client uses is `403 forbidden` (see Merchant namespaces (docs/API.md)). A ' +
+      'failure to encrypt is `500 ENCRYPTION_ERROR`.',
   },
   request: {
     headers: z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() }),

@@ -59,6 +59,22 @@ export const listUserReceiptsRoute = defineRoute({
       'read on with it neither repeat nor skip a receipt that existed when paging began (newer receipts sort ' +
       "before it: start again without a cursor to see them). Another issuer's user is the same 404 as an " +
       'unknown one.',
+    details:
+      "Issuer. The inbox: the receipts wrapped for one of this issuer's users, newest first, as `{ " +
+      'receipts: [{ receiptId, merchantId, transactionId, createdAt, keyId, paymentGateway, paymentId, ' +
+      'paymentStatus, relatedReceiptId }], nextCursor }`: identifiers and statuses only, never content ' +
+      '(fetch the envelope below and open it on the device). `paymentGateway` and `paymentId` are ' +
+      "those of the receipt's transaction mapping (`paymentId` only for payments made through the " +
+      "service), else `null`; `paymentStatus` is the receipt's (`null` for one made by " +
+      '`receipts/encrypt`), and a refund receipt names its sale in `relatedReceiptId` (`null` on any ' +
+      'other). `limit` is 1–100, default 25. Pass `nextCursor` as `cursor` for the next page (it is ' +
+      '`null` on the last one); the cursor is sealed for this user and this client (see Paging ' +
+      '(docs/API.md)). Receipts stored while you page sort before the cursor, so a paging neither ' +
+      'repeats nor skips a receipt that existed when it began; start again without a cursor to see new ' +
+      'ones. Escrowed receipts appear once a claim wraps them for the user, in the place of their ' +
+      'original `createdAt`: one claimed while you page can land behind your cursor, so rely on its ' +
+      '`receipt.available` event (or start again) rather than on a paging in progress to learn of it. ' +
+      "Another issuer's user is the same `404` as an unknown one.",
   },
   request: {
     params: z.object({ userId: uuid }),

@@ -52,6 +52,41 @@ export const matchReceiptsRoute = defineRoute({
       "earlier than the longest a receipt is kept (400 otherwise). Each transaction spends one of the card's " +
       'daily allowance with this client that claims spend too (200, CLAIM_DAILY_LIMIT): a spent allowance is ' +
       "429 for both. Another issuer's user is the same 404 as an unknown one. Audited (ids and counts only).",
+    details:
+      'Issuer, for one of its users: receipts beside the lines of the card statement, without ' +
+      'decrypting anything. `{ transactions: [{ reference, amount, currency, transactionDate, ' +
+      "cardLast4? }] }` with 1 to 100 transactions as the issuer's ledger has them for the user's card " +
+      "→ `{ matches: [{ reference, receiptIds }] }`, one entry per transaction, in the request's " +
+      "order. `reference` is the ledger's own id of the line: 1 to 128 printable ASCII characters " +
+      '(space to `~`), each used once per call (a repeat is `400` naming `transactions.<i>.reference`, ' +
+      'since the answer is keyed by it); it is echoed back and neither stored nor logged. `receiptIds` ' +
+      "are the user's receipts the transaction matches by the claim's rule: same currency, the total " +
+      '(or total before tip, when the receipt has a tip) equal to `amount`, the transaction time ' +
+      'within ±15 minutes of `transactionDate` (`CLAIM_WINDOW_MINUTES`), and `cardLast4` equal when ' +
+      'both sides have it. Usually none or one; more when the card paid several receipts of that ' +
+      'amount within the window. The device then fetches each envelope with `GET ' +
+      '/receipts/{receiptId}` and opens it.\n\n' +
+      "What a match does not list:\n- escrowed receipts of the card: they are not the user's until a " +
+      'claim releases them, after which a match finds them;\n- receipts of the card wrapped for another ' +
+      "user (an earlier registration of the card, undone by the operator): they are that user's;\n- " +
+      'receipts wrapped for the user before the evidence index existed: they have no entries in it, ' +
+      'and none can be made for them, since nothing stored beside such a receipt names its amount, ' +
+      'time or card (the inbox lists them);\n- refund receipts: they carry no claim facts of their own; ' +
+      "the sale's receipt matches the purchase line, and the inbox (`relatedReceiptId`) and " +
+      '`receipt.updated` events lead from it to its refunds.\n\n' +
+      "Each transaction is one look-up in the keyed evidence index, the claim's (see Escrow " +
+      '(docs/API.md)): a match makes the same reads whether the card has no receipt near that time or ' +
+      'hundreds (`npm run bench -- --only claims` measures both). Each transaction spends one of the ' +
+      "card's daily allowance with this client, the one claims spend (200 per UTC day, " +
+      '`CLAIM_DAILY_LIMIT`), taken atomically for the whole request before anything is read: past it ' +
+      'the call is `429 CLAIM_LIMIT_EXCEEDED` with `Retry-After`, for matches and claims alike, and ' +
+      "answers nothing. A statement of 100 lines is half a day's allowance: match lines as they post " +
+      'rather than the whole statement again. A `transactionDate` no stored receipt can have is `400` ' +
+      'naming `transactions.<i>.transactionDate`, before any allowance is spent. The call spends the ' +
+      "caller's `general` rate budget. A `userId` that is not this client's user is `404 not_found`, " +
+      'exactly as one that does not exist. Every match and refusal is audited (`receipts.match`: the ' +
+      'user, a card-tag prefix and counts of transactions, matched transactions and receipts; never a ' +
+      'reference, amount or time).',
   },
   request: {
     params: z.object({ userId: uuid }),

@@ -19,6 +19,14 @@ export const storeTransactionRoute = defineRoute({
       'The envelope must be one this merchant encrypted, unchanged. The first mapping of a transactionId by this ' +
       "merchant client wins: storing the same envelope again returns it. Other clients' transactionIds are " +
       'separate and never conflict.',
+    details:
+      'Merchant. `{ envelope, paymentGateway, metadata? }` → `{ mappingId, transactionId, receiptId, ' +
+      'paymentGateway, gatewayMetadata, createdAt }`. `paymentGateway` is `gateway_a`, `gateway_b`, ' +
+      '`other` (or `stripe`/`square`); `metadata` is free-form and is returned as `gatewayMetadata`. ' +
+      'The envelope must be one this merchant encrypted, unchanged (`404` if no such receipt was ' +
+      'encrypted by it, `409` if it differs from the stored one, `403 forbidden` if its `merchantId` ' +
+      "is another merchant client's). The first mapping of a `transactionId` by this merchant client " +
+      'wins: storing the same again returns it; mapping it to another of its receipts is `409`.',
   },
   request: {
     body: { description: 'The envelope, the gateway and optional metadata.', schema: storeTransactionBody },

@@ -47,6 +47,27 @@ export const eraseUserRoute = defineRoute({
       'for the same DELETE again, which only the client that erased the user may send and which is safe to ' +
       'repeat. The audit keeps that the erasure happened; the card can be registered again. Receipts ' +
       "escrowed for the card and never released to the user are not the user's and stay escrowed.",
+    details:
+      'Issuer, for one of its users. No body. → `{ userId, status: "erased", erasedAt, ' +
+      'receiptsDeleted, complete }`. In this order:\n\n' +
+      '1. The user and its card registration are deleted and an erasure record (userId, clientId, key ' +
+      'ids, time) is written, in one transaction: from then on no receipt is wrapped for the user ' +
+      '(within the 30 s noted above, on AWS) and no token is granted for it. 2. Its live tokens and ' +
+      'their slots, and its key pairs (current and retired), are deleted. 3. Every receipt wrapped for ' +
+      "the user is deleted, with its evidence entries, found through the receipts table's " +
+      '`by-recipient-user` index, 25 to a batch. A call deletes at most 500, and stops early while it ' +
+      'still has time to answer rather than time out; `complete: false` means more remain, and the ' +
+      'same `DELETE` carries on. Repeating it is always safe, and also deletes a receipt that another ' +
+      'instance wrapped for the user in the 30 s window, or that the (eventually consistent) index had ' +
+      'not shown yet.\n\n' +
+      'Afterwards nothing the service holds opens for the user: `payments/decrypt` for one of its ' +
+      'payments is `404` (the receipt is gone) and `receipts/decrypt` with a copy of an envelope is ' +
+      'the uniform `403` (no token can be granted). The card can be registered again, by any issuer, ' +
+      "as a new user. Receipts escrowed for the card and never released to the user are the card's, " +
+      "not the user's, and stay escrowed. Tokens that expired before the erasure and lost their slot " +
+      "are removed by the table's TTL, not by this call. The audit keeps the erasure (`user.erase`). " +
+      "Another client's user, and a userId that was never a user, are the same `404 not_found`; only " +
+      'the client that erased a user may repeat its erasure.',
   },
   request: { params: eraseUserParams },
   response: { description: 'What was erased.', schema: userErasureResponse, enveloped: true },

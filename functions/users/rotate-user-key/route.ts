@@ -37,6 +37,23 @@ export const rotateUserKeyRoute = defineRoute({
       'are revoked, and any token for the old key is refused by grant-access and decrypt. Receipts already ' +
       'wrapped for the old key stay as they are: only the old private key opens them, with no token the ' +
       'service grants any more. The old key stays bound, so it cannot be registered again. Audited.',
+    details:
+      'Issuer, for one of its users (a lost or new device). `{ keyId }` → `{ userId, keyId, status: ' +
+      '"active", keyBoundAt, tokensRevoked }`. `keyId` must be a pair from `generate-keys` or ' +
+      '`onboarding/keys` that this client made and has not bound to any user, as at register: another ' +
+      "client's `keyId` is `404 KEY_NOT_FOUND`, a bound one (the user's current key included) `409 " +
+      'ALREADY_REGISTERED`. The user, its card registration and both key pairs change in one ' +
+      "transaction; a rotation racing another for the same user is `409 CONFLICT` (read the user's key " +
+      'again and retry).\n\n' +
+      '- Receipts encrypted from then on are wrapped for the new key. Each service instance keeps the ' +
+      'users it encrypts for in memory for at most 30 s, so on AWS another instance may wrap for the ' +
+      "old key for up to 30 s after the rotation.\n- The old key's live tokens are revoked " +
+      '(`tokensRevoked` counts them) and their slots freed; any token for the old key that is left is ' +
+      "refused: `grant-access` and both decrypts compare the token's key with the user's current key " +
+      '(the uniform `403`).\n- Receipts already wrapped for the old key stay as they are: they are not ' +
+      're-wrapped, and since the service grants tokens only for the current key, it no longer opens ' +
+      'them. The old key stays bound to the user (marked retired), so it can never be registered ' +
+      'again.\n- Audited (`user.rekey`, with the key it replaces).',
   },
   request: {
     params: rotateUserKeyParams,

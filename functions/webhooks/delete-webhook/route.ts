@@ -21,6 +21,9 @@ export const deleteWebhookRoute = defineRoute({
     description:
       'Deletes one of this client’s webhooks; pending deliveries to it stop. Another client’s webhook is the ' +
       'same 404 as an unknown one.',
+    details:
+      "Each client sees and changes only its own webhooks (another client's is the `404` of an unknown " +
+      'id). Answers `{ webhookId, deleted: true }`.',
   },
   request: { params: z.object({ webhookId: webhookIdSchema }) },
   response: { description: 'The webhook was deleted.', schema: deletedWebhookSchema, enveloped: true },

@@ -33,6 +33,10 @@ export const listWebhooksRoute = defineRoute({
     summary: 'List webhooks',
     description:
       "The webhooks this API client registered, without their secrets. Other clients' are never shown.",
+    details:
+      "Each client sees and changes only its own webhooks (another client's is the `404` of an unknown " +
+      'id). Answers `{ webhooks: [{ webhookId, url, events, createdAt, previousSecretExpiresAt }] }`, ' +
+      'no secrets.',
   },
   request: {},
   response: { description: "The client's webhooks.", schema: webhookListSchema, enveloped: true },

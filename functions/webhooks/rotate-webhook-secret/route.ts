@@ -33,6 +33,12 @@ export const rotateWebhookSecretRoute = defineRoute({
       'Makes a new signing secret. The secret it replaces keeps signing beside it for 24 hours, so a receiver ' +
       'verifies with either while it switches; a second rotation within those hours ends the oldest secret at ' +
       'once. Another client’s webhook is the same 404 as an unknown one. Send no body.',
+    details:
+      "Each client sees and changes only its own webhooks (another client's is the `404` of an unknown " +
+      'id). No body; answers `{ webhookId, secret, previousSecretExpiresAt }`: the new `secret` is ' +
+      'shown here only, and the old secret keeps signing beside the new one until ' +
+      '`previousSecretExpiresAt` (24 h), so verify with either while you switch; a second rotation in ' +
+      'that window ends the oldest secret at once.',
   },
   request: { params: z.object({ webhookId: webhookIdSchema }) },
   response: { description: 'The new secret.', schema: rotatedWebhookSecretSchema, enveloped: true },

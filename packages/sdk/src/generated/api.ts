@@ -15,6 +15,8 @@ export interface paths {
      * Check the service and its dependencies
      * @description Checks DynamoDB, the escrow key and each configured payment gateway in parallel. No API key; calls count against the per-source-IP budget.
      *
+     *     No key. `200` with `{ status, stage, time, dependencies }` when DynamoDB, the escrow key and each configured gateway answer; `503 service_unavailable` naming what is down otherwise (the full report is in `error.details`). One report is reused for 10 s per instance, so a burst of health checks is one round of checks.
+     *
      *     No API key.
      */
     get: operations['health'];
@@ -39,6 +41,8 @@ export interface paths {
      * Generate an RSA-2048 key pair
      * @description Step 1 of the flow. No request body (any body sent is ignored). Only the public half is stored; the private key is in this response and nowhere else, so the client must keep it.
      *
+     *     Issuer. No body (one sent is ignored). Returns `{ keyId, publicKey, privateKey, algorithm: "RSA-OAEP-256" }` for a new RSA-2048 pair. Only the public key is stored, bound to this client; the private key is in this response only. Failure is `500 KEY_GENERATION_FAILED`. Each call is ~40 ms of RSA work, so it has its own, smaller rate budget.
+     *
      *     Requires an X-API-Key with the role `issuer`.
      */
     post: operations['generateKeys'];
@@ -60,6 +64,8 @@ export interface paths {
     /**
      * Import a public key made on the device
      * @description The device path of step 1: the key pair is made on the cardholder’s device (for P-256, in its secure hardware) and only its public half is sent. RSA 2048–4096 is used with RSA-OAEP-256, EC P-256 with ECDH-ES+A256KW. The answer has no private key: the service never sees it. `register` and `rotate-user-key` accept the keyId like one from generate-keys, bound to this client.
+     *
+     *     Issuer. The device path of step 1: `{ publicKey }`, a key pair's public half made on the device, as base64 DER SubjectPublicKeyInfo (or PEM) or as a public JWK object → `201 { keyId, publicKey, algorithm }`, `publicKey` the canonical base64 DER SPKI. RSA 2048–4096 bits is used with `RSA-OAEP-256`, EC P-256 with `ECDH-ES+A256KW` (ENVELOPE.md (docs/ENVELOPE.md)). Anything else is `400 INVALID_REQUEST` whose field details name the problem (another curve or key type, a modulus outside the range, a JWK with private members, not a key). An RSA key must have the public exponent 65537 (any other, e = 1, an even e or one as large as the modulus, is refused naming it) and an odd modulus; a P-256 key must be a point on the curve other than the identity. A P-256 key sent with its point compressed is accepted and stored, and answered, as the canonical uncompressed SPKI. Every key is proven before it is stored: the service seals a throw-away envelope to it, and a key nothing can be sealed to is refused here (`400` naming why), never at a merchant's payment. No private key is sent or made: the service never has it. The `keyId` is bound to this client and works in `register` and `POST /users/{userId}/key` exactly like one from generate-keys; it shares generate-keys' rate budget.
      *
      *     Requires an X-API-Key with the role `issuer`.
      */
@@ -83,6 +89,12 @@ export interface paths {
      * Register a user by hashed PAN
      * @description Step 2. Binds a hashedPan to a key pair this client generated and has not bound yet; `publicKey` must be that pair's public key. The card is stored only as a keyed card tag. Registering releases nothing escrowed for the card: `POST /api/v1/receipts/claim` does, on evidence of the card transaction. A 409 is audited and alarmed: if another client registered your card, the operator can undo it.
      *
+     *     Issuer. `{ hashedPan, publicKey, keyId }` → `{ userId, status: "active", registeredAt }`. `hashedPan` is exactly 64 lower-case hex characters. `keyId` must be a pair this client generated (or imported with `onboarding/keys`) and has not registered yet, and `publicKey` its public key (`400` otherwise). Another client's `keyId` is `404 KEY_NOT_FOUND`, the same as one that does not exist. A `hashedPan` or `keyId` that is already registered (by this client or any other) is `409 ALREADY_REGISTERED`. The service keeps the card only as its card tag (see Card tags (docs/API.md)). Registering releases nothing escrowed for the card: the issuer shows the card's transactions to `receipts/claim` for that (see Escrow (docs/API.md)). The user belongs to this client from now on.
+     *
+     *     A `409` for a card is a registration dispute: it is audited (`user.register-conflict`, with a short card-tag prefix), counted (`RegisterConflicts`) and alarmed. If another client registered a card you issue, contact the operator: after checking, they undo the wrong registration with `npm run admin -- users unbind --user USER_ID --reason TEXT` (audited), and you register the card.
+     *
+     *     A card registered again by the client that erased its user within the last 30 days succeeds as usual, and is audited (`user.re-register`), counted (`ReRegistrations`) and alarmed: a cardholder coming back looks the same as a client erasing and re-registering to get a fresh claim allowance, which it does not get (the allowance is the card's; see `receipts/claim`).
+     *
      *     Requires an X-API-Key with the role `issuer`.
      */
     post: operations['register'];
@@ -104,6 +116,8 @@ export interface paths {
     /**
      * Grant a short-lived decrypt token
      * @description Step 4, after the issuer application has collected the user's consent (biometric or PIN). The token is bound to the user, its registered key and purpose `decrypt`, lives 180 s by default (120 to 180 s), and may be used for several decrypts until it expires. At most 5 tokens are active per user. The caller's source IP is audited. Sent with `Cache-Control: no-store`, like every response.
+     *
+     *     Issuer, after the user's consent. `{ userId, keyId }` → `{ tokenId, userId, keyId, purpose: "decrypt", grantedAt, expiresAt, sourceIp }`. The token lives 180 s (configurable from 120 to 180), is bound to the user, its key and the purpose `decrypt`, and can be used for several decrypts until it expires. A user has at most 5 live tokens: a 6th is `429 GRANT_ERROR` with `Retry-After`. A user of another client, an unknown user, or a `keyId` that is not the user's key: `403 GRANT_ERROR`, the same for each. The caller's source IP is recorded in the audit log.
      *
      *     Requires an X-API-Key with the role `issuer`.
      */
@@ -127,6 +141,13 @@ export interface paths {
      * Encrypt a receipt for its recipient
      * @description AES-256-GCM for the receipt, RSA-OAEP-256 for the content key. A body with a `receipt` member is the nested form, any other the flattened form. The recipient is the user registered with `recipientHashedPan`; when there is none the receipt is encrypted with the escrow key (`isEscrowed: true`) and released only when the issuer of a registered user shows the card transaction (`POST /api/v1/receipts/claim`). The envelope is stored under its receiptId: an identical retry returns the first envelope. Unknown fields are refused, so a misspelt `recipientHashedPan` cannot escrow a receipt silently. With `Receipt-Signature` the merchant signs the receipt (docs/ENVELOPE.md): the nested form signs its `receipt` as sent; the flattened form signs the receipt it maps to, timed by its transactionDate (which it must give). The signature is sealed inside the receipt as merchantSignature.
      *
+     *     Merchant. Two forms, told apart by the body: one with a `receipt` member is the nested form, any other the flattened form.
+     *
+     *     - Flattened: the receipt fields (docs/API.md) at the top level, `recipientHashedPan` among them. Response: the envelope without `expiresAt` and `escrowKeyId` (as the specification shows it).
+     *     - Nested: `{ receipt: DigitalReceipt, recipientIdentifier: { type, value }, recipientHashedPan? }` (`type`: `email`, `phone`, `national_id` or `bank_account`). Response: the full envelope, `expiresAt` and `escrowKeyId` included. `recipientIdentifier` alone never finds a user (the service registers users by card only), so such a receipt is escrowed; the identifier is not stored in any form.
+     *
+     *     The envelope is stored under its `receiptId` and returned (format: ENVELOPE.md (docs/ENVELOPE.md)). Sending the same request again returns the first envelope; a different receipt under a `receiptId` this merchant client already used is `409 CONFLICT`. A `merchantId` another merchant client uses is `403 forbidden` (see Merchant namespaces (docs/API.md)). A failure to encrypt is `500 ENCRYPTION_ERROR`.
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     post: operations['encryptReceipt'];
@@ -148,6 +169,8 @@ export interface paths {
     /**
      * Decrypt an envelope
      * @description Needs a live token from grant-access for the user the envelope is wrapped for, issued to this client, and that user's private key, which is held in memory for this request only. Sent with `Cache-Control: no-store`, like every response.
+     *
+     *     Issuer. `{ envelope, accessTokenId, privateKey }` → the plaintext `DigitalReceipt`. Needs a live token issued to this client for the user the envelope is wrapped for, and that user's private key. Every failure is the same `403 DECRYPTION_ERROR` (see Uniform decryption failure (docs/API.md)); a malformed body is `400`.
      *
      *     Requires an X-API-Key with the role `issuer`.
      */
@@ -171,6 +194,8 @@ export interface paths {
      * Map a transaction to its encrypted receipt
      * @description The envelope must be one this merchant encrypted, unchanged. The first mapping of a transactionId by this merchant client wins: storing the same envelope again returns it. Other clients' transactionIds are separate and never conflict.
      *
+     *     Merchant. `{ envelope, paymentGateway, metadata? }` → `{ mappingId, transactionId, receiptId, paymentGateway, gatewayMetadata, createdAt }`. `paymentGateway` is `gateway_a`, `gateway_b`, `other` (or `stripe`/`square`); `metadata` is free-form and is returned as `gatewayMetadata`. The envelope must be one this merchant encrypted, unchanged (`404` if no such receipt was encrypted by it, `409` if it differs from the stored one, `403 forbidden` if its `merchantId` is another merchant client's). The first mapping of a `transactionId` by this merchant client wins: storing the same again returns it; mapping it to another of its receipts is `409`.
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     post: operations['storeTransaction'];
@@ -190,6 +215,8 @@ export interface paths {
     /**
      * Read a transaction mapping
      * @description A merchant reads its own mapping of the transactionId; an issuer reads the mapping whose receipt's registered recipient is one of its users (the newest, should several merchants use the same transactionId). Anyone else gets the same 404 as for an unknown transactionId.
+     *
+     *     Merchant or issuer. The mapping as stored, with the `paymentStatus` of its receipt (`null` when it has none). A merchant reads its own mapping of the `transactionId`. An issuer reads the mapping, whichever merchant client stored it, whose receipt is wrapped for one of its registered users (the newest, should two merchants have used the same `transactionId` for its users). Anyone else gets the same `404` as for an unknown id. The issuer's lookup goes through an index that DynamoDB updates a moment after the mapping is written, so a mapping read within about a second of being stored can still be `404` for the issuer.
      *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
@@ -215,6 +242,15 @@ export interface paths {
      * Create a payment with an encrypted receipt
      * @description Step 3. Encrypts the receipt (as the flattened encrypt form), creates the payment on the gateway with pointers to the receipt in its metadata, and maps the transaction. For gateway_a `amount` is required and must equal totalAmount; for gateway_b the charge is the items plus tax. Idempotent: the same receiptId, or the same `Idempotency-Key`, never charges twice and returns the first result for 24 hours. With `Receipt-Signature` the merchant signs the receipt (docs/ENVELOPE.md): the receipt is then timed by transactionDate, which the request must give, and sealed with the signature inside it.
      *
+     *     Merchant. The receipt fields (docs/API.md), plus `amount` and `cardNonce`, and optionally an `Idempotency-Key` header. In one call the service checks the amounts, encrypts and stores the receipt (exactly as the flattened encrypt), creates the payment with pointers to the receipt (`receiptId`, `transactionId`, `merchantId`) in its metadata, and maps the transaction to it. Response: `{ paymentId, clientSecret, orderId, gateway, receiptMetadata: { receiptId, transactionId, merchantId, isEscrowed } }`.
+     *
+     *     - **`gateway_a` (Stripe).** `amount` is required and must equal `totalAmount`. The service creates a PaymentIntent for it, with the pointers in the intent's metadata, and does not confirm it: the intent's status is `requires_payment_method`, `paymentId` is its id (`pi_…`), and `clientSecret` is what the point of sale gives Stripe's client side (Stripe.js `confirmPayment`, or Stripe's mobile SDKs) to collect the card and confirm the intent with Stripe directly; the service never sees card data. The intent uses the Stripe account's default payment methods (a Stripe Terminal reader would need `card_present`, which the service does not request today). `orderId` is `null`. Treat `clientSecret` like the payment itself: hand it to the checkout that confirms it and nowhere else.
+     *     - **`gateway_b` (Square).** The charge is the items plus tax, which must equal `totalAmount` (`amount` is optional; if sent it must agree). The service creates an order with one line per receipt item and the tax as a fixed service charge, the pointers in the order's metadata, then a payment for it with `cardNonce` (from Square's Web Payments or In-App Payments SDK), completed at once. `cardNonce` is required (`400` naming it when missing) except against the local gateway sandbox, which charges its test nonce when none is sent. `orderId` is the order's id; `clientSecret` is `null`. Square metadata limits (10 entries, 255 characters) and id lengths are checked before the call.
+     *
+     *     The receipt is attached as soon as the payment object exists: `payments/decrypt` opens it whatever the payment's status, including a Stripe intent not yet confirmed (or never confirmed). Its `paymentStatus` says where the payment stands: `pending` for a gateway_a intent until the gateway's event says it was paid (`succeeded`), declined (`failed`) or canceled; `succeeded` for gateway_b at once; `failed` for a card declined at creation (`402`, the receipt stays stored). The receipt is never deleted because its payment failed. See The payment lifecycle (docs/API.md).
+     *
+     *     Errors: `400` for bad fields, amounts that do not add up, a gateway not configured on this deployment, or payment details the gateway refused (an unknown card nonce: `details.fields` names `cardNonce`); `402 PAYMENT_DECLINED` when the card is declined; `403 forbidden` when the `merchantId` is another merchant client's (checked before the gateway is called: nothing is charged); `409` (see Idempotency (docs/API.md)); `502 GATEWAY_ERROR` when the gateway is unreachable after its retries.
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     post: operations['createPayment'];
@@ -237,6 +273,8 @@ export interface paths {
      * Decrypt the receipt of a payment
      * @description Step 5. Reads the payment from the gateway, follows its receipt pointers to the stored envelope, checks them against the stored mapping, then decrypts exactly like receipts/decrypt. Sent with `Cache-Control: no-store`, like every response.
      *
+     *     Issuer. `{ paymentId, gateway, accessTokenId, privateKey }` → the plaintext `DigitalReceipt`. The service reads the payment from the gateway, follows its metadata to the stored envelope, checks the pointers against the stored transaction mapping (so a payment whose metadata was edited to point at someone else's receipt finds nothing), then decrypts exactly as `receipts/decrypt`. An unknown payment id, or a payment that carries no receipt of this service, is `404 not_found`; everything about the token, key and envelope is the uniform `403 DECRYPTION_ERROR`; an unreachable gateway is `502`.
+     *
      *     Requires an X-API-Key with the role `issuer`.
      */
     post: operations['decryptPayment'];
@@ -258,6 +296,13 @@ export interface paths {
     /**
      * Rotate a user's key
      * @description For a lost or new device: binds one of this client's users to another key pair from generate-keys that this client generated and has not bound yet. Receipts encrypted from now on are wrapped for the new key (other instances of the service may go on using the old one for up to 30 s). The old key's live tokens are revoked, and any token for the old key is refused by grant-access and decrypt. Receipts already wrapped for the old key stay as they are: only the old private key opens them, with no token the service grants any more. The old key stays bound, so it cannot be registered again. Audited.
+     *
+     *     Issuer, for one of its users (a lost or new device). `{ keyId }` → `{ userId, keyId, status: "active", keyBoundAt, tokensRevoked }`. `keyId` must be a pair from `generate-keys` or `onboarding/keys` that this client made and has not bound to any user, as at register: another client's `keyId` is `404 KEY_NOT_FOUND`, a bound one (the user's current key included) `409 ALREADY_REGISTERED`. The user, its card registration and both key pairs change in one transaction; a rotation racing another for the same user is `409 CONFLICT` (read the user's key again and retry).
+     *
+     *     - Receipts encrypted from then on are wrapped for the new key. Each service instance keeps the users it encrypts for in memory for at most 30 s, so on AWS another instance may wrap for the old key for up to 30 s after the rotation.
+     *     - The old key's live tokens are revoked (`tokensRevoked` counts them) and their slots freed; any token for the old key that is left is refused: `grant-access` and both decrypts compare the token's key with the user's current key (the uniform `403`).
+     *     - Receipts already wrapped for the old key stay as they are: they are not re-wrapped, and since the service grants tokens only for the current key, it no longer opens them. The old key stays bound to the user (marked retired), so it can never be registered again.
+     *     - Audited (`user.rekey`, with the key it replaces).
      *
      *     Requires an X-API-Key with the role `issuer`.
      */
@@ -282,6 +327,12 @@ export interface paths {
      * Erase a user
      * @description Erases one of this client's users: the user and its card registration first (nothing new is wrapped for it and no token is granted from then on), then its live tokens, its key bindings and every receipt wrapped for it. A call deletes at most 500 receipts, and stops early rather than time out; `complete: false` asks for the same DELETE again, which only the client that erased the user may send and which is safe to repeat. The audit keeps that the erasure happened; the card can be registered again. Receipts escrowed for the card and never released to the user are not the user's and stay escrowed.
      *
+     *     Issuer, for one of its users. No body. → `{ userId, status: "erased", erasedAt, receiptsDeleted, complete }`. In this order:
+     *
+     *     1. The user and its card registration are deleted and an erasure record (userId, clientId, key ids, time) is written, in one transaction: from then on no receipt is wrapped for the user (within the 30 s noted above, on AWS) and no token is granted for it. 2. Its live tokens and their slots, and its key pairs (current and retired), are deleted. 3. Every receipt wrapped for the user is deleted, with its evidence entries, found through the receipts table's `by-recipient-user` index, 25 to a batch. A call deletes at most 500, and stops early while it still has time to answer rather than time out; `complete: false` means more remain, and the same `DELETE` carries on. Repeating it is always safe, and also deletes a receipt that another instance wrapped for the user in the 30 s window, or that the (eventually consistent) index had not shown yet.
+     *
+     *     Afterwards nothing the service holds opens for the user: `payments/decrypt` for one of its payments is `404` (the receipt is gone) and `receipts/decrypt` with a copy of an envelope is the uniform `403` (no token can be granted). The card can be registered again, by any issuer, as a new user. Receipts escrowed for the card and never released to the user are the card's, not the user's, and stay escrowed. Tokens that expired before the erasure and lost their slot are removed by the table's TTL, not by this call. The audit keeps the erasure (`user.erase`). Another client's user, and a userId that was never a user, are the same `404 not_found`; only the client that erased a user may repeat its erasure.
+     *
      *     Requires an X-API-Key with the role `issuer`.
      */
     delete: operations['eraseUser'];
@@ -303,6 +354,8 @@ export interface paths {
     /**
      * Revoke a decrypt token
      * @description The token stops working at once and frees its place among the 5 live tokens of its user. Only the client it was granted to may revoke it. Audited.
+     *
+     *     Issuer, for a token granted to it. No body. → `{ userId, keyId, revokedAt }`. The token and its slot are deleted in one transaction: the token is refused from that moment (the uniform `403`) and the user may be granted another at once. A token of another client, an unknown one and one already revoked are the same `404 not_found`; a `tokenId` that is not a UUID is `400`. Audited (`access.revoke`). The token id is part of the path, so send it only over TLS to the service and keep it out of your own access logs.
      *
      *     Requires an X-API-Key with the role `issuer`.
      */
@@ -347,6 +400,12 @@ export interface paths {
      * Release escrowed receipts with the card's transactions
      * @description Registering a card releases nothing: the service cannot tell whether the client registering it issues it. A receipt escrowed for a user's card is released when its issuer shows the card transaction: same currency, the receipt total (or its total before tip) equal to `amount`, and its transaction time within ±15 minutes (CLAIM_WINDOW_MINUTES, up to ±24 h) of `transactionDate`; `cardLast4`, when both sides have it, must match too. Released receipts are re-wrapped for the user's current key and decrypt like any other. Each transaction is one look-up in a keyed evidence index: every matching receipt is released, however many others the card has near that time, and a claim costs the same whether the card has none or hundreds. Up to 50 transactions a call, each dated no later than a day from now and no earlier than the longest a receipt is kept (400 otherwise); each counts against the card's daily allowance with this client (200, CLAIM_DAILY_LIMIT), which erasing the user and registering the card again does not renew, and the call against the general rate budget. Audited.
      *
+     *     Issuer, for one of its users. `{ userId, transactions: [{ amount, currency, transactionDate, cardLast4? }] }` with 1 to 50 transactions, as the issuer's ledger has them for the user's card (`amount` in minor units, `transactionDate` ISO 8601 with offset) → `{ userId, results: [{ transactionIndex, receiptIds }], released }`. Each transaction releases the receipts escrowed for the user's card whose currency is the same, whose total (or total before tip, when the receipt has a tip) equals `amount` exactly, and whose transaction time is within ±15 minutes of `transactionDate` (`CLAIM_WINDOW_MINUTES`, up to ±24 hours); when both the claim and the receipt give `cardLast4`, they must match too. A released receipt is re-wrapped for the user's current key (escrow unwrap, then wrap; the ciphertext, bound fields and protected header stay), is no longer escrowed, is kept 7 years and decrypts like any other. Most transactions release nothing (a purchase with no digital receipt); that is not an error.
+     *
+     *     Each transaction is one look-up in the keyed evidence index (see Escrow (docs/API.md)): every escrowed receipt it matches is released, however many others the card has near that time, and a claim makes the same reads, in about the same time, whether the card has no receipt near it or hundreds (`npm run bench -- --only claims` measures it). Nothing in the answer, its status or its timing tells a client without the evidence whether the card has receipts near a time.
+     *
+     *     Limits: each transaction counts against the card's daily allowance with this client, 200 per UTC day (`CLAIM_DAILY_LIMIT`), which match spends too: the card's, not the user's, so erasing the user and registering the card again gives no new allowance (another client's registration of the card has its own). It is taken atomically for the whole request, so concurrent claims never exceed it: past it the call is `429 CLAIM_LIMIT_EXCEEDED` with `Retry-After` (seconds to the next UTC day) and releases nothing. A `transactionDate` no stored receipt can have (more than a day ahead, or older than the longest a receipt is kept: 7 years by default) is `400` naming `transactions.<i>.transactionDate`, before any allowance is spent. The call also spends the caller's `general` rate budget. A `userId` that is not this client's user is `404 not_found`, exactly as one that does not exist. Every claim, released receipt and refusal is audited.
+     *
      *     Requires an X-API-Key with the role `issuer`.
      */
     post: operations['claimReceipts'];
@@ -366,6 +425,8 @@ export interface paths {
     /**
      * List a user's receipts
      * @description The receipts wrapped for one of this issuer's users, newest first, as summaries of identifiers. Escrowed receipts appear once a claim wraps them for the user. The cursor is opaque and made for this user; pages read on with it neither repeat nor skip a receipt that existed when paging began (newer receipts sort before it: start again without a cursor to see them). Another issuer's user is the same 404 as an unknown one.
+     *
+     *     Issuer. The inbox: the receipts wrapped for one of this issuer's users, newest first, as `{ receipts: [{ receiptId, merchantId, transactionId, createdAt, keyId, paymentGateway, paymentId, paymentStatus, relatedReceiptId }], nextCursor }`: identifiers and statuses only, never content (fetch the envelope below and open it on the device). `paymentGateway` and `paymentId` are those of the receipt's transaction mapping (`paymentId` only for payments made through the service), else `null`; `paymentStatus` is the receipt's (`null` for one made by `receipts/encrypt`), and a refund receipt names its sale in `relatedReceiptId` (`null` on any other). `limit` is 1–100, default 25. Pass `nextCursor` as `cursor` for the next page (it is `null` on the last one); the cursor is sealed for this user and this client (see Paging (docs/API.md)). Receipts stored while you page sort before the cursor, so a paging neither repeats nor skips a receipt that existed when it began; start again without a cursor to see new ones. Escrowed receipts appear once a claim wraps them for the user, in the place of their original `createdAt`: one claimed while you page can land behind your cursor, so rely on its `receipt.available` event (or start again) rather than on a paging in progress to learn of it. Another issuer's user is the same `404` as an unknown one.
      *
      *     Requires an X-API-Key with the role `issuer`.
      */
@@ -389,6 +450,8 @@ export interface paths {
      * Fetch a stored envelope
      * @description A merchant reads the receipt of this receiptId that it encrypted; an issuer reads the receipt of this receiptId wrapped for one of its users. A receiptId is unique per merchant only, so an issuer should name the `merchantId` it got with the receiptId (every inbox entry and webhook event carries both): then only that merchant's receipt is answered. Without it the receipt is answered only when one merchant's receipt of this id is for the issuer's users; when several are, the answer is 400 naming merchantId, never one of them in place of another (another merchant knowing the id could otherwise substitute its own envelope). Anyone else gets the same 404 as for an unknown receiptId. The envelope is returned as stored: nothing is decrypted.
      *
+     *     Merchant or issuer. `{ envelope, mapping, paymentStatus, relatedReceiptId }`: the stored envelope exactly as encrypt answered it, its transaction mapping (or `null`), and what is kept in clear beside the envelope: its `paymentStatus` (`null` for a receipt made by `receipts/encrypt`) and, for a refund receipt, the sale it refunds (else `null`). A merchant reads the receipt of that id it encrypted (its own namespace); an issuer reads the receipt of that id wrapped for one of its users, whichever merchant client made it. A `receiptId` is unique per merchant only, so an issuer should pass the `merchantId` it got with the id (`?merchantId=…`; every inbox entry and webhook event carries both): only that merchant's receipt is answered, since a `merchantId` belongs to one merchant client. Without it, the receipt is answered when exactly one merchant's receipt of that id is for the issuer's users; when several are, the answer is `400 INVALID_REQUEST` naming `merchantId`, never one of them in place of another (a second merchant that knew the id and the card could otherwise put its own envelope where the one the user was paid with should be). Anyone else, an escrowed receipt for an issuer included, gets the same `404` as for an unknown id. The issuer's lookup goes through an index DynamoDB updates a moment after the write.
+     *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
     get: operations['getReceipt'];
@@ -410,6 +473,8 @@ export interface paths {
     /**
      * Fetch the envelope of a payment
      * @description Reads the payment from the gateway and follows its receipt pointers to the stored envelope, exactly as payments/decrypt does, then answers it as GET /receipts/{receiptId} would: to the merchant client that encrypted it or to the issuer of its recipient. An unknown payment, a payment without a receipt of this service and a receipt this client may not read are the same 404.
+     *
+     *     Merchant or issuer. The same answer, found by the gateway's payment id: the payment is read from the gateway and its receipt pointers are followed and checked exactly as `payments/decrypt` does. An unknown payment, a payment without a receipt of this service and a receipt this client may not read are one and the same `404`; an unreachable gateway is `502`. `gateway` takes the aliases too.
      *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
@@ -433,6 +498,8 @@ export interface paths {
      * List webhooks
      * @description The webhooks this API client registered, without their secrets. Other clients' are never shown.
      *
+     *     Each client sees and changes only its own webhooks (another client's is the `404` of an unknown id). Answers `{ webhooks: [{ webhookId, url, events, createdAt, previousSecretExpiresAt }] }`, no secrets.
+     *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
     get: operations['listWebhooks'];
@@ -440,6 +507,8 @@ export interface paths {
     /**
      * Register a webhook
      * @description Registers an endpoint for signed events (Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature headers, HMAC-SHA256). receipt.available needs the issuer role, receipt.escrowed the merchant role, and receipt.updated either. The URL is checked now and again before every delivery: https only, and refused when its host is or resolves to a private, loopback, link-local (the cloud metadata address), unique-local, CGNAT, multicast or reserved address. A client may have 10 webhooks. The secret is answered here and on rotation only.
+     *
+     *     Merchant or issuer; each client sees and changes only its own webhooks (another client's is the `404` of an unknown id). `POST /webhooks` `{ url, events }` → `201 { webhookId, url, events, secret, createdAt }`: `secret` (`whsec_…`, Standard Webhooks) is shown here and on rotation only. `receipt.available` needs the issuer role, `receipt.escrowed` the merchant role (`403` naming it), `receipt.updated` either. The URL must be `https` to a host that is, and resolves only to, public addresses: private, loopback, link-local (169.254.169.254, the cloud metadata address, included), unique-local, CGNAT, unspecified, multicast, broadcast and reserved ranges, and IPv6 forms carrying such IPv4 addresses, are refused with `400` naming the reason (`error.details.fields[0]`); an IPv6 address that embeds an IPv4 one (`[::ffff:a.b.c.d]`, and the deprecated `[::a.b.c.d]`) is judged as that IPv4 address. Plain `http` is accepted only to loopback (`http://127.0.0.1:…`) and only on the local stack: that exception is passed in by the local stack's own wiring (`local/webhook-url-guard.ts`), no deployed function has it whatever its stage, and a deployment named like the local stage is refused at synth. The check runs again before every delivery. A client may have 10 webhooks (`409 WEBHOOK_LIMIT_REACHED` beyond; delete one first). A new webhook receives the events the dispatcher raises from then on: those of receipts stored after it, and possibly of receipts stored moments before it while the dispatcher was catching up (delivery is at least once, never "exactly the ones after registration"). Deduplicate by `webhook-id`, and list the inbox for what came before.
      *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
@@ -464,6 +533,8 @@ export interface paths {
      * Delete a webhook
      * @description Deletes one of this client’s webhooks; pending deliveries to it stop. Another client’s webhook is the same 404 as an unknown one.
      *
+     *     Each client sees and changes only its own webhooks (another client's is the `404` of an unknown id). Answers `{ webhookId, deleted: true }`.
+     *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
     delete: operations['deleteWebhook'];
@@ -484,6 +555,8 @@ export interface paths {
     /**
      * Rotate a webhook's secret
      * @description Makes a new signing secret. The secret it replaces keeps signing beside it for 24 hours, so a receiver verifies with either while it switches; a second rotation within those hours ends the oldest secret at once. Another client’s webhook is the same 404 as an unknown one. Send no body.
+     *
+     *     Each client sees and changes only its own webhooks (another client's is the `404` of an unknown id). No body; answers `{ webhookId, secret, previousSecretExpiresAt }`: the new `secret` is shown here only, and the old secret keeps signing beside the new one until `previousSecretExpiresAt` (24 h), so verify with either while you switch; a second rotation in that window ends the oldest secret at once.
      *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
@@ -549,6 +622,8 @@ export interface paths {
      * API reference page
      * @description This OpenAPI document rendered as a page (Redoc) for a browser. Every script it loads comes from this route (`?asset=`), under a Content-Security-Policy that allows only this origin: scripts from 'self', styles from 'self' and a per-response nonce (the renderer inserts its styles at run time), images from 'self' and data: URLs (the renderer's inline SVG icons), no connections elsewhere. No API key; calls count against the per-source-IP budget.
      *
+     *     No key. The same document as a page for a browser (Redoc), with `?asset=redoc.standalone.js` and `?asset=init.js` its two scripts (any other name is 400): everything the page loads comes from this endpoint. Its `Content-Security-Policy` allows this origin only — `script-src 'self'`, `style-src 'self' 'nonce-…'` with a nonce new on every response (Redoc inserts its styles at run time; no `'unsafe-inline'`), `img-src 'self' data:` (Redoc's inline SVG icons), `connect-src 'self'`, `frame-ancestors 'none'`. Redoc's search is off: it runs in a `blob:` worker, which the policy refuses.
+     *
      *     No API key.
      */
     get: operations['apiDocs'];
@@ -573,6 +648,15 @@ export interface paths {
      * Receive a payment gateway's own events
      * @description Where Stripe (gateway_a) and Square (gateway_b) send their webhooks: register this URL with each provider (docs/DEPLOY.md). Each event is verified with the provider's SDK: `Stripe-Signature` by stripe.webhooks.constructEvent, `X-Square-HmacSha256-Signature` by the square SDK's WebhooksHelper over the registered notification URL and the body; a missing or wrong signature, or an event older than 300 s, is 401 invalid_signature and changes nothing. Followed: payment_intent.succeeded, .payment_failed and .canceled, charge.refunded, refund.created, .updated and .failed (gateway_a); payment.created and .updated, refund.created and .updated (gateway_b). Each event is applied once however often it comes, and in whatever order events come the payment ends in the same state: a status only moves forward, refunds are counted by their own ids. Events about payments this service did not make are acknowledged and ignored. A refund made in the provider's dashboard is recorded like one made through the service, with its refund receipt. Counted per gateway (6,000 a minute), not per sender.
      *
+     *     No API key: the payment gateways' own webhooks, each verified with the provider's SDK. Register this URL with Stripe (for `gateway_a`) and Square (for `gateway_b`), as DEPLOY.md (docs/DEPLOY.md) says; the local gateway sandbox posts here by itself.
+     *
+     *     - gateway_a: the `Stripe-Signature` header, checked by `stripe.webhooks.constructEvent` against the endpoint's signing secret (`whsec_…`), with Stripe's 300 s tolerance. Followed: `payment_intent.succeeded`, `payment_intent.payment_failed`, `payment_intent.canceled`, `charge.refunded` (the payment's refunds are then read from Stripe, as API versions since 2022-11-15 leave them out of the charge), `refund.created`, `refund.updated`, `refund.failed`.
+     *     - gateway_b: the `X-Square-HmacSha256-Signature` header, checked by the square SDK's `WebhooksHelper.verifySignature` over the notification URL the subscription was registered with and the body. Square's signature carries no time, so an event is stale by its `created_at`: older than 24 hours and 5 minutes (Square re-sends the same body for up to 24 hours while an endpoint fails; a shorter window would refuse its own redeliveries after an outage). Followed: `payment.created`, `payment.updated`, `refund.created`, `refund.updated`.
+     *     - A missing or wrong signature, or a stale event, is `401 invalid_signature` (one message for all) and changes nothing.
+     *     - `200 { received: true, eventId, type, outcome }`: `applied` (it changed a payment or recorded a refund), `unchanged` (known already, or older than what is known), `ignored` (a payment this service did not make, or a type it does not follow), `duplicate` (this event id was applied before).
+     *     - `409 CONFLICT` with `details.retryable: true` when the event is about a refund this service is still asking the gateway for (Square keeps no id of ours on a refund, so the merchant's request is what gets recorded): the provider delivers it again.
+     *     - Counted per gateway, 6,000 a minute, not per sender (a provider posts from a few shared addresses); throttled at 100 a second (burst 200) at the edge when deployed.
+     *
      *     No API key.
      */
     post: operations['gatewayEvents'];
@@ -593,6 +677,8 @@ export interface paths {
      * List a payment's refunds
      * @description The payment's refunds, oldest first, whether made through the service or in the provider's dashboard, with their status and refund receipt. For the merchant client that made the payment only: anyone else, and any other payment, gets the same 404.
      *
+     *     Merchant, for a payment it made: `{ refunds: [Refund] }`, in the order they were recorded, however they were made (through the service, or in the provider's dashboard: then `refundId` is one the service derived from the provider's refund id). Anyone else: `404`.
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     get: operations['listRefunds'];
@@ -600,6 +686,16 @@ export interface paths {
     /**
      * Refund a payment
      * @description A full, partial or itemised refund of a payment this merchant client made with payments/create (any other client, and any other payment, gets the same 404). `refundId` is the idempotency key: the same refundId again returns the first refund, and with another body is 409. An itemised refund names sale lines and quantities; its amount is derived from them and their share of the tax (docs/API.md, "Refunds"), and an `amount` sent with them must agree. More than what is left of the payment (a payment not yet paid has nothing to refund) is 400 REFUND_EXCEEDS_PAYMENT, before the gateway is called. A refund the gateway refuses or cannot be reached for leaves nothing stored. Every refund makes a refund receipt, sealed for the sale's recipient (or escrowed with the sale, and released by the claim that releases it); the sale's paymentStatus becomes partially_refunded or refunded as refunds succeed. With `Receipt-Signature` (and `refundDate`) the merchant signs the refund receipt the request makes (the SDK: toRefundReceipt, then signReceipt; docs/ENVELOPE.md), and it is sealed with the signature inside.
+     *
+     *     Merchant, for a payment it made with `payments/{gateway}/create`. `{ refundId, amount?, reason?, items?: [{ lineItemId, quantity }] }` → `201 { refundId, paymentId, gateway, amount, currency, status, receiptId, createdAt }`.
+     *
+     *     - `refundId` (a UUID of yours) is the idempotency key, per payment: the same `refundId` again returns the first refund (`201`, nothing is refunded twice); with another body it is `409 CONFLICT`.
+     *     - Give `amount` (minor units), or `items` naming the sale's lines and how many of each, or both (they must agree, else `400` naming `amount` with the amount the items come to). The amount of `items` is derived from the lines and their share of the tax (the amount rule (docs/API.md)). A `lineItemId` that is not a line of the sale, named twice, or asked for beyond what is left of its line is `400` naming `items.<n>`.
+     *     - More than what is left of the payment (its amount less every refund recorded or under way) is `400 REFUND_EXCEEDS_PAYMENT` with `details.refundable`, before the gateway is asked. A payment that was not paid (`pending`, `failed`, `canceled`) has nothing to refund.
+     *     - The gateway refusing the refund is `402 PAYMENT_DECLINED`, the gateway unreachable `502 GATEWAY_ERROR`; either way nothing is stored and nothing of the payment is held back.
+     *     - `status` is the refund's: gateway_a (Stripe) refunds a card at once (`succeeded`); gateway_b (Square) answers `pending` and settles a moment later (its `refund.updated` event): the refund receipt's `paymentStatus` follows.
+     *     - `receiptId` is the refund receipt, sealed for the sale's recipient: fetch it with `GET /receipts/{receiptId}` (refund receipts (docs/API.md)).
+     *     - Any other client, and any payment this client did not make, is the same `404 not_found`; an issuer key is `403`. Spends the `payments` rate budget.
      *
      *     Requires an X-API-Key with the role `merchant`.
      */
@@ -623,6 +719,16 @@ export interface paths {
      * Match a user's receipts to card transactions
      * @description Puts receipts beside the lines of a card statement without decrypting anything. For each of the user's card transactions as the issuer's ledger has them, the ids of the user's receipts that match it: same currency, the receipt total (or its total before tip) equal to `amount`, its transaction time within ±15 minutes (CLAIM_WINDOW_MINUTES) of `transactionDate`, and `cardLast4`, when both sides have it, equal. Each transaction is one look-up in the keyed evidence index that claims use, so a match costs the same whatever the card has near that time. Escrowed receipts are not listed: a claim makes them the user's first. Receipts wrapped for the user before the evidence index existed have no entries in it and are not found (the inbox lists them). Refund receipts are not matched: find them through their sale (`relatedReceiptId` in the inbox). Up to 100 transactions a call, each with a `reference` of the issuer's own (echoed back, never stored) used once per call, each dated no later than a day from now and no earlier than the longest a receipt is kept (400 otherwise). Each transaction spends one of the card's daily allowance with this client that claims spend too (200, CLAIM_DAILY_LIMIT): a spent allowance is 429 for both. Another issuer's user is the same 404 as an unknown one. Audited (ids and counts only).
      *
+     *     Issuer, for one of its users: receipts beside the lines of the card statement, without decrypting anything. `{ transactions: [{ reference, amount, currency, transactionDate, cardLast4? }] }` with 1 to 100 transactions as the issuer's ledger has them for the user's card → `{ matches: [{ reference, receiptIds }] }`, one entry per transaction, in the request's order. `reference` is the ledger's own id of the line: 1 to 128 printable ASCII characters (space to `~`), each used once per call (a repeat is `400` naming `transactions.<i>.reference`, since the answer is keyed by it); it is echoed back and neither stored nor logged. `receiptIds` are the user's receipts the transaction matches by the claim's rule: same currency, the total (or total before tip, when the receipt has a tip) equal to `amount`, the transaction time within ±15 minutes of `transactionDate` (`CLAIM_WINDOW_MINUTES`), and `cardLast4` equal when both sides have it. Usually none or one; more when the card paid several receipts of that amount within the window. The device then fetches each envelope with `GET /receipts/{receiptId}` and opens it.
+     *
+     *     What a match does not list:
+     *     - escrowed receipts of the card: they are not the user's until a claim releases them, after which a match finds them;
+     *     - receipts of the card wrapped for another user (an earlier registration of the card, undone by the operator): they are that user's;
+     *     - receipts wrapped for the user before the evidence index existed: they have no entries in it, and none can be made for them, since nothing stored beside such a receipt names its amount, time or card (the inbox lists them);
+     *     - refund receipts: they carry no claim facts of their own; the sale's receipt matches the purchase line, and the inbox (`relatedReceiptId`) and `receipt.updated` events lead from it to its refunds.
+     *
+     *     Each transaction is one look-up in the keyed evidence index, the claim's (see Escrow (docs/API.md)): a match makes the same reads whether the card has no receipt near that time or hundreds (`npm run bench -- --only claims` measures both). Each transaction spends one of the card's daily allowance with this client, the one claims spend (200 per UTC day, `CLAIM_DAILY_LIMIT`), taken atomically for the whole request before anything is read: past it the call is `429 CLAIM_LIMIT_EXCEEDED` with `Retry-After`, for matches and claims alike, and answers nothing. A statement of 100 lines is half a day's allowance: match lines as they post rather than the whole statement again. A `transactionDate` no stored receipt can have is `400` naming `transactions.<i>.transactionDate`, before any allowance is spent. The call spends the caller's `general` rate budget. A `userId` that is not this client's user is `404 not_found`, exactly as one that does not exist. Every match and refusal is audited (`receipts.match`: the user, a card-tag prefix and counts of transactions, matched transactions and receipts; never a reference, amount or time).
+     *
      *     Requires an X-API-Key with the role `issuer`.
      */
     post: operations['matchReceipts'];
@@ -643,6 +749,8 @@ export interface paths {
      * List receipt signing keys
      * @description This merchant client's signing keys, revoked ones included, and whether it requires signatures. Other clients' keys are never listed (each is readable alone by its kid: GET /api/v1/merchant-keys/{kid}).
      *
+     *     A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant) → `{ signingKeys: [SigningKey], requireSignatures }`, this client's own, revoked ones included, oldest first.
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     get: operations['listSigningKeys'];
@@ -650,6 +758,8 @@ export interface paths {
     /**
      * Register a receipt signing key
      * @description Registers the public half of a key the merchant signs receipts with (Receipt-Signature): Ed25519 or P-256 as a JWK. Its kid is the key's RFC 7638 thumbprint. The key belongs to this merchant client: no other client can sign with it or register it. Registering the same key again answers the same key. At most 20 active keys per merchant client.
+     *
+     *     A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant) `{ publicKey }`, a public JWK: `{ kty: "OKP", crv: "Ed25519", x }` or `{ kty: "EC", crv: "P-256", x, y }`; `alg` (`EdDSA`/`ES256`), `use: "sig"`, `key_ops: ["verify"]`, `ext` and a `kid` equal to its thumbprint may come along (what WebCrypto's export gives). → `201 { kid, alg, publicKey, status: "active", createdAt, revokedAt: null }`. The `kid` is the key's RFC 7638 thumbprint (SHA-256, base64url, 43 characters): the service names it, from the key itself. Refused with `400 INVALID_REQUEST`, the member named in `details.fields`: private members (`d` and the like: make a new key, this one has left the till), a key type other than OKP/EC, a curve other than Ed25519/P-256 (X25519, Ed448, P-384, secp256k1…), coordinates that are not 32 bytes of unpadded base64url, a point not on P-256, an Ed25519 point of small or mixed order (weak keys), another `alg`, `use` or `key_ops`, a `kid` that is not the thumbprint, an unknown member. The same key again from its owner answers the same key; from another merchant client `409` (a key belongs to one merchant client); a revoked key `409`. At most 20 active keys per client.
      *
      *     Requires an X-API-Key with the role `merchant`.
      */
@@ -674,6 +784,8 @@ export interface paths {
      * Revoke a receipt signing key
      * @description Revokes one of this client’s signing keys at once: a request signed with it from now on is 400 invalid_signature. The key stays readable with its revocation time (receipts signed before name it). Revoking it again keeps the first time. Another client’s key is the same 404 as an unknown one.
      *
+     *     A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant, the key's owner) → `200` the key, `status: "revoked"`, `revokedAt`. At once: from then on a request signed with it is `400 invalid_signature`. Revoking again keeps the first time; another client's key is the `404` of an unknown one. Revoking is allowed whatever the policy: a leaked key must stop now.
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     delete: operations['revokeSigningKey'];
@@ -695,6 +807,8 @@ export interface paths {
      * Require signed receipts, or stop requiring them
      * @description With requireSignatures: true, every payments/{gateway}/create, receipts/encrypt and refund request of this merchant client must carry Receipt-Signature; an unsigned one is 400 invalid_signature and nothing is charged or stored. Then someone holding the API key alone cannot issue receipts in the merchant’s name. Operators set the same with `npm run admin -- merchants require-signatures`.
      *
+     *     A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant) `{ requireSignatures }` → `{ requireSignatures, updatedAt }`. With `true`, every `payments/{gateway}/create`, `receipts/encrypt` and refund request of the client must carry `Receipt-Signature`; an unsigned one is `400 invalid_signature` (`details.reason: "unsigned"`) and nothing is charged or stored. Requiring signatures without an active key is `409` (every request would be refused). Operators set the same with `npm run admin -- merchants require-signatures --client CLIENT_ID [--off]`.
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     post: operations['setSigningPolicy'];
@@ -714,6 +828,8 @@ export interface paths {
     /**
      * Read a merchant signing key
      * @description The public key a signed receipt's merchantSignature.kid names, for a device to check the signature (the SDK: verifyReceiptSignature). The kid is the key’s RFC 7638 thumbprint, so a device can check that the key it is given is the one the receipt names. Revoked keys stay readable, with when they were revoked: a signature made before then still stands.
+     *
+     *     (issuer or merchant, any client) → the key: how a device gets the public key a receipt's `merchantSignature.kid` names. Revoked keys stay readable with `revokedAt`: a receipt signed before then still verifies. Unknown kid: `404`.
      *
      *     Requires an X-API-Key with the role `issuer` or `merchant`.
      */
