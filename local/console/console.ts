@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { RECEIPT_STYLE_HASH } from '../../packages/sdk/src/render/html.js';
+import { RECEIPT_STYLE_HASH } from '@receipt-service/sdk';
 
 /**
  * The developer console (GET /console): the local stack only, never a deployed route. One page and

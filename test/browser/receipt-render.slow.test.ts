@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { build } from 'esbuild';
 import type { Page } from 'puppeteer-core';
-import { renderReceiptHtml, type Receipt } from '../../packages/sdk/src/index.js';
+import { renderReceiptHtml, type Receipt } from '@receipt-service/sdk';
 import { launchBrowser, screenshot, type BrowserSession } from '../support/browser.js';
 import { markupSale, MARKUP, pdfText, saleAndRefund } from '../sdk/receipts.js';
 

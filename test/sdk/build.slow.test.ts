@@ -10,7 +10,7 @@ import { bound, receiptBytes, receiptJson, recipientKeys } from './support.js';
 
 /**
  * The SDK as a consumer gets it: built by its own tsconfig (DOM library, no Node types) into
- * packages/sdk/dist, and imported by package name from a plain Node process, where it opens envelopes
+ * packages/sdk/dist, receipt-core into its own dist, and imported by package name from a plain Node process, where it opens envelopes
  * the server sealed and verifies a signed webhook.
  */
 
@@ -64,9 +64,11 @@ console.log(JSON.stringify({
 describe('the built SDK', () => {
   beforeAll(async () => {
     await rm(join(sdk, 'dist'), { recursive: true, force: true });
-    await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', sdk], {
-      cwd: root,
-    });
+    // The SDK's `npm run build`: receipt-core's dist first, which the SDK's imports by name.
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    for (const config of ['packages/receipt-core/tsconfig.build.json', 'packages/sdk/tsconfig.build.json']) {
+      await run(process.execPath, [tsc, '-p', join(root, config)], { cwd: root });
+    }
   });
 
   it('builds to dist with declarations, and no Node module in its JavaScript', async () => {

@@ -16,7 +16,7 @@ import {
   type RefundRequest,
   type SigningAlgorithm,
   type SigningKey,
-} from '../../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 
 /**
  * The console's script: runs the flow step by step against this origin and shows every request
