@@ -30,7 +30,12 @@ let session: BrowserSession;
 
 beforeAll(async () => {
   const bundle = await build({
-    entryPoints: [fileURLToPath(new URL('../../packages/sdk/src/index.ts', import.meta.url))],
+    // The SDK's two entry points as one global: the core and `@receipt-service/sdk/pdf`.
+    stdin: {
+      contents: "export * from '@receipt-service/sdk';\nexport * from '@receipt-service/sdk/pdf';\n",
+      resolveDir: fileURLToPath(new URL('../..', import.meta.url)),
+      loader: 'ts',
+    },
     bundle: true,
     write: false,
     format: 'iife',

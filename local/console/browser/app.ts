@@ -3,7 +3,6 @@ import {
   generateSigningKey,
   openEnvelope,
   renderReceiptHtml,
-  renderReceiptPdf,
   signReceipt,
   toDigitalReceipt,
   toRefundReceipt,
@@ -17,6 +16,7 @@ import {
   type SigningAlgorithm,
   type SigningKey,
 } from '@receipt-service/sdk';
+import { renderReceiptPdf } from '@receipt-service/sdk/pdf';
 
 /**
  * The console's script: runs the flow step by step against this origin and shows every request

@@ -34,7 +34,6 @@ export {
   type WebhookHeaders,
 } from './webhooks.js';
 export { RECEIPT_STYLE_HASH, renderReceiptHtml, type HtmlRenderOptions } from './render/html.js';
-export { renderReceiptPdf } from './render/pdf.js';
 export { renderReceiptText } from './render/text.js';
 export type { Receipt, RenderOptions } from './render/view.js';
 export {
