@@ -1,16 +1,24 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Webhook } from 'standardwebhooks';
+import { sealEnvelope } from '../../lib/crypto/envelope.js';
+import { flattenedReceipt, gatewayFields, newHashedPan } from '../support/fixtures.js';
+import { sealLegacyEnvelope } from '../support/legacy-envelope.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+import { bound, receiptBytes, receiptJson, recipientKeys } from './support.js';
 
 /**
  * The SDK as an app gets it: `npm pack` (its prepack builds it and puts receipt-core inside), the
  * tarball installed in a fresh project outside the repository, the SDK README's every TypeScript
  * block compiled there with `tsc --strict` (once without the DOM library, with @types/node 22, as a
  * Node backend; once with the DOM library and no Node types, as a browser app), and the installed
- * package run on Node 22. The tarball's dependencies come from npm's cache (`--prefer-offline`);
+ * package run on Node 22: opening the server's envelopes of every layout, verifying a webhook, and the
+ * README's device flow against a local stack. (The one test that builds the SDK: a second build of
+ * packages/sdk/dist beside it would race this one.) The tarball's dependencies come from npm's cache (`--prefer-offline`);
  * Node 22 and @types/node 22 are the SDK workspace's devDependencies, tsc the repository's.
  */
 const root = resolve(import.meta.dirname, '..', '..');
@@ -208,4 +216,196 @@ console.log(JSON.stringify({ node: process.versions.node.split('.')[0], algorith
       missing: 'ERR_MODULE_NOT_FOUND',
     });
   }, 60_000);
+});
+
+/** Runs an ES module on Node 22 in the app, \`input\` on its stdin as JSON; returns what it prints as JSON. */
+function runInApp(source: string, input: unknown): Promise<unknown> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(node22, ['--input-type=module', '-e', source], {
+      cwd: app,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolvePromise(JSON.parse(stdout));
+      else reject(new Error(`node exited with ${code}: ${stderr}`));
+    });
+    child.stdin.end(JSON.stringify(input));
+  });
+}
+
+const consumer = `
+import { EnvelopeError, generateDeviceKey, importPrivateKey, openEnvelope, verifyWebhook, createClient } from '@receipt-service/sdk';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+const input = JSON.parse(text);
+const opened = [];
+for (const { envelope, pkcs8 } of input.envelopes) {
+  const { privateKey } = await importPrivateKey(pkcs8);
+  opened.push(await openEnvelope(envelope, privateKey));
+}
+const tampered = { ...input.envelopes[0].envelope, receiptId: 'someone-else' };
+const refusal = await openEnvelope(tampered, (await importPrivateKey(input.envelopes[0].pkcs8)).privateKey).catch((error) => error);
+const device = await generateDeviceKey();
+const event = verifyWebhook(input.webhook.payload, input.webhook.headers, input.webhook.secret);
+console.log(JSON.stringify({
+  opened,
+  refusal: { isEnvelopeError: refusal instanceof EnvelopeError, message: refusal.message },
+  device: { algorithm: device.algorithm, extractable: device.privateKey.extractable },
+  event,
+  client: typeof createClient({ baseUrl: 'http://127.0.0.1:1' }).POST,
+}));
+`;
+
+describe('the installed SDK on Node 22', () => {
+  it('has no Node module in its JavaScript, receipt-core included', async () => {
+    for (const dir of [
+      '@receipt-service/sdk/dist',
+      '@receipt-service/sdk/node_modules/@receipt-service/receipt-core/dist',
+    ]) {
+      const base = join(app, 'node_modules', dir);
+      const files = (await readdir(base, { recursive: true })).filter((name) => name.endsWith('.js'));
+      expect(files.length).toBeGreaterThan(3);
+      for (const file of files) {
+        const source = await readFile(join(base, file), 'utf8');
+        const imports = [...source.matchAll(/from ['"]([^'"]+)['"]/g)].map((match) => match[1]!);
+        expect({
+          file,
+          nodeImports: imports.filter((name) => /^node:|^(crypto|fs|buffer)$/.test(name)),
+        }).toEqual({
+          file,
+          nodeImports: [],
+        });
+      }
+    }
+  });
+
+  it('opens the server envelopes of every layout and verifies a webhook, by package name', async () => {
+    const rsa = await recipientKeys('rsa');
+    const p256 = await recipientKeys('p256');
+    const secret = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
+    const payload = JSON.stringify({
+      type: 'receipt.available',
+      timestamp: new Date().toISOString(),
+      data: bound,
+    });
+    const at = new Date();
+    const headers = {
+      'webhook-id': 'msg_1',
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': new Webhook(secret).sign('msg_1', at, payload),
+    };
+    const result = await runInApp(consumer, {
+      envelopes: [
+        { envelope: sealEnvelope(receiptBytes(), bound, rsa), pkcs8: rsa.pkcs8 },
+        { envelope: sealEnvelope(receiptBytes(), bound, p256), pkcs8: p256.pkcs8 },
+        { envelope: sealLegacyEnvelope(receiptBytes(), bound, rsa.publicKey, rsa.keyId), pkcs8: rsa.pkcs8 },
+      ],
+      webhook: { payload, headers, secret },
+    });
+    expect(result).toEqual({
+      opened: [receiptJson, receiptJson, receiptJson],
+      refusal: { isEnvelopeError: true, message: 'The receipt envelope could not be opened with this key.' },
+      device: { algorithm: 'ECDH-ES+A256KW', extractable: false },
+      event: JSON.parse(payload),
+      client: 'function',
+    });
+  }, 60_000);
+});
+
+/*
+ * The README's device-flow block as written, run on Node 22 against a local stack: its step 3 is a
+ * comment (a merchant's till pays), so the run puts the till there: it registers the issuer's webhook
+ * at a receiver in the same process, pays on gateway_b for the registered card, and waits for the
+ * delivery that step 4 verifies. The block's base URL becomes the stack's, and its keys are real.
+ */
+const DEVICE_FLOW_GIVENS = `
+const ISSUER_API_KEY = process.env.ISSUER_API_KEY!;
+const MERCHANT_API_KEY = process.env.MERCHANT_API_KEY!;
+const hashedPan = process.env.HASHED_PAN!;
+let rawRequestBody = '';
+let request = { headers: {} as Record<string, string> };
+let webhookSecret = '';
+`;
+
+const TILL_PAYS = `
+import { createServer } from 'node:http';
+const receiver = createServer();
+await new Promise<void>((listening) => receiver.listen(0, '127.0.0.1', listening));
+const delivered = new Promise<{ body: string; headers: Record<string, string> }>((arrived) =>
+  receiver.on('request', (incoming, answer) => {
+    let body = '';
+    incoming.on('data', (chunk) => (body += chunk));
+    incoming.on('end', () => {
+      answer.writeHead(204).end();
+      arrived({ body, headers: incoming.headers as Record<string, string> });
+    });
+  }),
+);
+const { port } = receiver.address() as { port: number };
+const hook = await service.POST('/api/v1/webhooks', {
+  body: { url: \`http://127.0.0.1:\${port}/receipts\`, events: ['receipt.available'] },
+});
+webhookSecret = hook.data!.data.secret;
+const paid = await createClient({ baseUrl: process.env.BASE_URL!, apiKey: MERCHANT_API_KEY }).POST(
+  '/api/v1/payments/{gateway}/create',
+  { params: { path: { gateway: 'gateway_b' } }, body: JSON.parse(process.env.PAYMENT_BODY!) },
+);
+if (!paid.data) throw new Error(JSON.stringify(paid.error));
+const delivery = await delivered;
+receiver.close();
+rawRequestBody = delivery.body;
+request = { headers: delivery.headers };
+`;
+
+describe("the README's device flow, installed from the tarball, on Node 22", () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startTestStack();
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('registers a device key, is told of the paid receipt by webhook, fetches it and opens it on the device', async () => {
+    const readme = await readFile(join(sdk, 'README.md'), 'utf8');
+    const block = (await readmeBlocks()).find((text) => text.includes('generateDeviceKey()'));
+    expect(block).toBeDefined();
+    expect(readme).toContain(block!.replace('\nexport {};\n', ''));
+    const [beforeTill, rest] = block!.split(/^\/\/ 3\. /m) as [string, string];
+    const afterTill = rest.slice(rest.search(/^\/\/ 4\. /m));
+    const script = [
+      DEVICE_FLOW_GIVENS,
+      beforeTill.replaceAll("'https://receipts.example.com'", 'process.env.BASE_URL!'),
+      TILL_PAYS,
+      afterTill,
+      'console.log(JSON.stringify({ receiptId: receipt.receiptId, merchant: receipt.merchant.name, event: event.type }));',
+    ].join('\n');
+    await writeFile(join(app, 'device-flow.ts'), script);
+
+    const hashedPan = newHashedPan();
+    const body = flattenedReceipt({ recipientHashedPan: hashedPan });
+    const { stdout } = await run(node22, ['device-flow.ts'], {
+      cwd: app,
+      env: {
+        PATH: process.env.PATH ?? '',
+        BASE_URL: stack.url,
+        ISSUER_API_KEY: (await stack.apiKey(['issuer'])).apiKey,
+        MERCHANT_API_KEY: (await stack.apiKey(['merchant'])).apiKey,
+        HASHED_PAN: hashedPan,
+        PAYMENT_BODY: JSON.stringify({ ...body, ...gatewayFields('gateway_b', body) }),
+      },
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      receiptId: body.receiptId,
+      merchant: body.merchantName,
+      event: 'receipt.available',
+    });
+  }, 120_000);
 });
