@@ -24,7 +24,9 @@ const missing = Object.entries(coreManifest.dependencies ?? {}).filter(
 );
 if (missing.length > 0) {
   const names = missing.map(([name, range]) => `${name}@${range}`).join(', ');
-  throw new Error(`packages/sdk/package.json must depend on receipt-core's dependencies as it does: ${names}`);
+  throw new Error(
+    `packages/sdk/package.json must depend on receipt-core's dependencies as it does: ${names}`,
+  );
 }
 
 await rm(staged, { recursive: true, force: true });
