@@ -9,7 +9,7 @@ import { RECEIPT_STYLE_HASH } from '@receipt-service/sdk';
  * request. Everything comes from this origin, under a policy that allows nothing else.
  */
 const consoleEntry = fileURLToPath(new URL('./browser/app.ts', import.meta.url));
-const sdkEntry = fileURLToPath(new URL('../../packages/sdk/src/index.ts', import.meta.url));
+const sdkEntry = fileURLToPath(new URL('./browser/sdk.ts', import.meta.url));
 
 export const jsPdfOptional = ['html2canvas', 'dompurify', 'canvg'];
 
