@@ -17,7 +17,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['node_modules', 'cdk\\.out', '\\.local-data', 'packages/sdk/dist'] },
+    exclude: { path: ['node_modules', 'cdk\\.out', '\\.local-data', 'packages/[^/]+/dist'] },
     // Type-only imports are dependencies too: a cycle held together by `import type` is still a cycle.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

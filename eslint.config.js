@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import js from '@eslint/js';
-import { featureImports, floors } from './scripts/layers.js';
+import { featureImports, floors, packageFloor } from './scripts/layers.js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 import { createNodeResolver, importX } from 'eslint-plugin-import-x';
@@ -70,6 +70,41 @@ const endpointZones = endpointFolders.map((folder) => ({
     "An endpoint folder imports lib/ and its own files, never another endpoint's folder: move what they share into lib/.",
 }));
 
+/*
+ * Workspace packages (packages/*) are imported by name, never by a path into another package's src/:
+ * what an app installs and what the service runs must be the same package. A package's own tests
+ * (test/sdk for the SDK) may reach its internals. The packages on lib/'s floor 0 (scripts/layers.js)
+ * import nothing of the repository around them.
+ */
+const repositoryFolders = ['lib', 'functions', 'local', 'infra', 'bench', 'scripts', 'test'];
+/** The test/ folder that holds a package's own tests. */
+const packageTests = { sdk: 'sdk' };
+const packageNames = readdirSync(join(root, 'packages'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+const packageZones = packageNames.flatMap((name) => {
+  const others = packageNames.filter((other) => other !== name).map((other) => `packages/${other}`);
+  const ownTests = packageTests[name];
+  const importers = ownTests
+    ? [...repositoryFolders.filter((folder) => folder !== 'test'), 'test/*.ts', `test/!(${ownTests})/**`]
+    : repositoryFolders;
+  const zones = [
+    {
+      target: [...importers, ...others],
+      from: [`packages/${name}/src`],
+      message: `Import @receipt-service/${name} by its package name, never another package's src/ by path.`,
+    },
+  ];
+  if (name in packageFloor) {
+    zones.push({
+      target: `packages/${name}`,
+      from: [...repositoryFolders, ...others],
+      message: `packages/${name} is floor 0, under lib/: it imports its own files and its declared packages only.`,
+    });
+  }
+  return zones;
+});
+
 const boundaryZones = [
   {
     target: 'lib',
@@ -85,6 +120,13 @@ const boundaryZones = [
   },
   ...endpointZones,
   ...layerZones,
+  ...packageZones,
+  {
+    target: 'local',
+    from: ['scripts'],
+    message:
+      'local/ runs the service on this machine: it calls the use cases in lib/, never the admin scripts (scripts/).',
+  },
   {
     target: 'lib/crypto',
     from: ['node_modules/@aws-sdk', 'node_modules/@smithy', 'node_modules/@aws-lambda-powertools'],
@@ -184,7 +226,7 @@ export default tseslint.config(
   {
     // The SDK runs in browsers and React Native as well: WebCrypto and fetch only, no Node modules
     // (its tsconfig has no Node types, so Buffer and process do not compile either).
-    files: ['packages/sdk/src/**'],
+    files: ['packages/*/src/**'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -199,6 +241,45 @@ export default tseslint.config(
       ],
     },
   },
+  /*
+   * Every package a file imports is declared by the package.json that ships it: what lib/ and functions/
+   * import goes into a Lambda bundle, so it is a dependency (`npm audit --omit=dev` then covers every
+   * package that ships); a workspace package declares its own; the rest of the repository (the local
+   * stack, infra, scripts, benchmarks, tests) may use devDependencies. Type-only imports are not checked.
+   */
+  {
+    files: ['**/*.{ts,js,mjs}'],
+    rules: {
+      'import-x/no-extraneous-dependencies': [
+        'error',
+        { devDependencies: true, optionalDependencies: false, peerDependencies: false, packageDir: root },
+      ],
+    },
+  },
+  {
+    files: ['lib/**', 'functions/**'],
+    rules: {
+      'import-x/no-extraneous-dependencies': [
+        'error',
+        { devDependencies: false, optionalDependencies: false, peerDependencies: false, packageDir: root },
+      ],
+    },
+  },
+  ...packageNames.map((name) => ({
+    files: [`packages/${name}/src/**`],
+    rules: {
+      'import-x/no-extraneous-dependencies': [
+        'error',
+        {
+          devDependencies: false,
+          optionalDependencies: false,
+          // The SDK's PDF entry point imports jsPDF, an optional peer the app installs.
+          peerDependencies: true,
+          packageDir: join(root, 'packages', name),
+        },
+      ],
+    },
+  })),
   {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },

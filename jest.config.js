@@ -83,6 +83,10 @@ const shared = {
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
+    // The workspace packages by name, from their sources (tsconfig.json's paths say the same).
+    '^@receipt-service/receipt-core$': '<rootDir>/packages/receipt-core/src/index.ts',
+    '^@receipt-service/sdk$': '<rootDir>/packages/sdk/src/index.ts',
+    '^@receipt-service/sdk/pdf$': '<rootDir>/packages/sdk/src/pdf.ts',
     // Middy's packages export an `import` condition only, which Jest's CommonJS resolver does not match.
     '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js',
     // The payment SDKs as a deployed function loads them, one bundled file each (test/support/payment-sdks.js).

@@ -42,7 +42,7 @@ import { evidenceEntriesFor, evidenceMatches, tagsOfCard } from '../lib/receipts
 import type { DigitalReceipt } from '../lib/receipts/schemas.js';
 import { toDigitalReceipt, type FlattenedReceipt } from '../lib/receipts/flattened.js';
 import { sealReceiptEnvelope } from '../lib/receipts/seal.js';
-import { refundReceiptOf } from '../packages/sdk/src/refund-receipt.js';
+import { refundReceiptOf } from '@receipt-service/receipt-core';
 
 /**
  * The floor the service's CPU per request is compared with: a bare node:http handler per endpoint,

@@ -8,8 +8,8 @@ import {
   type BoundFields,
   type SealedEnvelope,
 } from '../lib/crypto/envelope.js';
-import { importPrivateKey, openEnvelopeBytes } from '../packages/sdk/src/index.js';
-import type { WebCryptoKey } from '../packages/sdk/src/webcrypto.js';
+import { importPrivateKey, openEnvelopeBytes } from '@receipt-service/sdk';
+import type { WebCryptoKey } from '@receipt-service/receipt-core';
 import { benchReceipt } from './lib/receipt.js';
 import { printTable, type TargetCheck } from './lib/report.js';
 import { median, rotated, round } from './lib/stats.js';

@@ -15,7 +15,7 @@ import { LocalCardTagKeyFile } from './card-tag-key.js';
 import { inMemoryCursorKey, type CursorKeySource } from '../lib/crypto/cursor.js';
 import { localCursorKeyFile } from './cursor-key.js';
 import { migrateLegacyCardData } from './legacy-card-data.js';
-import { backfillEvidence } from '../scripts/admin/evidence.js';
+import { backfillEvidence } from '../lib/receipts/evidence-backfill.js';
 import { evidenceWidthMs } from '../lib/receipts/evidence.js';
 import { LocalEscrowKey } from './escrow-key.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cardholderUsage, CardholderUsageError } from './admin/usage.js';
 import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from './admin/card-tags.js';
-import { backfillEvidence } from './admin/evidence.js';
+import { backfillEvidence } from '../lib/receipts/evidence-backfill.js';
 import { auditStoredKeys } from './admin/keys.js';
 import { serviceEnvSchema } from '../lib/kernel/config.js';
 import { unbindUser, UnknownUserError } from './admin/users.js';

@@ -3,6 +3,17 @@
  * layout table (scripts/layout.ts, in docs/ARCHITECTURE.md) and docs/ARCHITECTURE.md's picture. A folder imports its own floor's
  * files and every floor below; on the use-case floor a feature imports only the features it names.
  */
+/**
+ * Below lib/'s floors: the workspace packages that the service and a device share, which lib/ (every
+ * floor of it) and the SDK import by package name. A package imports only its own files and the
+ * packages it declares, nothing of the repository around it (eslint.config.js, packageZones).
+ */
+/** @type {Record<string, string>} */
+export const packageFloor = {
+  'receipt-core':
+    'the receipt rules the service and a device share: the DigitalReceipt mapping, refund receipts, canonical JSON, merchant signatures',
+};
+
 /** @type {Record<string, string>[]} */
 export const floors = [
   {

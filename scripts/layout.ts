@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { floors } from './layers.js';
+import { floors, packageFloor } from './layers.js';
 
 /**
  * The "Layout" table of docs/ARCHITECTURE.md, made from the tree: every endpoint folder under
@@ -71,6 +71,12 @@ export function layoutTable(): string {
   if (undeclared.length) {
     throw new Error(`lib/${undeclared[0]} is on no floor: add it to scripts/layers.js`);
   }
+  for (const [name, what] of Object.entries(packageFloor)) {
+    rows.push([
+      code(`packages/${name}/`),
+      `floor 0, under lib/ (imported by name by lib/ and the SDK): ${what}`,
+    ]);
+  }
   floors.forEach((floor, level) => {
     for (const [folder, what] of Object.entries(floor)) {
       if (!libFolders.includes(folder))
@@ -90,6 +96,7 @@ export function layoutTable(): string {
     'bench/types/',
     'infra/payment-sdks/',
     'packages/',
+    ...Object.keys(packageFloor).map((name) => `packages/${name}/`),
   ]);
   for (const path of [...present].sort()) {
     if (ignored.has(path)) continue;

@@ -47,11 +47,51 @@ async function renderSdkTypes(): Promise<string> {
   return format(SDK_TYPES_HEADER + astToString(ast), { ...options, filepath: sdkTypesPath });
 }
 
+/**
+ * receipt-core's types (packages/receipt-core): the receipt schemas its rules read and the schemas
+ * they refer to, nothing else of the API, from the same document.
+ */
+const coreTypesPath = resolve(projectRoot, 'packages', 'receipt-core', 'src', 'generated', 'receipt.ts');
+const CORE_SCHEMAS = ['DigitalReceipt', 'FlattenedEncryptRequest'];
+
+type Schemas = Record<string, unknown>;
+
+/** The named schemas and every schema they reach through a `$ref`. */
+function schemaClosure(schemas: Schemas, names: readonly string[]): Schemas {
+  const found: Schemas = {};
+  const visit = (name: string): void => {
+    if (name in found) return;
+    const schema = schemas[name];
+    if (schema === undefined) throw new Error(`No schema ${name} in the OpenAPI document`);
+    found[name] = schema;
+    for (const [, ref] of JSON.stringify(schema).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) {
+      visit(ref!);
+    }
+  };
+  names.forEach(visit);
+  return found;
+}
+
+async function renderCoreTypes(): Promise<string> {
+  const document = JSON.parse(JSON.stringify(buildOpenApiDocument(routes))) as {
+    components: { schemas: Schemas };
+  };
+  const subset = {
+    ...document,
+    paths: {},
+    components: { schemas: schemaClosure(document.components.schemas, CORE_SCHEMAS) },
+  } as unknown as Parameters<typeof openapiTS>[0];
+  const ast = await openapiTS(subset, { silent: true, alphabetize: false, defaultNonNullable: false });
+  const options = (await resolveConfig(coreTypesPath)) ?? {};
+  return format(SDK_TYPES_HEADER + astToString(ast), { ...options, filepath: coreTypesPath });
+}
+
 /** The files `npm run openapi` writes, each with the text it writes. */
 async function generatedFiles(): Promise<{ path: string; text: string }[]> {
   return [
     { path: openApiPath, text: await renderOpenApiDocument() },
     { path: sdkTypesPath, text: await renderSdkTypes() },
+    { path: coreTypesPath, text: await renderCoreTypes() },
   ];
 }
 

@@ -8,7 +8,7 @@ import {
 import type { GatewayKind, PaymentState, RefundState } from '../gateways/port.js';
 import { isConditionFailure } from './client.js';
 import { transactWrite } from './transact.js';
-import type { RefundedLine } from '../../packages/sdk/src/refund-receipt.js';
+import type { RefundedLine } from '@receipt-service/receipt-core';
 
 /**
  * The payments table: one partition per payment made through the service, holding the payment, its
@@ -23,9 +23,9 @@ export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems'
 /** A sale line as a refund needs it: what was sold, at what price, and its share of the tax. */
 /**
  * A sale line with its share of the tax, and one line of a refund: the SDK's types, since the
- * refund rules that make them are the SDK's (packages/sdk/src/refund-receipt.ts).
+ * refund rules that make them are receipt-core's (packages/receipt-core/src/refund-receipt.ts).
  */
-export type { BasisLine, RefundedLine } from '../../packages/sdk/src/refund-receipt.js';
+export type { BasisLine, RefundedLine } from '@receipt-service/receipt-core';
 
 export interface PaymentRecord {
   pk: string;

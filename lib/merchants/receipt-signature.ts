@@ -6,7 +6,7 @@ import {
   type MerchantSignature,
   type ParsedSignature,
   type SignableReceipt,
-} from '../../packages/sdk/src/signing.js';
+} from '@receipt-service/receipt-core';
 import type { Caller } from '../api-keys/authenticator.js';
 import type { CoreDeps } from '../app/deps.js';
 import { ReceiptSignatureRefusedError } from '../kernel/errors.js';

@@ -4,7 +4,7 @@ import {
   type Refunded,
   type RefundAmounts,
   type SaleAmounts,
-} from '../../packages/sdk/src/refund-receipt.js';
+} from '@receipt-service/receipt-core';
 import { InvalidRequestError } from '../kernel/errors.js';
 
 /**
@@ -25,7 +25,7 @@ import { InvalidRequestError } from '../kernel/errors.js';
  */
 
 /*
- * The rules are the SDK's (packages/sdk/src/refund-receipt.ts): a till that signs a refund receipt
+ * The rules are receipt-core's (packages/receipt-core/src/refund-receipt.ts): a till that signs a refund receipt
  * computes it with the very functions the service does.
  */
 export {
@@ -35,7 +35,7 @@ export {
   type Refunded,
   type RefundAmounts,
   type SaleAmounts,
-} from '../../packages/sdk/src/refund-receipt.js';
+} from '@receipt-service/receipt-core';
 
 /**
  * The lines named by `items`, priced by the rule above; 400 naming each item that is not a line of

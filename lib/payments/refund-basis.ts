@@ -1,7 +1,7 @@
 import type { CardTagKeyring } from '../crypto/card-tag.js';
 import { openRecord, sealRecord } from '../crypto/sealed-record.js';
 import type { DigitalReceipt } from '../receipts/schemas.js';
-import { refundBasisOf, type RefundBasis } from '../../packages/sdk/src/refund-receipt.js';
+import { refundBasisOf, type RefundBasis } from '@receipt-service/receipt-core';
 
 /**
  * What a refund receipt is made from: the sale's merchant, card and lines with their tax shares
@@ -39,4 +39,4 @@ export function openBasis(
  * A UUID (RFC 9562 version 8) derived from `parts` (the SDK's): the same parts always give the same
  * id, so a refund receipt keeps its receiptId however often its refund is recorded or its event delivered.
  */
-export { derivedUuid } from '../../packages/sdk/src/refund-receipt.js';
+export { derivedUuid } from '@receipt-service/receipt-core';

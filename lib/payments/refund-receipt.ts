@@ -6,7 +6,7 @@ import type { ReceiptEnvelope, SaleChange, StoredReceipt } from '../db/receipts.
 import type { AppDeps } from '../app/deps.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
 import { digitalReceiptSchema, type DigitalReceipt } from '../receipts/schemas.js';
-import { refundReceiptOf as sdkRefundReceiptOf } from '../../packages/sdk/src/refund-receipt.js';
+import { refundReceiptOf as sdkRefundReceiptOf } from '@receipt-service/receipt-core';
 import type { MerchantSignature } from '../merchants/receipt-signature.js';
 import { sealReceipt } from '../receipts/seal.js';
 import type { RefundBasis } from './refund-basis.js';

@@ -18,7 +18,7 @@ import {
   RefundExceedsPaymentError,
 } from '../kernel/errors.js';
 import { checkReceiptSignature, signingOf, type SignatureDeps } from '../merchants/receipt-signature.js';
-import { refundReceiptOf, signedRefundReceiptId } from '../../packages/sdk/src/refund-receipt.js';
+import { refundReceiptOf, signedRefundReceiptId } from '@receipt-service/receipt-core';
 import { dateTime, money, uuid, wellFormedText } from '../kernel/fields.js';
 import type { SameType } from '../kernel/route.js';
 import { configuredGateway } from './create.js';

@@ -3,7 +3,7 @@ import {
   FLATTENED_DEFAULTS,
   mockItems as sdkMockItems,
   toDigitalReceipt as sdkToDigitalReceipt,
-} from '../../packages/sdk/src/digital-receipt.js';
+} from '@receipt-service/receipt-core';
 import { amountProblems } from './amounts.js';
 import { ReceiptSignatureRefusedError } from '../kernel/errors.js';
 import { countryCode, currency, dateTime, hashedPan, money, uuid } from '../kernel/fields.js';
@@ -118,7 +118,7 @@ export function checkAmounts(
 }
 
 /**
- * The mapping to a DigitalReceipt, mock items included, is the SDK's (packages/sdk/src/digital-receipt.ts):
+ * The mapping to a DigitalReceipt, mock items included, is receipt-core's (packages/receipt-core/src/digital-receipt.ts):
  * the one implementation a till signs with and the service seals with, so the two cannot drift.
  */
 export const mockItems: (receiptId: string, subtotal: number) => ReceiptLineItem[] = sdkMockItems;

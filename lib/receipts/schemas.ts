@@ -168,7 +168,7 @@ export const merchantSignatureSchema = z
   });
 
 /** The receipt schema version this service writes (the SDK's); receipts of "1.0" keep opening and validating. */
-export { RECEIPT_VERSION } from '../../packages/sdk/src/digital-receipt.js';
+export { RECEIPT_VERSION } from '@receipt-service/receipt-core';
 
 export const digitalReceiptSchema = z
   .strictObject({

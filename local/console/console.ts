@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { RECEIPT_STYLE_HASH } from '../../packages/sdk/src/render/html.js';
+import { RECEIPT_STYLE_HASH } from '@receipt-service/sdk';
 
 /**
  * The developer console (GET /console): the local stack only, never a deployed route. One page and
@@ -9,7 +9,7 @@ import { RECEIPT_STYLE_HASH } from '../../packages/sdk/src/render/html.js';
  * request. Everything comes from this origin, under a policy that allows nothing else.
  */
 const consoleEntry = fileURLToPath(new URL('./browser/app.ts', import.meta.url));
-const sdkEntry = fileURLToPath(new URL('../../packages/sdk/src/index.ts', import.meta.url));
+const sdkEntry = fileURLToPath(new URL('./browser/sdk.ts', import.meta.url));
 
 export const jsPdfOptional = ['html2canvas', 'dompurify', 'canvg'];
 

@@ -5,8 +5,8 @@ import type { AuditLog } from '../../lib/db/audit.js';
 import { isConditionFailure } from '../../lib/db/client.js';
 import { transactWrite } from '../../lib/db/transact.js';
 import { cardPk } from '../../lib/db/users.js';
-import { rekeyEvidence } from './evidence.js';
-import { receiptKeyOf, scanTable } from './scan.js';
+import { rekeyEvidence } from '../../lib/receipts/evidence-backfill.js';
+import { receiptItemKey, scanTable } from '../../lib/db/scan.js';
 
 /**
  * Card-tag key administration for the operator (`npm run admin -- card-key …`), with the operator's
@@ -62,7 +62,7 @@ export async function retagCardRecords(deps: CardKeyAdminDeps): Promise<RetagCou
       await deps.doc.send(
         new UpdateCommand({
           TableName: deps.tables.receipts,
-          Key: receiptKeyOf(item),
+          Key: receiptItemKey(item),
           UpdateExpression: facts
             ? 'SET pendingRecipient = :tag, claimFacts = :facts'
             : 'SET pendingRecipient = :tag',

@@ -2,7 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { sealingProblem } from '../../lib/crypto/envelope.js';
 import { InvalidPublicKeyError } from '../../lib/crypto/errors.js';
 import { parsePublicKey, publicKeyDer } from '../../lib/crypto/keys.js';
-import { scanTable } from './scan.js';
+import { scanTable } from '../../lib/db/scan.js';
 
 /**
  * `npm run admin -- keys audit`: the public keys already stored that today's import rules refuse

@@ -26,7 +26,7 @@ import {
   type Json,
   type SuccessEnvelope,
 } from './support.js';
-import { generateSigningKey, type SigningPublicJwk } from '../../packages/sdk/src/index.js';
+import { generateSigningKey, type SigningPublicJwk } from '@receipt-service/sdk';
 
 /**
  * Property-based fuzzing of every route in functions/routes.ts over real HTTP, with a valid key of the route's

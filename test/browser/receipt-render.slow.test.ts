@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { build } from 'esbuild';
 import type { Page } from 'puppeteer-core';
-import { renderReceiptHtml, type Receipt } from '../../packages/sdk/src/index.js';
+import { renderReceiptHtml, type Receipt } from '@receipt-service/sdk';
 import { launchBrowser, screenshot, type BrowserSession } from '../support/browser.js';
 import { markupSale, MARKUP, pdfText, saleAndRefund } from '../sdk/receipts.js';
 
@@ -30,7 +30,12 @@ let session: BrowserSession;
 
 beforeAll(async () => {
   const bundle = await build({
-    entryPoints: [fileURLToPath(new URL('../../packages/sdk/src/index.ts', import.meta.url))],
+    // The SDK's two entry points as one global: the core and `@receipt-service/sdk/pdf`.
+    stdin: {
+      contents: "export * from '@receipt-service/sdk';\nexport * from '@receipt-service/sdk/pdf';\n",
+      resolveDir: fileURLToPath(new URL('../..', import.meta.url)),
+      loader: 'ts',
+    },
     bundle: true,
     write: false,
     format: 'iife',

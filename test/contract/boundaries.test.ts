@@ -20,6 +20,7 @@ const PATHS = 'import-x/no-restricted-paths';
 
 const FLOOR = `${PATHS}: lib/`;
 const CYCLE = 'import-x/no-cycle: Dependency cycle';
+const EXTRANEOUS = 'import-x/no-extraneous-dependencies';
 
 /** What each fixture must produce: one entry per reported problem, as `rule: part of the message`. */
 const expected: Record<string, string[]> = {
@@ -59,7 +60,26 @@ const expected: Record<string, string[]> = {
   'functions/platform/health/imports-infra.ts': [`${PATHS}: A handler is bundled into a Lambda`],
   'functions/platform/health/imports-local.ts': [`${PATHS}: A handler is bundled into a Lambda`],
   'functions/receipts/get-receipt/imports-other-endpoint.ts': [`${PATHS}: An endpoint folder imports lib/`],
+  // workspace packages: by name only, floor 0 under lib/ (scripts/layers.js)
+  'lib/imports-package-src.ts': [`${PATHS}: Import @receipt-service/receipt-core by its package name`],
+  'local/imports-sdk-src.ts': [`${PATHS}: Import @receipt-service/sdk by its package name`],
+  'test/integration/imports-sdk-src.ts': [`${PATHS}: Import @receipt-service/sdk by its package name`],
+  'packages/receipt-core/src/imports-lib.ts': [`${PATHS}: packages/receipt-core is floor 0`],
+  // local/ calls lib/'s use cases, not the admin scripts
+  'local/imports-scripts.ts': [`${PATHS}: local/ runs the service on this machine`],
+  // dependencies where they belong (package.json)
+  'lib/imports-dev-dependency.ts': [
+    `${EXTRANEOUS}: 'aws-sdk-client-mock' should be listed in the project's dependencies, not devDependencies`,
+  ],
+  'lib/imports-undeclared.ts': [
+    `${EXTRANEOUS}: '@smithy/signature-v4' should be listed in the project's dependencies`,
+  ],
+  'packages/sdk/src/imports-undeclared.ts': [
+    `${EXTRANEOUS}: 'zod' should be listed in the project's dependencies`,
+  ],
   // what each rule still allows
+  'lib/allowed-packages.ts': [],
+  'test/sdk/imports-own-src.ts': [],
   'lib/wiring/allowed.ts': [],
   'lib/crypto/allowed.ts': [],
   'lib/payments/allowed.ts': [],

@@ -28,4 +28,8 @@ describe('the files `npm run openapi` generates', () => {
   it('has the SDK types generated from it up to date in packages/sdk/src/generated/api.ts (`npm run openapi`)', () => {
     expect(lines).toContain('packages/sdk/src/generated/api.ts: up to date');
   });
+
+  it("has receipt-core's receipt types up to date in packages/receipt-core/src/generated/receipt.ts", () => {
+    expect(lines).toContain('packages/receipt-core/src/generated/receipt.ts: up to date');
+  });
 });

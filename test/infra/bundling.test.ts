@@ -72,3 +72,36 @@ describe('function bundle', () => {
     expect(existsSync(join(assetDir, 'node_modules', 'zod'))).toBe(false);
   });
 });
+
+/*
+ * A function that uses the shared receipt rules: receipt-core is a workspace package, which lib/
+ * imports by name and esbuild finds through tsconfig.json's paths, so its sources are in the bundle
+ * and a Lambda, which has no workspace around it, needs nothing else.
+ */
+describe('a bundle that uses receipt-core', () => {
+  let refundOutdir: string;
+  let refundAssetDir: string;
+
+  beforeAll(() => {
+    ({ outdir: refundOutdir, assetDir: refundAssetDir } = bundleFunction('create-refund'));
+  }, 120_000);
+
+  afterAll(() => {
+    rmSync(refundOutdir, { recursive: true, force: true });
+  });
+
+  it('carries receipt-core from its sources and loads under Node without the project around it', () => {
+    const map = JSON.parse(readFileSync(join(refundAssetDir, 'index.mjs.map'), 'utf8')) as {
+      sources: string[];
+    };
+    expect(map.sources.some((source) => source.endsWith('packages/receipt-core/src/refund-receipt.ts'))).toBe(
+      true,
+    );
+    const out = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', "const m = await import('./index.mjs'); console.log(typeof m.handler);"],
+      { cwd: refundAssetDir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' },
+    );
+    expect(out.trim()).toBe('function');
+  });
+});

@@ -6,7 +6,7 @@ import { unbindUser } from '../../scripts/admin/users.js';
 import { requireAllTables } from '../../lib/kernel/config.js';
 import { LogTelemetry } from '../../lib/kernel/telemetry.js';
 import { migrateLegacyCardData } from '../../local/legacy-card-data.js';
-import { backfillEvidence } from '../../scripts/admin/evidence.js';
+import { backfillEvidence } from '../../lib/receipts/evidence-backfill.js';
 import { claimFactsOf } from '../../lib/receipts/encrypt.js';
 import { evidenceWidthMs } from '../../lib/receipts/evidence.js';
 import { createPaymentBody } from '../../lib/payments/schemas.js';

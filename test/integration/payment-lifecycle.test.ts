@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import Stripe from 'stripe';
 import { requireTable } from '../../lib/kernel/config.js';
-import { generateDeviceKey, openEnvelope } from '../../packages/sdk/src/index.js';
+import { generateDeviceKey, openEnvelope } from '@receipt-service/sdk';
 import { flattenedReceipt, newHashedPan } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
 import {

@@ -15,7 +15,7 @@ import {
   type components,
   type ReceiptServiceClient,
   type WebhookEvent,
-} from '../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 import { contractValidator } from '../support/contract.js';
 import { keyFingerprint, privateKeysIn } from '../support/key-material.js';
 import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';

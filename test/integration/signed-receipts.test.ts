@@ -18,7 +18,7 @@ import {
   type SigningAlgorithm,
   type SigningKey,
   type SigningPublicJwk,
-} from '../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { fetchReceipt, sandboxStripe, statusBecomes, type Kind } from '../support/lifecycle.js';
 import { startTestStack, type TestStack } from '../support/stack.js';

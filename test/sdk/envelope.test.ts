@@ -15,7 +15,7 @@ import {
   openEnvelope,
   openEnvelopeBytes,
   type Envelope,
-} from '../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 import { sealLegacyEnvelope } from '../support/legacy-envelope.js';
 import { tamperCases } from '../support/tamper-cases.js';
 import { bound, receiptBytes, receiptJson, recipientKeys, type RecipientKeys } from './support.js';

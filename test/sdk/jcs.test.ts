@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { canonicalJson, signedReceiptBytes } from '../../packages/sdk/src/index.js';
+import { canonicalJson, signedReceiptBytes } from '@receipt-service/sdk';
 
 /**
  * The SDK's canonical JSON (RFC 8785, from the `canonicalize` package by the RFC's authors) against

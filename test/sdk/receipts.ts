@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Receipt } from '../../packages/sdk/src/index.js';
+import type { Receipt } from '@receipt-service/sdk';
 import { sampleReceipt } from '../support/fixtures.js';
 import { nodeImport } from '../support/node-import.js';
 

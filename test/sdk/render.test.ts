@@ -1,12 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { digitalReceiptSchema } from '../../lib/receipts/schemas.js';
-import {
-  renderReceiptHtml,
-  renderReceiptPdf,
-  renderReceiptText,
-  type Receipt,
-} from '../../packages/sdk/src/index.js';
+import { renderReceiptHtml, renderReceiptText, type Receipt } from '@receipt-service/sdk';
+import { renderReceiptPdf } from '@receipt-service/sdk/pdf';
 import { RECEIPT_STYLE, RECEIPT_STYLE_HASH } from '../../packages/sdk/src/render/html.js';
 import { winAnsi } from '../../packages/sdk/src/render/pdf.js';
 import { sampleReceipt } from '../support/fixtures.js';

@@ -7,7 +7,7 @@ import {
   RequestTimeoutError,
   type ClientOptions,
   type RetryClock,
-} from '../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 
 /**
  * The SDK client's retry policy against a real HTTP server on loopback (node:http) that answers from

@@ -12,7 +12,7 @@ import {
   verifyReceiptSignature,
   type DigitalReceipt,
   type SigningAlgorithm,
-} from '../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 import { flattenedReceipt } from '../support/fixtures.js';
 
 /**

@@ -1,8 +1,8 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import type { BoundFields } from '../../lib/crypto/envelope.js';
 import { parsePrivateKey, parsePublicKey } from '../../lib/crypto/keys.js';
-import { importPrivateKey } from '../../packages/sdk/src/index.js';
-import type { WebCryptoKey } from '../../packages/sdk/src/webcrypto.js';
+import { importPrivateKey } from '@receipt-service/sdk';
+import type { WebCryptoKey } from '@receipt-service/receipt-core';
 
 /** One recipient key in every form the three openers take: node KeyObject, WebCrypto key, PKCS#8. */
 export interface RecipientKeys {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { signingSecrets, type WebhookRecord } from '../../lib/db/webhooks.js';
-import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from '../../packages/sdk/src/index.js';
+import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from '@receipt-service/sdk';
 
 /**
  * verifyWebhook against deliveries signed the way the service signs them (standardwebhooks, one

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from '@jest/globals';
 import type Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
-import type { Envelope } from '../../packages/sdk/src/index.js';
+import type { Envelope } from '@receipt-service/sdk';
 import { createStripeClient, loadStripeSdk } from '../../lib/gateways/stripe-client.js';
 import { gatewayFields, flattenedReceipt, type FlattenedFixture } from './fixtures.js';
 import { patience, pollUntil } from './processes.js';

@@ -3,7 +3,6 @@ import {
   generateSigningKey,
   openEnvelope,
   renderReceiptHtml,
-  renderReceiptPdf,
   signReceipt,
   toDigitalReceipt,
   toRefundReceipt,
@@ -16,7 +15,8 @@ import {
   type RefundRequest,
   type SigningAlgorithm,
   type SigningKey,
-} from '../../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
+import { renderReceiptPdf } from '@receipt-service/sdk/pdf';
 
 /**
  * The console's script: runs the flow step by step against this origin and shows every request

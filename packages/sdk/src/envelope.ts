@@ -4,9 +4,14 @@
  * fails with one error whatever went wrong, so a caller that reports failures offers a tamperer no
  * oracle. docs/ENVELOPE.md describes the format.
  */
-import { decodeBase64, decodeBase64Url } from './base64.js';
+import {
+  decodeBase64,
+  decodeBase64Url,
+  subtle as platformSubtle,
+  type KeyAlgorithmMembers,
+  type WebCryptoKey,
+} from '@receipt-service/receipt-core';
 import type { components } from './generated/api.js';
-import { subtle as platformSubtle, type KeyAlgorithmMembers, type WebCryptoKey } from './webcrypto.js';
 
 export type KeyWrapAlgorithm = 'RSA-OAEP-256' | 'ECDH-ES+A256KW';
 export const KEY_WRAP_ALGORITHMS: readonly KeyWrapAlgorithm[] = ['RSA-OAEP-256', 'ECDH-ES+A256KW'];

@@ -33,8 +33,7 @@ export {
   type WebhookEventType,
   type WebhookHeaders,
 } from './webhooks.js';
-export { renderReceiptHtml, type HtmlRenderOptions } from './render/html.js';
-export { renderReceiptPdf } from './render/pdf.js';
+export { RECEIPT_STYLE_HASH, renderReceiptHtml, type HtmlRenderOptions } from './render/html.js';
 export { renderReceiptText } from './render/text.js';
 export type { Receipt, RenderOptions } from './render/view.js';
 export {
@@ -44,7 +43,7 @@ export {
   toDigitalReceipt,
   type DigitalReceipt,
   type FlattenedReceipt,
-} from './digital-receipt.js';
+} from '@receipt-service/receipt-core';
 export {
   canonicalJson,
   generateSigningKey,
@@ -63,11 +62,11 @@ export {
   type SigningAlgorithm,
   type SigningKey,
   type SigningPublicJwk,
-} from './signing.js';
+} from '@receipt-service/receipt-core';
 export {
   refundedBy,
   RefundItemsError,
   signedRefundReceiptId,
   toRefundReceipt,
   type RefundRequest,
-} from './refund-receipt.js';
+} from '@receipt-service/receipt-core';

@@ -3,9 +3,8 @@
  * envelopes on this device and cannot be read out by script, which is the point of decrypting on the
  * device (browsers keep such a CryptoKey in IndexedDB; native apps hold P-256 in secure hardware).
  */
-import { decodeBase64, encodeBase64 } from './base64.js';
+import { decodeBase64, encodeBase64, subtle, type WebCryptoKey } from '@receipt-service/receipt-core';
 import type { KeyWrapAlgorithm } from './envelope.js';
-import { subtle, type WebCryptoKey } from './webcrypto.js';
 
 export interface DeviceKeyOptions {
   /** ECDH-ES+A256KW (P-256, the default: the curve secure enclaves hold) or RSA-OAEP-256 (2048-bit). */

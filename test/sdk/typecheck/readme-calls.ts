@@ -12,7 +12,7 @@ import {
   openEnvelope,
   type components,
   type paths,
-} from '../../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 
 type PaymentBody =
   paths['/api/v1/payments/{gateway}/create']['post']['requestBody']['content']['application/json'];

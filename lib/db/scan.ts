@@ -1,11 +1,11 @@
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { tableDefinitions } from '../../lib/kernel/tables.js';
+import { tableDefinitions } from '../kernel/tables.js';
 
 type Item = Record<string, unknown>;
 
 /**
  * Every item of a table (that passes `filter`), page after page: the operator's reads, with the
- * operator's credentials (no function may scan).
+ * operator's credentials (no function is granted Scan; the admin CLI and the local stack call these).
  */
 export async function* scanTable(
   doc: DynamoDBDocumentClient,
@@ -29,7 +29,7 @@ export async function* scanTable(
 }
 
 /** A receipt item's table key, as lib/kernel/tables.ts declares it. */
-export const receiptKeyOf = (item: Item): Item => {
+export const receiptItemKey = (item: Item): Item => {
   const { partitionKey, sortKey } = tableDefinitions.receipts as { partitionKey: string; sortKey?: string };
   return { [partitionKey]: item[partitionKey], ...(sortKey ? { [sortKey]: item[sortKey] } : {}) };
 };

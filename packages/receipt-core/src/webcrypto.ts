@@ -4,9 +4,13 @@
  * global CryptoKey and crypto.subtle are the same objects in both, only their declarations differ.
  */
 
-/** The platform's CryptoKey class: the DOM's in a browser, node:crypto's webcrypto.CryptoKey in Node. */
-export type WebCryptoKey = InstanceType<typeof CryptoKey>;
 export type WebCryptoSubtle = typeof globalThis.crypto.subtle;
+/**
+ * The platform's CryptoKey: the DOM's in a browser, node:crypto's webcrypto.CryptoKey in Node. Named
+ * through `crypto.subtle`, which both declare, not through the global `CryptoKey`, which @types/node
+ * (20, 22) does not declare: an app's Node-only project, without the DOM library, compiles too.
+ */
+export type WebCryptoKey = Awaited<ReturnType<WebCryptoSubtle['importKey']>>;
 
 /** The members of CryptoKey.algorithm the SDK reads (RsaHashedKeyAlgorithm, EcKeyAlgorithm). */
 export interface KeyAlgorithmMembers {

@@ -6,7 +6,7 @@
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
-import type { components } from './generated/api.js';
+import type { components } from './generated/receipt.js';
 
 export type DigitalReceipt = components['schemas']['DigitalReceipt'];
 type LineItem = components['schemas']['ReceiptLineItem'];

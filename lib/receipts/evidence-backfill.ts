@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { tagVersion, type CardTagKeyring } from '../../lib/crypto/card-tag.js';
-import { evidenceIdsOf, openEvidence, sealEvidence } from '../../lib/crypto/evidence.js';
-import type { AuditLog } from '../../lib/db/audit.js';
-import { isConditionFailure } from '../../lib/db/client.js';
-import { EvidenceRepository, type EvidenceEntry, type EvidenceKey } from '../../lib/db/evidence.js';
-import { evidenceEntriesFor } from '../../lib/receipts/evidence.js';
-import { receiptKeyOf, scanTable } from './scan.js';
+import { tagVersion, type CardTagKeyring } from '../crypto/card-tag.js';
+import { evidenceIdsOf, openEvidence, sealEvidence } from '../crypto/evidence.js';
+import type { AuditLog } from '../db/audit.js';
+import { isConditionFailure } from '../db/client.js';
+import { EvidenceRepository, type EvidenceEntry, type EvidenceKey } from '../db/evidence.js';
+import { evidenceEntriesFor } from './evidence.js';
+import { receiptItemKey, scanTable } from '../db/scan.js';
 
 /**
- * The evidence index for what was stored before it, and after the keys it is made with change
- * (`npm run admin -- evidence backfill`, run by `npm start` on every start; `card-key rotate` and
- * `card-key retag` run the re-keying part). With the operator's credentials: it scans tables, which
- * no function may. Every step is safe to repeat: entries are rewritten whole under their own key, and
+ * The evidence index for what was stored before it, and after the keys it is made with change: one
+ * use case, which the admin CLI (`npm run admin -- evidence backfill`; `card-key rotate` and
+ * `card-key retag` run the re-keying part) and the local stack (on every start) both call. With the
+ * operator's credentials: it scans tables, which no function may. Every step is safe to repeat: entries are rewritten whole under their own key, and
  * each receipt is changed on the condition that it still holds what was read.
  */
 export interface EvidenceAdminDeps {
@@ -65,7 +65,7 @@ async function indexStoredReceipts(deps: EvidenceAdminDeps, counts: EvidenceCoun
       await deps.doc.send(
         new UpdateCommand({
           TableName: deps.tables.receipts,
-          Key: receiptKeyOf(item),
+          Key: receiptItemKey(item),
           UpdateExpression: 'REMOVE pendingRecipient, claimAt, claimFacts',
           ConditionExpression: 'pendingRecipient = :tag',
           ExpressionAttributeValues: { ':tag': tag },

@@ -1,0 +1,11 @@
+/**
+ * The rules the service and a device share, one copy of each: the DigitalReceipt a flattened request
+ * describes, refund receipts and their amounts, RFC 8785 canonical JSON, merchant signatures, and the
+ * strict base64 and WebCrypto helpers they stand on. The service (lib/) imports them by this
+ * package's name; the SDK re-exports what an app calls and carries this package inside its tarball.
+ */
+export * from './base64.js';
+export * from './digital-receipt.js';
+export * from './refund-receipt.js';
+export * from './signing.js';
+export * from './webcrypto.js';
