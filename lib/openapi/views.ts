@@ -72,18 +72,21 @@ export function publicView(deployed: Json): Json {
 export const readersProse = ['description', 'summary', 'example', 'examples'] as const;
 const prose = new Set<string>(readersProse);
 
+const isResponseDescription = (name: string, parentKey: string | undefined): boolean =>
+  name === 'description' && parentKey === 'responses';
+
 function stripProse(value: unknown, key: string | undefined, parentKey: string | undefined): unknown {
   if (Array.isArray(value)) return value.map((inner) => stripProse(inner, undefined, key));
   if (!isObject(value)) return value;
   return Object.fromEntries(
     Object.entries(value)
-      .filter(
-        ([name]) =>
-          // A schema's properties are named by the data (a line item has a `description`), and a
-          // response object must keep its description (OpenAPI requires one).
-          key === 'properties' || !prose.has(name) || (name === 'description' && parentKey === 'responses'),
-      )
-      .map(([name, inner]) => [name, stripProse(inner, name, key)]),
+      // A schema's properties are named by the data (a line item has a `description`).
+      .filter(([name]) => key === 'properties' || !prose.has(name) || isResponseDescription(name, parentKey))
+      // A response object must have a description (OpenAPI requires one): an empty one.
+      .map(([name, inner]) => [
+        name,
+        key !== 'properties' && isResponseDescription(name, parentKey) ? '' : stripProse(inner, name, key),
+      ]),
   );
 }
 
