@@ -141,6 +141,12 @@ export class ServiceApi extends Construct {
     this.api = new SpecRestApi(this, 'Api', {
       restApiName: props.resourcePrefix,
       apiDefinition: ApiDefinition.fromInline(definition),
+      // The document's servers (the local stack, a deployed stage) name no base path to prefix: the
+      // routes' paths are the API's own.
+      parameters: { basepath: 'ignore' },
+      // API Gateway keeps the schemas as models and warns of what JSON Schema draft 4 cannot say
+      // (the document is OpenAPI 3.1's JSON Schema); nothing it enforces depends on them (docs/DEPLOY.md).
+      failOnWarnings: false,
       endpointTypes: [EndpointType.REGIONAL],
       cloudWatchRole: props.cloudWatchRole,
       // The role is account-wide: other APIs may log through it after this stack is gone.
