@@ -15,7 +15,7 @@
  * (REQUEST_TOO_LARGE), the authorizer itself failing (AUTHORIZER_FAILURE), a WAF rule (none is
  * attached) and the account-level throttle. Those responses carry an empty `timestamp` and empty
  * rate-limit headers; docs/API.md says so. Unknown paths and methods never reach a gateway response:
- * they are answered by mock methods behind the authorizer (infra/service-api.ts).
+ * they are answered by mock methods behind the authorizer (infra/api-definition.ts).
  */
 /**
  * API Gateway's response types (ResponseType in aws-cdk-lib): plain names here, so the local server
@@ -252,7 +252,7 @@ export const edgeResponse = (type: GatewayResponseType): EdgeErrorResponse => {
   return response;
 };
 
-/** The answers of the mock methods (infra/service-api.ts): behind the authorizer, so they have its context. */
+/** The answers of the mock methods (infra/api-definition.ts): behind the authorizer, so they have its context. */
 const mockHeaders = (extra: Record<string, string> = {}): Record<string, string> => ({
   ...commonHeaders(),
   ...rateLimitHeaders(),

@@ -9,7 +9,7 @@ import { Lazy } from 'aws-cdk-lib';
 import { edgeAuthorizerFunction } from '../functions/platform/edge-authorizer/function.js';
 import { formatKeyedRoutes } from '../lib/api-keys/edge-authorizer.js';
 import { rateGroupOf, type FunctionDefinition } from '../lib/kernel/route.js';
-import { routes as serviceRoutes, type RouteDefinition } from '../functions/routes.js';
+import { routes as serviceRoutes, type RouteDeclaration, type RouteDefinition } from '../functions/routes.js';
 import { tableEnvVar, type TableKey } from '../lib/kernel/tables.js';
 import { tierNames, usagePlanParameterName } from '../lib/kernel/tiers.js';
 import type { CardTagSecret } from './card-tag-secret.js';
@@ -39,7 +39,7 @@ export interface ReceiptServiceStackProps extends StackProps {
   /** Overrides context and defaults (see infra/settings.ts). */
   settings?: SettingsInput;
   /** Defaults to functions/routes.ts. */
-  routes?: readonly RouteDefinition[];
+  routes?: readonly RouteDeclaration[];
   /** Defaults to this repository: where package.json and the route entries are. */
   projectRoot?: string;
 }
@@ -72,7 +72,8 @@ export class ReceiptServiceStack extends Stack {
   readonly monitoredFunctions: readonly MonitoredFunction[];
 
   constructor(scope: Construct, id: string, props: ReceiptServiceStackProps) {
-    super(scope, id, props);
+    // Unindented: the API's definition is most of this template (well under the 1 MB limit this way).
+    super(scope, id, { suppressTemplateIndentation: true, ...props });
     const settings = resolveSettings(this, props.settings);
     this.settings = settings;
     const routes = props.routes ?? serviceRoutes;
@@ -179,8 +180,16 @@ export class ReceiptServiceStack extends Stack {
       stage: settings.stage,
       resourcePrefix: settings.resourcePrefix,
       routes,
-      handlers: new Map([...functions].map(([name, fn]) => [name, fn.function])),
-      authorizer: this.edgeAuthorizer.function,
+      handlers: new Map(
+        [...functions].map(([name, fn]) => [
+          name,
+          { fn: fn.function, name: `${settings.resourcePrefix}-${name}` },
+        ]),
+      ),
+      authorizer: {
+        fn: this.edgeAuthorizer.function,
+        name: `${settings.resourcePrefix}-${edgeAuthorizerFunction.name}`,
+      },
       tiers: settings.tiers,
       logRetention: settings.logRetentionDays,
       cloudWatchRole: settings.apiGatewayCloudWatchRole,

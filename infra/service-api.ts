@@ -1,57 +1,52 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { ArnFormat, Aws, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
-  ApiKeySourceType,
-  CfnAuthorizer,
+  ApiDefinition,
   EndpointType,
-  ResponseType,
-  LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
-  MockIntegration,
-  PassthroughBehavior,
   Period,
-  RequestAuthorizer,
-  RestApi,
-  type IResource,
+  SpecRestApi,
   type MethodDeploymentOptions,
-  type RequestValidator,
   type UsagePlan,
 } from 'aws-cdk-lib/aws-apigateway';
+import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { EDGE_AUTHORIZER_CACHE_SECONDS } from '../lib/api-keys/edge-authorizer.js';
-import type { RouteDefinition } from '../lib/kernel/route.js';
+import type { RouteDeclaration, RouteDefinition } from '../lib/kernel/route.js';
 import { tierNames, type TierName, type TierTable } from '../lib/kernel/tiers.js';
-import {
-  edgeErrorResponses,
-  gatewayAnswer,
-  methodNotAllowedAnswer,
-  notFoundAnswer,
-  type EdgeAnswer,
-} from './gateway-responses.js';
+import { buildOpenApiDocument } from '../lib/openapi/document.js';
+import { deployedDefinition } from './api-definition.js';
+
+/**
+ * A function the API invokes, with its physical name: the definition names it by an ARN built from
+ * the name, not by a reference, since a function may itself read the API's URL (the gateways' events).
+ */
+export interface ApiFunction {
+  fn: IFunction;
+  name: string;
+}
 
 export interface ServiceApiProps {
   stage: string;
   resourcePrefix: string;
-  routes: readonly RouteDefinition[];
+  /** Declarations, not just definitions: the API is defined by their OpenAPI document. */
+  routes: readonly RouteDeclaration[];
   /** Route name → the function serving it. */
-  handlers: ReadonlyMap<string, IFunction>;
+  handlers: ReadonlyMap<string, ApiFunction>;
   /**
    * The edge authorizer (functions/platform/edge-authorizer): checks X-API-Key by its hash and names the
    * client's usage-plan key, so API Gateway never holds a client's secret.
    */
-  authorizer: IFunction;
+  authorizer: ApiFunction;
   tiers: TierTable;
   logRetention: RetentionDays;
   /** Create the account-wide role API Gateway logs through (needed once per account and region). */
   cloudWatchRole: boolean;
   publicRouteThrottle: { rateLimit: number; burstLimit: number };
 }
-
-const pathParameters = (path: string): string[] =>
-  [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
 
 /** Access log fields: one JSON object per request, no key values and no bodies. */
 const accessLogFormat = JSON.stringify({
@@ -76,16 +71,22 @@ const accessLogFormat = JSON.stringify({
   xrayTraceId: '$context.xrayTraceId',
 });
 
+/** API Gateway's resource path with its parameters as the wildcards of an execute-api ARN. */
+const arnPath = (path: string): string => path.replace(/\{[^}]+\}/g, '*');
+
 /**
- * The REST API built from the route table. Request bodies: API Gateway's own ceiling is 10 MB and
- * it cannot be lowered, so the 128 KiB limit is enforced by the functions (413 payload_too_large).
+ * The REST API, defined by the service's OpenAPI document with API Gateway's members added
+ * (infra/api-definition.ts): its methods, authorizer, validator and gateway responses are the
+ * definition's, not CloudFormation resources of their own. Request bodies: API Gateway's own ceiling
+ * is 10 MB and it cannot be lowered, so the 128 KiB limit is enforced by the functions (413
+ * payload_too_large).
  */
 export class ServiceApi extends Construct {
-  readonly api: RestApi;
+  readonly api: SpecRestApi;
   readonly accessLogGroup: LogGroup;
   readonly usagePlans: Record<TierName, UsagePlan>;
-  readonly authorizer: RequestAuthorizer;
-  private routePaths: string[] = [];
+  /** The authorizer's name: the definition's security scheme for it. */
+  readonly authorizerName: string;
 
   constructor(scope: Construct, id: string, props: ServiceApiProps) {
     super(scope, id);
@@ -114,13 +115,39 @@ export class ServiceApi extends Construct {
         ]),
     );
 
-    this.api = new RestApi(this, 'Api', {
-      restApiName: props.resourcePrefix,
+    const invocationUri = ({ name }: ApiFunction): string =>
+      `arn:${Aws.PARTITION}:apigateway:${Aws.REGION}:lambda:path/2015-03-31/functions/${Stack.of(
+        this,
+      ).formatArn({
+        service: 'lambda',
+        resource: 'function',
+        resourceName: name,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      })}/invocations`;
+    const handlerOf = (route: RouteDefinition): ApiFunction => {
+      const handler = props.handlers.get(route.name);
+      if (!handler) throw new Error(`No function for route ${route.name}`);
+      return handler;
+    };
+    this.authorizerName = `${props.resourcePrefix}-edge`;
+    const definition = deployedDefinition(buildOpenApiDocument(props.routes), props.routes, {
+      authorizerName: this.authorizerName,
+      authorizerUri: invocationUri(props.authorizer),
+      integrationUri: (route) => invocationUri(handlerOf(route)),
       description: `Encrypted digital receipts (${props.stage})`,
+      authorizerResultTtlInSeconds: EDGE_AUTHORIZER_CACHE_SECONDS,
+    });
+
+    this.api = new SpecRestApi(this, 'Api', {
+      restApiName: props.resourcePrefix,
+      apiDefinition: ApiDefinition.fromInline(definition),
+      // The document's servers (the local stack, a deployed stage) name no base path to prefix: the
+      // routes' paths are the API's own.
+      parameters: { basepath: 'ignore' },
+      // API Gateway keeps the schemas as models and warns of what JSON Schema draft 4 cannot say
+      // (the document is OpenAPI 3.1's JSON Schema); nothing it enforces depends on them (docs/DEPLOY.md).
+      failOnWarnings: false,
       endpointTypes: [EndpointType.REGIONAL],
-      // Usage-plan keys come from the edge authorizer's usageIdentifierKey, not from the header: the
-      // API Gateway keys hold usage identifiers, never the clients' secrets (lib/api-keys/edge-authorizer.ts).
-      apiKeySourceType: ApiKeySourceType.AUTHORIZER,
       cloudWatchRole: props.cloudWatchRole,
       // The role is account-wide: other APIs may log through it after this stack is gone.
       cloudWatchRoleRemovalPolicy: props.cloudWatchRole ? RemovalPolicy.RETAIN : undefined,
@@ -138,140 +165,33 @@ export class ServiceApi extends Construct {
       },
     });
 
-    // Checks required path parameters at the edge; bodies are validated by the functions, which
-    // report every bad field in the service's own envelope. No method has a body model, so the
-    // body flag has nothing to act on.
-    const validator = this.api.addRequestValidator('RequestValidator', {
-      validateRequestParameters: true,
-      validateRequestBody: true,
-    });
-
-    this.authorizer = new RequestAuthorizer(this, 'EdgeAuthorizer', {
-      authorizerName: `${props.resourcePrefix}-edge`,
-      handler: props.authorizer,
-      // No identity source and no result cache: the authorizer runs for every request, a missing
-      // X-API-Key included, and its context (the request's ISO time, the binding rate limit) is that
-      // request's own, for the responses API Gateway makes itself (infra/gateway-responses.ts).
-      identitySources: [],
-      resultsCacheTtl: Duration.seconds(EDGE_AUTHORIZER_CACHE_SECONDS),
-    });
-    // CDK writes an empty IdentitySource; without a cache, the property is left out.
-    (this.authorizer.node.defaultChild as CfnAuthorizer).addPropertyDeletionOverride('IdentitySource');
-
-    this.routePaths = [...new Set(props.routes.map((route) => route.path))];
-    this.addRoutes(props, validator);
-    this.addMethodNotAllowed(props.routes);
-    this.addNotFound();
-    this.addGatewayResponses();
+    this.allowInvocations(props, handlerOf);
+    // The stage goes live once every function it invokes exists (the definition names them by name).
+    for (const { fn } of [...props.handlers.values(), props.authorizer])
+      this.api.latestDeployment?.node.addDependency(fn);
     this.usagePlans = this.addUsagePlans(props);
   }
 
-  private addRoutes(props: ServiceApiProps, validator: RequestValidator): void {
+  /**
+   * One permission per function (a function serves one route), for this stage's calls of that route
+   * only; the authorizer's for this API's authorizers.
+   */
+  private allowInvocations(props: ServiceApiProps, handlerOf: (route: RouteDefinition) => ApiFunction): void {
+    const principal = new ServicePrincipal('apigateway.amazonaws.com');
     for (const route of props.routes) {
-      const handler = props.handlers.get(route.name);
-      if (!handler) throw new Error(`No function for route ${route.name}`);
-      const parameters = pathParameters(route.path);
-      this.api.root.resourceForPath(route.path).addMethod(
-        route.method,
-        // allowTestInvoke: false keeps the Lambda permission to this stage's calls only.
-        new LambdaIntegration(handler, { allowTestInvoke: false }),
-        {
-          operationName: route.name,
-          // Keyed methods keep apiKeyRequired so the usage plans throttle each client at the edge;
-          // the key they count is the one the authorizer names. Public ones have the authorizer too:
-          // it lets anyone through and gives their gateway responses the time and the IP's budget.
-          apiKeyRequired: route.apiKeyRequired,
-          authorizer: this.authorizer,
-          requestParameters: Object.fromEntries(
-            parameters.map((name) => [`method.request.path.${name}`, true]),
-          ),
-          requestValidator: parameters.length > 0 ? validator : undefined,
-        },
-      );
-    }
-  }
-
-  /**
-   * A known path with a method it lacks would otherwise get 403 "Missing Authentication Token".
-   * An ANY method on each routed resource answers 405 instead; specific methods win over ANY.
-   * It needs no API key: it reveals only what openapi.json already publishes.
-   */
-  private addMethodNotAllowed(routes: readonly RouteDefinition[]): void {
-    const allowedByPath = new Map<string, string[]>();
-    for (const route of routes)
-      allowedByPath.set(route.path, [...(allowedByPath.get(route.path) ?? []), route.method]);
-
-    for (const [path, methods] of allowedByPath) {
-      this.addMockAnswer(this.api.root.resourceForPath(path), methodNotAllowedAnswer(methods));
-    }
-  }
-
-  /**
-   * A path no route declares: a greedy catch-all at the root answers 404 from a mock behind the
-   * authorizer, so the answer has the request's time and rate limit like every other (API Gateway's
-   * own MISSING_AUTHENTICATION_TOKEN comes before any authorizer). Routed paths are more specific
-   * and win over it.
-   */
-  private addNotFound(): void {
-    this.addMockAnswer(this.api.root.addResource('{proxy+}'), notFoundAnswer);
-    // A resource on the way to a route (/api, /api/v1...) has no method of its own: the same 404.
-    const routed = new Set(this.routePaths);
-    const between = new Set(
-      this.routePaths.flatMap((path) => {
-        const segments = path.split('/').filter(Boolean);
-        return segments.slice(1).map((_, index) => `/${segments.slice(0, index + 1).join('/')}`);
-      }),
-    );
-    for (const path of [...between].filter((path) => !routed.has(path)).sort())
-      this.addMockAnswer(this.api.root.resourceForPath(path), notFoundAnswer);
-  }
-
-  /** An ANY method giving `answer` from a mock integration, behind the authorizer. */
-  private addMockAnswer(resource: IResource, answer: EdgeAnswer): void {
-    const { statusCode: status, template: body, headers } = answer;
-    resource.addMethod(
-      'ANY',
-      new MockIntegration({
-        // The default (unconditional) integration response below turns whatever the mock
-        // returns into the answer, so bodies of any content type pass through untouched.
-        passthroughBehavior: PassthroughBehavior.WHEN_NO_MATCH,
-        requestTemplates: { 'application/json': `{"statusCode": ${status}}` },
-        integrationResponses: [
-          {
-            statusCode: status,
-            responseTemplates: { 'application/json': body },
-            responseParameters: Object.fromEntries(
-              Object.entries(headers).map(([name, value]) => [`method.response.header.${name}`, value]),
-            ),
-          },
-        ],
-      }),
-      {
-        // It reveals only what openapi.json already publishes; the authorizer lets anyone through.
-        apiKeyRequired: false,
-        authorizer: this.authorizer,
-        methodResponses: [
-          {
-            statusCode: status,
-            responseParameters: Object.fromEntries(
-              Object.keys(headers).map((name) => [`method.response.header.${name}`, true]),
-            ),
-          },
-        ],
-      },
-    );
-  }
-
-  private addGatewayResponses(): void {
-    for (const response of edgeErrorResponses) {
-      const answer = gatewayAnswer(response);
-      this.api.addGatewayResponse(`Response${response.type}`, {
-        type: ResponseType.of(response.type),
-        statusCode: response.statusCode,
-        responseHeaders: answer.headers,
-        templates: { 'application/json': answer.template },
+      handlerOf(route).fn.addPermission('ApiInvoke', {
+        principal,
+        sourceArn: this.api.arnForExecuteApi(route.method, arnPath(route.path), props.stage),
       });
     }
+    props.authorizer.fn.addPermission('ApiAuthorizerInvoke', {
+      principal,
+      sourceArn: Stack.of(this).formatArn({
+        service: 'execute-api',
+        resource: this.api.restApiId,
+        resourceName: 'authorizers/*',
+      }),
+    });
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Environment } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import type { RouteDefinition } from '../functions/routes.js';
+import type { RouteDeclaration } from '../functions/routes.js';
 import { ReceiptServiceDataStack } from './data-stack.js';
 import { ReceiptServiceMonitoringStack } from './monitoring-stack.js';
 import { ReceiptServiceStack } from './receipt-service-stack.js';
@@ -11,7 +11,7 @@ export interface ReceiptServiceStacksProps {
   /** Overrides context and defaults (see infra/settings.ts); the same for the three stacks. */
   settings?: SettingsInput;
   /** Defaults to functions/routes.ts. */
-  routes?: readonly RouteDefinition[];
+  routes?: readonly RouteDeclaration[];
   /** Defaults to this repository. */
   projectRoot?: string;
   env?: Environment;

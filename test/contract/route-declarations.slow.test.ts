@@ -3,6 +3,7 @@ import { buildOpenApiDocument } from '../../lib/openapi/document.js';
 import { routes } from '../../functions/routes.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { operationAt, requiredSchemes } from '../infra/support.js';
 import { synthVariant } from '../infra/variants.js';
 import { echoRoute } from './fixtures/extra-route/route.js';
 
@@ -24,7 +25,7 @@ describe('a route declared only in a fixture', () => {
     expect(buildOpenApiDocument(routes).paths?.['/api/v1/echo/{word}']).toBeUndefined();
   });
 
-  it('gets a function, a role and an API method in the CDK stack', () => {
+  it('gets a function, a role and an operation in the API definition of the CDK stack', () => {
     // The function, its role and its method are the service stack's; the data and monitoring stacks
     // follow only the routes that use escrow and the functions' alarms.
     const template = synthVariant({ routes: withFixture }).templates.service;
@@ -32,8 +33,9 @@ describe('a route declared only in a fixture', () => {
       FunctionName: 'receipt-service-test-echo-fixture',
       Description: 'GET /api/v1/echo/{word}',
     });
-    template.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: '{word}' });
-    template.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'GET', ApiKeyRequired: true });
+    const operation = operationAt(template, '/api/v1/echo/{word}', 'GET');
+    expect(operation['x-amazon-apigateway-integration']?.type).toBe('aws_proxy');
+    expect(requiredSchemes(operation)).toContain('ApiKeyAuth');
   });
 
   describe('on the local server', () => {

@@ -3,13 +3,20 @@ import type { Template } from 'aws-cdk-lib/assertions';
 import { routes } from '../../functions/routes.js';
 import { tierNames, tiers } from '../../lib/kernel/tiers.js';
 import { usagePlanParameterName } from '../../lib/kernel/tiers.js';
+import { buildOpenApiDocument } from '../../lib/openapi/document.js';
+import { publicView, readersProse, withoutProse } from '../../lib/openapi/views.js';
 import {
+  apiDefinitionOf,
+  authorizerNameOf,
   functionByName,
-  methodAt,
+  operationAt,
+  operationsOf,
   referencedId,
+  requiredSchemes,
   resourcesOf,
+  sharedApp,
   sharedTemplate,
-  type Resource,
+  type ApiDefinitionJson,
 } from './support.js';
 import { synthVariant } from './variants.js';
 
@@ -19,8 +26,17 @@ beforeAll(() => {
   template = sharedTemplate();
 });
 
-const methods = (): Resource[] => Object.values(resourcesOf(template, 'AWS::ApiGateway::Method'));
-const methodFor = (path: string, httpMethod: string): Resource => methodAt(template, path, httpMethod);
+const definition = (): ApiDefinitionJson => apiDefinitionOf(template);
+const authorizerName = (): string => authorizerNameOf(definition());
+const stageMethodSettings = (): Record<string, unknown>[] => {
+  const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGateway::Stage'));
+  return stage?.Properties.MethodSettings as Record<string, unknown>[];
+};
+/**
+ * Each template as synthesized (the service stack's unindented) stays below 60 % of CloudFormation's
+ * 1 MB limit; test/infra/stacks.test.ts checks that 30 more routes still fit under it.
+ */
+const TEMPLATE_SIZE_BUDGET = 600_000;
 
 /** Fills a template the way API Gateway does, with a quoted message as `$context.error.messageString` has. */
 const render = (body: string): unknown =>
@@ -42,89 +58,171 @@ const envelope = (code: string) => ({
 });
 
 describe('routes', () => {
-  it('has one Lambda proxy method per route, on the function of that route', () => {
-    const functionIds = Object.keys(resourcesOf(template, 'AWS::Lambda::Function'));
-    for (const route of routes) {
-      const method = methodFor(route.path, route.method);
-      const integration = method.Properties.Integration as { Type: string; Uri: unknown };
-      expect(integration.Type).toBe('AWS_PROXY');
-      const [functionId] = functionByName(template, `receipt-service-test-${route.name}`);
-      expect(JSON.stringify(integration.Uri)).toContain(`"${functionId}"`);
-      expect(functionIds).toContain(functionId);
-    }
-    const proxied = methods().filter(
-      (method) => (method.Properties.Integration as { Type: string }).Type === 'AWS_PROXY',
+  it('defines the API by its OpenAPI definition: no method, resource, authorizer or gateway response of its own', () => {
+    for (const type of [
+      'AWS::ApiGateway::Method',
+      'AWS::ApiGateway::Resource',
+      'AWS::ApiGateway::Authorizer',
+      'AWS::ApiGateway::RequestValidator',
+      'AWS::ApiGateway::GatewayResponse',
+      'AWS::ApiGateway::Model',
+    ])
+      expect([type, Object.keys(resourcesOf(template, type))]).toEqual([type, []]);
+    expect(Object.keys(resourcesOf(template, 'AWS::ApiGateway::RestApi'))).toHaveLength(1);
+  });
+
+  it('has exactly one operation per route, on its own function, with the authorizer, validator and throttle', () => {
+    const settings = stageMethodSettings();
+    const proxied = operationsOf(definition()).filter(
+      ({ operation }) => operation['x-amazon-apigateway-integration']?.type === 'aws_proxy',
     );
     expect(proxied).toHaveLength(routes.length);
+    for (const route of routes) {
+      const matching = proxied.filter(({ path, method }) => path === route.path && method === route.method);
+      expect([route.name, matching.length]).toEqual([route.name, 1]);
+      const operation = operationAt(template, route.path, route.method);
+      const integration = operation['x-amazon-apigateway-integration'];
+      expect(integration).toMatchObject({ type: 'aws_proxy', httpMethod: 'POST' });
+      // Its own function, by the name that function has in the template.
+      functionByName(template, `receipt-service-test-${route.name}`);
+      expect(JSON.stringify(integration?.uri)).toContain(
+        `:function:receipt-service-test-${route.name}/invocations`,
+      );
+      expect(requiredSchemes(operation)).toEqual(
+        (route.apiKeyRequired ? ['ApiKeyAuth', authorizerName()] : [authorizerName()]).sort(),
+      );
+      expect(operation['x-amazon-apigateway-request-validator']).toBe(
+        route.path.includes('{') ? 'path-parameters' : undefined,
+      );
+      // Keyed routes are throttled by their tier's usage plan, the others by a stage setting of their own.
+      const throttle = settings.filter(
+        (setting) =>
+          setting.HttpMethod === route.method &&
+          setting.ResourcePath === `/${route.path.replaceAll('/', '~1')}`,
+      );
+      expect([route.name, throttle.length]).toEqual([route.name, route.apiKeyRequired ? 0 : 1]);
+    }
+  });
+
+  it('lets API Gateway invoke each function from its own route on this stage only: one permission per function', () => {
+    const [apiId] = Object.keys(resourcesOf(template, 'AWS::ApiGateway::RestApi'));
+    const permissions = Object.values(resourcesOf(template, 'AWS::Lambda::Permission')).filter(
+      (permission) => permission.Properties.Principal === 'apigateway.amazonaws.com',
+    );
+    // The routes' functions and the authorizer.
+    expect(permissions).toHaveLength(routes.length + 1);
+    for (const route of routes) {
+      const [functionId] = functionByName(template, `receipt-service-test-${route.name}`);
+      const own = permissions.filter(
+        (permission) => referencedId(permission.Properties.FunctionName) === functionId,
+      );
+      expect([route.name, own.length]).toEqual([route.name, 1]);
+      const sourceArn = JSON.stringify(own[0]?.Properties.SourceArn);
+      expect(sourceArn).toContain(`"${apiId}"`);
+      expect(sourceArn).toContain(`/test/${route.method}${route.path.replace(/\{[^}]+\}/g, '*')}"`);
+    }
   });
 
   it('requires an API key everywhere but the public health, contract and reference page routes', () => {
     for (const route of routes) {
-      expect([route.path, methodFor(route.path, route.method).Properties.ApiKeyRequired]).toEqual([
+      expect([route.path, requiredSchemes(operationAt(template, route.path, route.method))]).toEqual([
         route.path,
-        route.apiKeyRequired,
+        route.apiKeyRequired ? expect.arrayContaining(['ApiKeyAuth']) : [authorizerName()],
       ]);
     }
     const open = routes.filter((route) => !route.apiKeyRequired).map((route) => route.name);
     expect(open).toContain('health');
     // The gateways' events are verified by their providers' signatures instead (test/infra/gateway-events.test.ts).
     for (const name of open) expect(['health', 'openapi', 'api-docs', 'gateway-events']).toContain(name);
+    // API Gateway's API key requirement: an apiKey scheme in the X-API-Key header.
+    expect(definition().components.securitySchemes.ApiKeyAuth).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-API-Key',
+    });
   });
 
-  it('declares and validates path parameters', () => {
-    const create = methodFor('/api/v1/payments/{gateway}/create', 'POST');
-    expect(create.Properties.RequestParameters).toEqual({ 'method.request.path.gateway': true });
-    expect(create.Properties.RequestValidatorId).toBeDefined();
-    template.hasResourceProperties('AWS::ApiGateway::RequestValidator', {
-      ValidateRequestParameters: true,
-      ValidateRequestBody: true,
+  it('declares and validates path parameters, and leaves bodies to the functions', () => {
+    const create = operationAt(template, '/api/v1/payments/{gateway}/create', 'POST');
+    expect(create.parameters).toContainEqual(
+      expect.objectContaining({ name: 'gateway', in: 'path', required: true }),
+    );
+    expect(create['x-amazon-apigateway-request-validator']).toBe('path-parameters');
+    expect(definition()['x-amazon-apigateway-request-validators']).toEqual({
+      'path-parameters': { validateRequestParameters: true, validateRequestBody: false },
     });
   });
 
   it('answers a method a known path lacks with 405 method_not_allowed and Allow', () => {
     const paths = [...new Set(routes.map((route) => route.path))];
     for (const path of paths) {
-      const any = methodFor(path, 'ANY');
-      const integration = any.Properties.Integration as {
-        Type: string;
-        IntegrationResponses: {
-          StatusCode: string;
-          ResponseTemplates: Record<string, string>;
-          ResponseParameters: Record<string, string>;
-        }[];
-      };
-      expect(integration.Type).toBe('MOCK');
-      expect(any.Properties.ApiKeyRequired).toBe(false);
-      const [response] = integration.IntegrationResponses.filter(
-        (candidate) => candidate.StatusCode === '405',
-      );
-      expect(response?.StatusCode).toBe('405');
+      const any = operationAt(template, path, 'ANY');
+      const integration = any['x-amazon-apigateway-integration'];
+      expect(integration?.type).toBe('mock');
+      expect(requiredSchemes(any)).toEqual([authorizerName()]);
+      const response = integration?.responses?.default;
+      expect(response?.statusCode).toBe('405');
       const allowed = routes.filter((route) => route.path === path).map((route) => route.method);
-      expect(response?.ResponseParameters['method.response.header.Allow']).toBe(`'${allowed.join(', ')}'`);
-      expect(response?.ResponseParameters['method.response.header.X-Request-Id']).toBe('context.requestId');
-      expect(render(response?.ResponseTemplates['application/json'] ?? '')).toEqual({
+      expect(response?.responseParameters?.['method.response.header.Allow']).toBe(`'${allowed.join(', ')}'`);
+      expect(response?.responseParameters?.['method.response.header.X-Request-Id']).toBe('context.requestId');
+      // A header is mapped only when the method response declares it.
+      expect(Object.keys(any.responses?.['405']?.headers ?? {}).sort()).toEqual(
+        Object.keys(response?.responseParameters ?? {})
+          .map((name) => name.slice('method.response.header.'.length))
+          .sort(),
+      );
+      expect(render(response?.responseTemplates?.['application/json'] ?? '')).toEqual({
         ...envelope('method_not_allowed'),
         error: { ...envelope('method_not_allowed').error, details: { allowed } },
       });
     }
-    // Resources without routes get a 404 ANY instead (test/infra/gateway-responses.test.ts).
-    const anyMethods = methods().filter((method) => method.Properties.HttpMethod === 'ANY');
-    const statusOf = (method: Resource) =>
-      (method.Properties.Integration as { IntegrationResponses: { StatusCode: string }[] })
-        .IntegrationResponses[0]?.StatusCode;
+    // Paths without routes get a 404 ANY instead (test/infra/gateway-responses.test.ts).
+    const anyMethods = operationsOf(definition()).filter(({ method }) => method === 'ANY');
+    const statusOf = ({ operation }: (typeof anyMethods)[number]) =>
+      operation['x-amazon-apigateway-integration']?.responses?.default?.statusCode;
     expect(anyMethods.filter((method) => statusOf(method) === '405')).toHaveLength(paths.length);
     expect(anyMethods.every((method) => ['404', '405'].includes(statusOf(method) ?? ''))).toBe(true);
   });
 });
 
+describe('one document, two views', () => {
+  /** What the deployed view leaves out or changes for API Gateway, and nothing else. */
+  const deployedOnly = (document: Record<string, unknown>) => {
+    const info = document.info as Record<string, unknown>;
+    return {
+      ...document,
+      // API Gateway imports OpenAPI 3.0, not 3.1 (infra/api-definition.ts).
+      openapi: undefined,
+      // The reader's introduction; the deployed view has the REST API's one-line description instead.
+      info: { ...info, description: undefined },
+    };
+  };
+
+  it('is the public document once API Gateway’s members are taken away', () => {
+    const deployed = definition() as unknown as Record<string, unknown>;
+    // Tokens (the functions' ARNs) sit only in x-amazon members, which publicView removes.
+    const published = JSON.parse(JSON.stringify(buildOpenApiDocument(routes))) as Record<string, unknown>;
+    // The reader's prose (descriptions, summaries, examples) is left out to keep the template small.
+    expect(readersProse).toEqual(['description', 'summary', 'example', 'examples']);
+    expect(deployedOnly(publicView(deployed))).toEqual(deployedOnly(withoutProse(published)));
+    expect(deployed.openapi).toBe('3.0.1');
+    expect(published.openapi).toBe('3.1.0');
+    expect((deployed.info as { description: string }).description).toBe('Encrypted digital receipts (test)');
+  });
+
+  it('publishes no x-amazon member', () => {
+    expect(JSON.stringify(buildOpenApiDocument(routes))).not.toContain('"x-amazon-');
+    expect(JSON.stringify(definition())).toContain('"x-amazon-apigateway-integration"');
+  });
+
+  it('keeps each template well under CloudFormation’s 1 MB limit', () => {
+    for (const [name, stack] of Object.entries(sharedApp().templates.stacks))
+      expect([name, JSON.stringify(stack).length < TEMPLATE_SIZE_BUDGET]).toEqual([name, true]);
+  });
+});
+
 describe('gateway responses', () => {
-  const responses = (): Record<string, Resource['Properties']> =>
-    Object.fromEntries(
-      Object.values(resourcesOf(template, 'AWS::ApiGateway::GatewayResponse')).map((response) => [
-        response.Properties.ResponseType as string,
-        response.Properties,
-      ]),
-    );
+  const responses = () => definition()['x-amazon-apigateway-gateway-responses'];
 
   it.each([
     ['INVALID_API_KEY', '401', 'unauthorized'],
@@ -143,14 +241,14 @@ describe('gateway responses', () => {
   ])('%s → %s %s in the service envelope', (type, status, code) => {
     const response = responses()[type];
     expect(response).toBeDefined();
-    expect(response?.StatusCode).toBe(status);
-    const body = (response?.ResponseTemplates as Record<string, string>)['application/json'] ?? '';
+    expect(response?.statusCode).toBe(status);
+    const body = response?.responseTemplates['application/json'] ?? '';
     expect(render(body)).toEqual(envelope(code));
   });
 
   it('gives every gateway response the request id header', () => {
     for (const response of Object.values(responses())) {
-      expect(response.ResponseParameters).toMatchObject({
+      expect(response.responseParameters).toMatchObject({
         'gatewayresponse.header.X-Request-Id': 'context.requestId',
       });
     }
@@ -158,16 +256,12 @@ describe('gateway responses', () => {
 
   it('tells throttled and over-quota callers when to retry', () => {
     for (const type of ['THROTTLED', 'QUOTA_EXCEEDED']) {
-      expect(
-        (responses()[type]?.ResponseParameters as Record<string, string>)[
-          'gatewayresponse.header.Retry-After'
-        ],
-      ).toMatch(/^'\d+'$/);
+      expect(responses()[type]?.responseParameters['gatewayresponse.header.Retry-After']).toMatch(/^'\d+'$/);
     }
   });
 
   it("keeps API Gateway's own message where the catch-all has nothing better", () => {
-    const body = (responses().DEFAULT_4XX?.ResponseTemplates as Record<string, string>)['application/json'];
+    const body = responses().DEFAULT_4XX?.responseTemplates['application/json'];
     expect(body).toContain('"message":$context.error.messageString,');
     expect((render(body ?? '') as { error: { message: string } }).error.message).toBe('Forbidden');
   });

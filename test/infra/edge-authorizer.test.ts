@@ -9,14 +9,19 @@ import { edgeAuthorizerFunction } from '../../functions/platform/edge-authorizer
 import { routes } from '../../functions/routes.js';
 import { tableDefinitions } from '../../lib/kernel/tables.js';
 import {
+  apiDefinitionOf,
   asArray,
+  authorizerNameOf,
   functionByName,
-  methodAt,
+  operationAt,
+  operationsOf,
   referencedId,
+  requiredSchemes,
   resourcesOf,
   roleIdOf,
   sharedTemplate,
   statementsOfRole,
+  type ApiDefinitionJson,
   type Resource,
 } from './support.js';
 import { bundleFunction } from './variants.js';
@@ -29,7 +34,9 @@ import { bundleFunction } from './variants.js';
 let template: Template;
 let authorizerFunctionId: string;
 let authorizerFunction: Resource;
-let authorizerId: string;
+let definition: ApiDefinitionJson;
+/** The authorizer: the definition's Lambda authorizer security scheme. */
+let authorizerName: string;
 
 beforeAll(() => {
   template = sharedTemplate();
@@ -37,13 +44,9 @@ beforeAll(() => {
     template,
     'receipt-service-test-edge-authorizer',
   );
-  const authorizers = Object.keys(resourcesOf(template, 'AWS::ApiGateway::Authorizer'));
-  expect(authorizers).toHaveLength(1);
-  authorizerId = authorizers[0] as string;
+  definition = apiDefinitionOf(template);
+  authorizerName = authorizerNameOf(definition);
 });
-
-const methods = (): Resource[] => Object.values(resourcesOf(template, 'AWS::ApiGateway::Method'));
-const methodFor = (path: string, httpMethod: string): Resource => methodAt(template, path, httpMethod);
 
 const apiKeysTableId = (): string => {
   const entry = Object.entries(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -55,28 +58,33 @@ const apiKeysTableId = (): string => {
 
 describe('the REST API', () => {
   it('takes usage-plan keys from the authorizer, not from the X-API-Key header', () => {
-    const [api] = Object.values(resourcesOf(template, 'AWS::ApiGateway::RestApi'));
-    expect(api?.Properties.ApiKeySourceType).toBe('AUTHORIZER');
+    expect(definition['x-amazon-apigateway-api-key-source']).toBe('AUTHORIZER');
   });
 
   it('has one REQUEST authorizer on the function, run for every request: no identity source, no cache', () => {
-    const authorizer = resourcesOf(template, 'AWS::ApiGateway::Authorizer')[authorizerId];
-    expect(authorizer?.Properties).toMatchObject({
-      Type: 'REQUEST',
-      AuthorizerResultTtlInSeconds: EDGE_AUTHORIZER_CACHE_SECONDS,
+    expect(authorizerName).toBe('receipt-service-test-edge');
+    const authorizer = definition.components.securitySchemes[authorizerName]?.[
+      'x-amazon-apigateway-authorizer'
+    ] as Record<string, unknown>;
+    expect(authorizer).toMatchObject({
+      type: 'request',
+      authorizerResultTtlInSeconds: EDGE_AUTHORIZER_CACHE_SECONDS,
     });
     // A missing X-API-Key reaches the authorizer too, and every answer is the request's own.
-    expect(authorizer?.Properties.IdentitySource).toBeUndefined();
+    expect(authorizer.identitySource).toBeUndefined();
     expect(EDGE_AUTHORIZER_CACHE_SECONDS).toBe(0);
-    expect(JSON.stringify(authorizer?.Properties.AuthorizerUri)).toContain(`"${authorizerFunctionId}"`);
+    expect(JSON.stringify(authorizer.authorizerUri)).toContain(
+      ':function:receipt-service-test-edge-authorizer/invocations',
+    );
+    expect(authorizerFunction.Properties.FunctionName).toBe('receipt-service-test-edge-authorizer');
   });
 
   it.each(routes.filter((route) => route.apiKeyRequired).map((route) => [route.name, route] as const))(
     '%s: the authorizer, and an API key required so its tier plan throttles it',
     (_name, route) => {
-      const method = methodFor(route.path, route.method);
-      expect(method.Properties).toMatchObject({ ApiKeyRequired: true, AuthorizationType: 'CUSTOM' });
-      expect(referencedId(method.Properties.AuthorizerId)).toBe(authorizerId);
+      const operation = operationAt(template, route.path, route.method);
+      // API Gateway reads each requirement: the API key (ApiKeyAuth) and the Lambda authorizer.
+      expect(operation.security).toEqual([{ ApiKeyAuth: [] }, { [authorizerName]: [] }]);
     },
   );
 
@@ -91,16 +99,14 @@ describe('the REST API', () => {
       'health',
       'openapi',
     ]);
+    const operations = operationsOf(definition);
     const unkeyed = [
-      ...open.map((route) => methodFor(route.path, route.method)),
-      ...methods().filter((method) => method.Properties.HttpMethod === 'ANY'),
+      ...open.map((route) => operationAt(template, route.path, route.method)),
+      ...operations.filter(({ method }) => method === 'ANY').map(({ operation }) => operation),
     ];
     expect(unkeyed.length).toBeGreaterThan(open.length);
-    for (const method of unkeyed) {
-      expect(method.Properties.ApiKeyRequired).not.toBe(true);
-      expect(referencedId(method.Properties.AuthorizerId)).toBe(authorizerId);
-    }
-    expect(methods().every((method) => referencedId(method.Properties.AuthorizerId) === authorizerId)).toBe(
+    for (const operation of unkeyed) expect(requiredSchemes(operation)).toEqual([authorizerName]);
+    expect(operations.every(({ operation }) => requiredSchemes(operation).includes(authorizerName))).toBe(
       true,
     );
     // Which methods need a key is the route table's say, passed to the function.
@@ -187,15 +193,8 @@ describe('the authorizer function', () => {
 });
 
 describe('gateway responses for the authorizer', () => {
-  const responses = (): Record<string, Resource['Properties']> =>
-    Object.fromEntries(
-      Object.values(resourcesOf(template, 'AWS::ApiGateway::GatewayResponse')).map((response) => [
-        response.Properties.ResponseType as string,
-        response.Properties,
-      ]),
-    );
-  const body = (type: string): string =>
-    (responses()[type]?.ResponseTemplates as Record<string, string>)['application/json'] ?? '';
+  const responses = () => definition['x-amazon-apigateway-gateway-responses'];
+  const body = (type: string): string => responses()[type]?.responseTemplates['application/json'] ?? '';
   /** Fills a template the way API Gateway does (test/infra/gateway-responses.test.ts renders them all). */
   const render = (template: string, message: string): unknown =>
     JSON.parse(
@@ -206,7 +205,7 @@ describe('gateway responses for the authorizer', () => {
     );
 
   it("answers a refused key with 401 unauthorized and the authorizer's reason", () => {
-    expect(responses().ACCESS_DENIED?.StatusCode).toBe('401');
+    expect(responses().ACCESS_DENIED?.statusCode).toBe('401');
     const reason = 'This is a test (staging) API key; this is the live (production) environment';
     expect(render(body('ACCESS_DENIED'), reason)).toEqual({
       success: false,
@@ -220,21 +219,21 @@ describe('gateway responses for the authorizer', () => {
   });
 
   it('keeps UNAUTHORIZED (an identity source missing, which no longer happens) a 401 unauthorized', () => {
-    expect(responses().UNAUTHORIZED?.StatusCode).toBe('401');
+    expect(responses().UNAUTHORIZED?.statusCode).toBe('401');
     expect(render(body('UNAUTHORIZED'), '')).toMatchObject({
       error: { code: 'unauthorized', message: 'Missing or invalid API key' },
     });
   });
 
   it('answers an authorizer that failed with 503 service_unavailable, not a refusal', () => {
-    expect(responses().AUTHORIZER_FAILURE?.StatusCode).toBe('503');
+    expect(responses().AUTHORIZER_FAILURE?.statusCode).toBe('503');
     expect(render(body('AUTHORIZER_FAILURE'), '')).toMatchObject({
       error: { code: 'service_unavailable' },
     });
   });
 
   it('keeps answering a usage identifier with no API Gateway key (revoked, not migrated) as 401', () => {
-    expect(responses().INVALID_API_KEY?.StatusCode).toBe('401');
+    expect(responses().INVALID_API_KEY?.statusCode).toBe('401');
     expect(render(body('INVALID_API_KEY'), '')).toMatchObject({ error: { code: 'unauthorized' } });
   });
 });

@@ -5,7 +5,8 @@ import { findRoute, routes } from '../../functions/routes.js';
 import {
   asArray,
   functionByName,
-  methodAt,
+  operationAt,
+  requiredSchemes,
   roleIdOf,
   resourcesOf,
   sharedTemplate,
@@ -49,9 +50,9 @@ function readableSecrets(roleId: string): string[] {
 
 describe('the gateways’ events route', () => {
   it('needs no API key: each event is verified by its provider’s signature', () => {
-    const method = methodAt(template, route.path, 'POST');
-    expect(method.Properties.ApiKeyRequired).toBe(false);
-    expect((method.Properties.Integration as { Type: string }).Type).toBe('AWS_PROXY');
+    const operation = operationAt(template, route.path, 'POST');
+    expect(requiredSchemes(operation)).not.toContain('ApiKeyAuth');
+    expect(operation['x-amazon-apigateway-integration']?.type).toBe('aws_proxy');
     // The edge authorizer runs on every method (it gives API Gateway's own answers their timestamp and
     // rate-limit headers), and lets through every method it is not told is keyed: this one is not.
     const keyed = String(

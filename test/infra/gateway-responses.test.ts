@@ -29,55 +29,62 @@ import { prefixedTableNames } from '../../lib/kernel/tables.js';
 import { tiers } from '../../lib/kernel/tiers.js';
 import { errorEnvelope } from '../../lib/openapi/envelopes.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { resourcesOf, sharedTemplate, type Resource } from './support.js';
+import {
+  apiDefinitionOf,
+  authorizerNameOf,
+  operationsOf,
+  requiredSchemes,
+  resourcesOf,
+  sharedTemplate,
+  type ApiOperation,
+} from './support.js';
 
 /**
  * What API Gateway answers by itself, as deployed: each gateway response and mock answer of the
- * synthesized template, rendered the way API Gateway renders it (variables substituted, nothing
+ * synthesized template's API definition (x-amazon-apigateway-gateway-responses and the mock ANY methods), rendered the way API Gateway renders it (variables substituted, nothing
  * else: gateway response templates are not VTL) with the context the edge authorizer really gives,
  * must be the documented error envelope with an ISO 8601 timestamp and the X-RateLimit-* headers of
  * the limit that binds.
  */
 let template: Template;
-const gatewayResponses = (): Resource[] =>
-  Object.values(resourcesOf(template, 'AWS::ApiGateway::GatewayResponse'));
 
-interface MockResponse {
-  StatusCode: string;
-  ResponseTemplates: Record<string, string>;
-  ResponseParameters: Record<string, string>;
+/** A gateway response of the definition, with its type. */
+interface GatewayResponse {
+  type: string;
+  statusCode?: string;
+  responseParameters: Record<string, string>;
+  responseTemplates: Record<string, string>;
 }
-const mockMethods = (): Resource[] =>
-  Object.values(resourcesOf(template, 'AWS::ApiGateway::Method')).filter(
-    (method) => (method.Properties.Integration as { Type?: string } | undefined)?.Type === 'MOCK',
+const gatewayResponses = (): GatewayResponse[] =>
+  Object.entries(apiDefinitionOf(template)['x-amazon-apigateway-gateway-responses']).map(
+    ([type, response]) => ({ type, ...response }),
   );
 
-/** A synthesized gateway response as the declaration it came from (status, template, headers). */
-function answerOf(response: Resource): EdgeAnswer {
+const mockMethods = (): ApiOperation[] =>
+  operationsOf(apiDefinitionOf(template))
+    .map(({ operation }) => operation)
+    .filter((operation) => operation['x-amazon-apigateway-integration']?.type === 'mock');
+
+/** A gateway response of the definition as the declaration it came from (status, template, headers). */
+function answerOf(response: GatewayResponse): EdgeAnswer {
   const prefix = 'gatewayresponse.header.';
   return {
-    statusCode: String(
-      response.Properties.StatusCode ??
-        (String(response.Properties.ResponseType).endsWith('5XX') ? 500 : 400),
-    ),
-    template: (response.Properties.ResponseTemplates as Record<string, string>)['application/json'] ?? '',
+    statusCode: response.statusCode ?? (response.type.endsWith('5XX') ? '500' : '400'),
+    template: response.responseTemplates['application/json'] ?? '',
     headers: Object.fromEntries(
-      Object.entries(response.Properties.ResponseParameters as Record<string, string>).map(
-        ([name, value]) => [name.slice(prefix.length), value],
-      ),
+      Object.entries(response.responseParameters).map(([name, value]) => [name.slice(prefix.length), value]),
     ),
   };
 }
 
-function answerOfMock(method: Resource): EdgeAnswer {
-  const [response] = (method.Properties.Integration as { IntegrationResponses: MockResponse[] })
-    .IntegrationResponses;
+function answerOfMock(method: ApiOperation): EdgeAnswer {
+  const response = method['x-amazon-apigateway-integration']?.responses?.default;
   const prefix = 'method.response.header.';
   return {
-    statusCode: response?.StatusCode ?? '',
-    template: response?.ResponseTemplates['application/json'] ?? '',
+    statusCode: response?.statusCode ?? '',
+    template: response?.responseTemplates?.['application/json'] ?? '',
     headers: Object.fromEntries(
-      Object.entries(response?.ResponseParameters ?? {}).map(([name, value]) => [
+      Object.entries(response?.responseParameters ?? {}).map(([name, value]) => [
         name.slice(prefix.length),
         value,
       ]),
@@ -161,13 +168,17 @@ function contextFor(type: string): EdgeRequestContext {
 
 describe('the edge authorizer', () => {
   it('runs for every request (no identity source, no result cache) and guards every method', () => {
-    const [authorizer] = Object.values(resourcesOf(template, 'AWS::ApiGateway::Authorizer'));
-    expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBe(0);
-    expect(authorizer?.Properties.IdentitySource).toBeUndefined();
-    for (const method of Object.values(resourcesOf(template, 'AWS::ApiGateway::Method')))
-      expect([method.Properties.HttpMethod, method.Properties.AuthorizationType]).toEqual([
-        method.Properties.HttpMethod,
-        'CUSTOM',
+    const definition = apiDefinitionOf(template);
+    const name = authorizerNameOf(definition);
+    const authorizer = definition.components.securitySchemes[name]?.['x-amazon-apigateway-authorizer'];
+    expect(authorizer).toMatchObject({ authorizerResultTtlInSeconds: 0 });
+    expect(authorizer).not.toHaveProperty('identitySource');
+    expect(Object.keys(resourcesOf(template, 'AWS::ApiGateway::Method'))).toEqual([]);
+    for (const { path, method, operation } of operationsOf(definition))
+      expect([path, method, requiredSchemes(operation)]).toEqual([
+        path,
+        method,
+        expect.arrayContaining([name]),
       ]);
   });
 
@@ -227,13 +238,13 @@ describe('the edge authorizer', () => {
 
 describe('gateway responses in the synthesized template', () => {
   it('declares every response type once, and every one reaches the template', () => {
-    const types = gatewayResponses().map((response) => String(response.Properties.ResponseType));
+    const types = gatewayResponses().map((response) => response.type);
     expect(types.sort()).toEqual(edgeErrorResponses.map((response) => response.type).sort());
   });
 
   it('take their timestamp and X-RateLimit-* from the authorizer, and say no-store', () => {
     for (const response of gatewayResponses()) {
-      const type = String(response.Properties.ResponseType);
+      const { type } = response;
       const answer = answerOf(response);
       expect({
         type,
@@ -265,10 +276,10 @@ describe('gateway responses in the synthesized template', () => {
   )(
     '%s renders as API Gateway renders it into the error envelope, with an ISO 8601 timestamp and numeric rate limits',
     (type) => {
-      const response = gatewayResponses().find((candidate) => candidate.Properties.ResponseType === type);
+      const response = gatewayResponses().find((candidate) => candidate.type === type);
       expect(response).toBeDefined();
       const context = contextFor(type);
-      const rendered = renderEdgeAnswer(answerOf(response as Resource), context);
+      const rendered = renderEdgeAnswer(answerOf(response as GatewayResponse), context);
       const parsed = errorEnvelope.safeParse(JSON.parse(rendered.body));
       expect(parsed.error?.issues ?? []).toEqual([]);
       expect(isoTimestamp.safeParse(parsed.data?.error.timestamp).success).toBe(true);
@@ -284,11 +295,9 @@ describe('gateway responses in the synthesized template', () => {
   );
 
   it("places the authorizer's refusal message in a valid JSON string", () => {
-    const denied = gatewayResponses().find(
-      (candidate) => candidate.Properties.ResponseType === 'ACCESS_DENIED',
-    );
+    const denied = gatewayResponses().find((candidate) => candidate.type === 'ACCESS_DENIED');
     const body = JSON.parse(
-      renderEdgeAnswer(answerOf(denied as Resource), contextFor('ACCESS_DENIED')).body,
+      renderEdgeAnswer(answerOf(denied as GatewayResponse), contextFor('ACCESS_DENIED')).body,
     ) as {
       error: { message: string };
     };
@@ -304,8 +313,8 @@ describe('gateway responses in the synthesized template', () => {
     ]);
     // What API Gateway sends then (docs/API.md says so): the envelope, without a time it could not format.
     for (const { type } of contextless) {
-      const response = gatewayResponses().find((candidate) => candidate.Properties.ResponseType === type);
-      const rendered = renderEdgeAnswer(answerOf(response as Resource), { requestId: randomUUID() });
+      const response = gatewayResponses().find((candidate) => candidate.type === type);
+      const rendered = renderEdgeAnswer(answerOf(response as GatewayResponse), { requestId: randomUUID() });
       const body = JSON.parse(rendered.body) as { error: { timestamp: string; code: string } };
       expect({ type, timestamp: body.error.timestamp, limit: rendered.headers['X-RateLimit-Limit'] }).toEqual(
         {
@@ -346,7 +355,7 @@ describe('404 and 405 answered by mocks behind the authorizer', () => {
           'X-RateLimit-Remaining': '60',
           'Cache-Control': 'no-store',
         });
-        expect(method.Properties.ApiKeyRequired).toBe(false);
+        expect(requiredSchemes(method)).not.toContain('ApiKeyAuth');
       }
     },
   );

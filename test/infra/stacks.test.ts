@@ -19,6 +19,17 @@ import { synthVariant } from './variants.js';
 
 /** CloudFormation refuses a stack of more than 500 resources; this leaves room to grow and to see it coming. */
 const STACK_RESOURCE_BUDGET = 400;
+/**
+ * The service stack's own budget, so that 30 and more routes still fit under the suite's 400
+ * (docs/DEPLOY.md, "What a route costs").
+ */
+const SERVICE_STACK_BUDGET = 250;
+/**
+ * What one more route adds to the service stack at most: its function, role, policy, log group and
+ * permission (a route with no table and no secret has no policy; one using escrow has its role in the
+ * data stack).
+ */
+const SERVICE_RESOURCES_PER_ROUTE = 5;
 /** CloudFormation's limit on a stack's outputs; cross-stack reads are outputs of the stack read. */
 const STACK_OUTPUT_LIMIT = 200;
 
@@ -76,13 +87,23 @@ const addedSinceTheSplit: Record<string, number> = {
   'AWS::Lambda::Function': 1,
   'AWS::SQS::Queue': 2,
   'AWS::SQS::QueuePolicy': 2,
-  // Unknown paths answered by a mock 404 behind the authorizer instead of API Gateway's own
-  // MISSING_AUTHENTICATION_TOKEN, so the answer has an ISO timestamp and rate-limit headers (the edge as
-  // deployed): a root `{proxy+}` resource with its ANY method, and an ANY method on each resource that
-  // leads to a route without being one (11 of them).
-  'AWS::ApiGateway::Resource': 1,
-  'AWS::ApiGateway::Method': 12,
 };
+
+/**
+ * The API is defined by its OpenAPI document (infra/api-definition.ts): its methods and resources
+ * (the 404 mocks added since that commit among them), authorizer, request validator and gateway
+ * responses are members of the REST API's definition, no longer resources of their own. Its Lambda
+ * permissions stay one per function.
+ */
+const definedByTheDocument: Record<string, number> = Object.fromEntries(
+  [
+    'AWS::ApiGateway::Method',
+    'AWS::ApiGateway::Resource',
+    'AWS::ApiGateway::Authorizer',
+    'AWS::ApiGateway::RequestValidator',
+    'AWS::ApiGateway::GatewayResponse',
+  ].map((type) => [type, -(beforeTheSplit.byType[type] ?? 0)]),
+);
 
 const kinds = ['data', 'service', 'monitoring'] as const;
 const nameOf = (kind: (typeof kinds)[number]): string => testStackNames[kind];
@@ -114,6 +135,35 @@ describe('one stage, three stacks', () => {
     expect(count).toBeGreaterThan(0);
     expect(count).toBeLessThan(STACK_RESOURCE_BUDGET);
     expect(Object.keys(stacks[nameOf(kind)]?.Outputs ?? {}).length).toBeLessThan(STACK_OUTPUT_LIMIT);
+  });
+
+  it(`keeps the service stack within ${SERVICE_STACK_BUDGET} resources, none of them an API method or path`, () => {
+    const service = stacks[nameOf('service')] as TemplateJson;
+    const counted = countByType([service]);
+    expect(total(counted)).toBeLessThanOrEqual(SERVICE_STACK_BUDGET);
+    expect(counted['AWS::ApiGateway::Method']).toBeUndefined();
+    expect(counted['AWS::ApiGateway::Resource']).toBeUndefined();
+  });
+
+  it(`adds ${SERVICE_RESOURCES_PER_ROUTE} service resources per route, so that 30 more fit under ${STACK_RESOURCE_BUDGET}`, () => {
+    // A keyed route with tables of its own: a policy, and a role in this stack.
+    const typical = routes.find(
+      (route) => route.apiKeyRequired && Object.keys(route.tables).length > 0 && !route.escrow,
+    );
+    const smaller = synthVariant({ routes: routes.filter((route) => route !== typical) }).templates.stacks[
+      nameOf('service')
+    ] as TemplateJson;
+    const service = stacks[nameOf('service')] as TemplateJson;
+    const perRoute = total(countByType([service])) - total(countByType([smaller]));
+    expect(perRoute).toBe(SERVICE_RESOURCES_PER_ROUTE);
+    // And its bytes: the template, half of it the API definition inline, stays under CloudFormation's
+    // 1 MB for 20 more such routes; past that the definition moves to an asset (docs/DEPLOY.md).
+    const size = (template: TemplateJson) => JSON.stringify(template).length;
+    const bytesPerRoute = size(service) - size(smaller);
+    expect(size(service) + 20 * bytesPerRoute).toBeLessThan(1_000_000);
+    expect(
+      Math.floor((STACK_RESOURCE_BUDGET - 1 - total(countByType([service]))) / perRoute),
+    ).toBeGreaterThanOrEqual(30);
   });
 
   it('reads across stacks one way only: the service stack the data stack, monitoring both', () => {
@@ -249,7 +299,7 @@ describe('one stage, three stacks', () => {
     expect(functions).toEqual([...beforeTheSplit.functions, ...functionsAddedSinceTheSplit].sort());
 
     const expected = { ...beforeTheSplit.byType };
-    for (const differences of [wiringDifferences, addedSinceTheSplit])
+    for (const differences of [wiringDifferences, addedSinceTheSplit, definedByTheDocument])
       for (const [type, difference] of Object.entries(differences))
         expected[type] = (expected[type] ?? 0) + difference;
     const counted = countByType(Object.values(split));

@@ -193,25 +193,90 @@ export function functionByName(template: Template, name: string): [string, Resou
   return found[0] as [string, Resource];
 }
 
-/** `/api/v1/...` of an API Gateway resource, rebuilt from PathPart and ParentId. */
-export function resourcePath(template: Template, resourceId: string | undefined): string {
-  const resources = resourcesOf(template, 'AWS::ApiGateway::Resource');
-  const parts: string[] = [];
-  let current = resourceId ? resources[resourceId] : undefined;
-  while (current) {
-    parts.unshift(current.Properties.PathPart as string);
-    current = resources[referencedId(current.Properties.ParentId) ?? ''];
-  }
-  return `/${parts.join('/')}`;
+/** An operation of the API's definition, as API Gateway reads it. */
+export interface ApiOperation {
+  security?: Record<string, unknown>[];
+  parameters?: { name: string; in: string; required?: boolean }[];
+  responses?: Record<string, { headers?: Record<string, unknown> }>;
+  'x-amazon-apigateway-request-validator'?: string;
+  'x-amazon-apigateway-integration'?: {
+    type: string;
+    httpMethod?: string;
+    uri?: unknown;
+    requestTemplates?: Record<string, string>;
+    responses?: Record<
+      string,
+      {
+        statusCode: string;
+        responseParameters?: Record<string, string>;
+        responseTemplates?: Record<string, string>;
+      }
+    >;
+  };
+  [member: string]: unknown;
 }
 
-/** The one API Gateway method with this HTTP method on the resource at this path. */
-export function methodAt(template: Template, path: string, httpMethod: string): Resource {
-  const found = Object.values(resourcesOf(template, 'AWS::ApiGateway::Method')).filter(
-    (method) =>
-      method.Properties.HttpMethod === httpMethod &&
-      resourcePath(template, referencedId(method.Properties.ResourceId)) === path,
+/** The REST API's OpenAPI definition (its `Body`), as the template holds it. */
+export interface ApiDefinitionJson {
+  openapi: string;
+  paths: Record<string, Record<string, ApiOperation>>;
+  components: { securitySchemes: Record<string, Record<string, unknown>> } & Record<string, unknown>;
+  security?: Record<string, unknown>[];
+  'x-amazon-apigateway-gateway-responses': Record<
+    string,
+    {
+      statusCode?: string;
+      responseParameters: Record<string, string>;
+      responseTemplates: Record<string, string>;
+    }
+  >;
+  'x-amazon-apigateway-request-validators': Record<string, Record<string, boolean>>;
+  [member: string]: unknown;
+}
+
+/** The definition of the one REST API in the template. */
+export function apiDefinitionOf(template: Template): ApiDefinitionJson {
+  const apis = Object.values(resourcesOf(template, 'AWS::ApiGateway::RestApi'));
+  if (apis.length !== 1) throw new Error(`Expected one REST API, found ${apis.length}`);
+  const body = apis[0]?.Properties.Body;
+  if (!body) throw new Error('The REST API has no inline definition');
+  return body as ApiDefinitionJson;
+}
+
+/** Each method of the definition: `ANY` for API Gateway's x-amazon-apigateway-any-method. */
+export function operationsOf(
+  definition: ApiDefinitionJson,
+): { path: string; method: string; operation: ApiOperation }[] {
+  const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+  return Object.entries(definition.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([key]) => methods.includes(key) || key === 'x-amazon-apigateway-any-method')
+      .map(([key, operation]) => ({
+        path,
+        method: key === 'x-amazon-apigateway-any-method' ? 'ANY' : key.toUpperCase(),
+        operation,
+      })),
+  );
+}
+
+/** The one operation with this HTTP method (or `ANY`) at this path of the definition. */
+export function operationAt(template: Template, path: string, httpMethod: string): ApiOperation {
+  const found = operationsOf(apiDefinitionOf(template)).filter(
+    (candidate) => candidate.path === path && candidate.method === httpMethod,
   );
   if (found.length !== 1) throw new Error(`Expected one ${httpMethod} ${path}, found ${found.length}`);
-  return found[0] as Resource;
+  return (found[0] as { operation: ApiOperation }).operation;
 }
+
+/** The name of the definition's Lambda authorizer (its security scheme). */
+export function authorizerNameOf(definition: ApiDefinitionJson): string {
+  const names = Object.entries(definition.components.securitySchemes)
+    .filter(([, scheme]) => scheme['x-amazon-apigateway-authtype'] === 'custom')
+    .map(([name]) => name);
+  if (names.length !== 1) throw new Error(`Expected one Lambda authorizer, found ${names.length}`);
+  return names[0] as string;
+}
+
+/** The security schemes an operation requires, all of its requirement objects together. */
+export const requiredSchemes = (operation: ApiOperation): string[] =>
+  (operation.security ?? []).flatMap((requirement) => Object.keys(requirement)).sort();

@@ -10,7 +10,7 @@ import { ReceiptServiceMonitoringStack } from '../../infra/monitoring-stack.js';
 import { ReceiptServiceStack } from '../../infra/receipt-service-stack.js';
 import { ServiceFunction } from '../../infra/service-function.js';
 import type { SettingsInput } from '../../infra/settings.js';
-import { findRoute, type RouteDefinition, type RouteName } from '../../functions/routes.js';
+import { findRoute, type RouteDeclaration, type RouteName } from '../../functions/routes.js';
 import type { FunctionDefinition } from '../../lib/kernel/route.js';
 import {
   cdkJsonContext,
@@ -45,7 +45,7 @@ export interface VariantOptions {
   settings?: SettingsInput;
   /** CDK context, as `-c key=value` gives it. */
   context?: Record<string, unknown>;
-  routes?: readonly RouteDefinition[];
+  routes?: readonly RouteDeclaration[];
   /** Build the monitoring stack too (alarms, metric filters, topic, dashboard). */
   monitoring?: boolean;
 }
