@@ -58,7 +58,8 @@ const esmOnlyPackages = [
 
 /** @type {import('jest').Config} */
 const shared = {
-  // Jest's Node environment, which lets a finished test file go (node-environment.js says why).
+  // Jest's Node environment, which sends the service's log lines to a file per test file and lets a
+  // finished test file go (node-environment.js says why).
   testEnvironment: '<rootDir>/test/support/node-environment.js',
   transform: {
     '^.+\\.ts$': [

@@ -26,6 +26,7 @@ import { ensurePrivateDir } from './private-files.js';
 import type { RouteDeclaration } from '../lib/kernel/route.js';
 import { invocationScope } from './invocation-scope.js';
 import { startHttpServer } from './server.js';
+import { checkHealth } from '../lib/platform/health.js';
 import { systemResolver, type HostResolver } from '../lib/webhooks/url-guard.js';
 import { localWebhookUrlGuard } from './webhook-url-guard.js';
 import { deliveryDeps } from '../lib/webhooks/delivery-deps.js';
@@ -200,6 +201,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       });
       if (Object.values(indexed).some((count) => count > 0))
         logger.info('evidence index brought up to date', { ...indexed });
+    }
+    if (!options.lazyHandlers) {
+      // Ready before it says so (`npm start` prints "listening" once this returns): both gateway SDKs
+      // loaded and one health check made, which warms the DynamoDB, escrow and gateway clients. Left
+      // to the first request, that took 10 s on a loaded machine and could answer 503. Its report is
+      // not kept: health checks again when asked, and a dependency down now is one it reports then.
+      await checkHealth(deps);
     }
     // Bound once the dispatcher runs (it starts after the server, which it needs the address of).
     let invoked = (): void => undefined;

@@ -11,6 +11,7 @@ import {
   type BrowserSession,
   type PageWatch,
 } from '../support/browser.js';
+import { patience, pollUntil } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import { pdfText } from '../sdk/receipts.js';
 
@@ -24,9 +25,6 @@ describe('developer console in a browser', () => {
   let session: BrowserSession;
   const watches: PageWatch[] = [];
   const watchOf = new Map<Page, PageWatch>();
-  /** Chromium logs the 404 of a match endpoint not built yet as a console error: one per such run. */
-  const missingMatches = new Map<PageWatch, number>();
-  const NOT_FOUND = 'console: Failed to load resource: the server responded with a status of 404 (Not Found)';
   let keys: { merchant: string; issuer: string };
 
   beforeAll(async () => {
@@ -62,9 +60,17 @@ describe('developer console in a browser', () => {
     await page.type('#issuerKey', issuer);
   }
 
-  /** Closes a console, first checking it broke none of its policies. */
+  /**
+   * Closes a console, first checking it broke none of its policies, as a person leaving it does: the
+   * page is navigated away from, then its tab closed. A tab closed outright gives the page's pagehide
+   * handlers Chromium's unload timeout (about 500 ms) and is then torn down with them unrun, so on a
+   * loaded machine the page's keepalive DELETE was never sent: a pagehide handler that starts 700 ms
+   * late loses it on every close, one 300 ms late on none (tried with chromium-headless-shell). A
+   * navigation waits for the old page's pagehide however long it takes, and the DELETE leaves then.
+   */
   async function closeConsole(page: Page): Promise<void> {
     expect(await watchOf.get(page)!.cspViolations()).toEqual([]);
+    await page.goto('about:blank');
     await page.close();
   }
 
@@ -79,17 +85,16 @@ describe('developer console in a browser', () => {
     return listed.json.data.webhooks;
   }
 
-  /** Lists until `done` says yes: the page's keepalive DELETE lands a moment after the page is gone. */
-  async function webhooksUntil(
-    done: (webhooks: { webhookId: string }[]) => boolean,
-    issuer = keys.issuer,
-  ): Promise<{ webhookId: string }[]> {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const webhooks = await webhooksOf(issuer);
-      if (done(webhooks) || Date.now() > deadline) return webhooks;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+  /**
+   * Until the issuer has no webhook: the page's keepalive DELETE has left when its pagehide ran, and
+   * is answered a moment later, after the page is gone.
+   */
+  async function webhooksGone(issuer = keys.issuer): Promise<void> {
+    await pollUntil(
+      "the page's webhook to be deleted",
+      async () => ((await webhooksOf(issuer)).length === 0 ? true : undefined),
+      { timeoutMs: patience(20_000), intervalMs: 100 },
+    );
   }
 
   // A flow is a dozen requests plus the bundle built on first use: well over a minute on a loaded CI box.
@@ -108,10 +113,6 @@ describe('developer console in a browser', () => {
     await page.waitForSelector('#steps[data-done]', { timeout: 100_000 });
     const done = await page.$eval('#steps', (steps) => steps.getAttribute('data-done'));
     const match = await page.$eval('#match', (step) => step.getAttribute('data-match'));
-    if (match === 'unavailable') {
-      const watch = watchOf.get(page)!;
-      missingMatches.set(watch, (missingMatches.get(watch) ?? 0) + 1);
-    }
     if (done !== 'ok') {
       // The page says where the flow stopped; the test fails on `done` below with it in view.
       console.error(String(await page.evaluate('document.body.innerText')));
@@ -205,9 +206,9 @@ describe('developer console in a browser', () => {
       summary: { subtotal: 450, totalTax: 39, total: 489 },
       notes: 'One coffee was cold',
     });
-    // The match endpoint answers with this receipt, or (before it is built) the step says it is not here.
-    expect(['found', 'unavailable']).toContain(first.match);
-    if (first.match === 'unavailable') expect(first.text).toContain('match is not available on this service');
+    // The issuer's statement line is matched to this receipt.
+    expect(first.match).toBe('found');
+    expect(first.text).toContain(`→ receipt ${String(first.receipt.receiptId)}`);
 
     // The receipt as a person reads it: the SDK's HTML in a sandboxed frame, under its own policy.
     const sale = await renderedReceipt(page, 'receipt');
@@ -258,6 +259,7 @@ describe('developer console in a browser', () => {
     const second = await run(page, 'device', 'gateway_b');
     expect(second.done).toBe('ok');
     expect(second.failedSteps).toBe(0);
+    expect(second.match).toBe('found');
     expect(second.statuses).toEqual(['succeeded', 'partially_refunded']);
     expect(second.text).toContain('this visit’s, registered by an earlier run');
     expect(second.text).not.toContain('POST /api/v1/webhooks');
@@ -275,7 +277,7 @@ describe('developer console in a browser', () => {
     expect(deliveries.json.data.deliveries.length).toBeGreaterThan(0);
 
     await closeConsole(page);
-    expect(await webhooksUntil((webhooks) => webhooks.length === 0)).toEqual([]);
+    await webhooksGone();
   }, 240_000);
 
   it('at 390 px: one column, nothing wider than the phone, the receipt stacked, a PDF made in the page; a reload reuses a webhook still there', async () => {
@@ -299,6 +301,7 @@ describe('developer console in a browser', () => {
     await (await page.$('#receipt'))!.screenshot({ path: join(artifactsDir, 'console-receipt-390.png') });
     expect(result.done).toBe('ok');
     expect(result.failedSteps).toBe(0);
+    expect(result.match).toBe('found');
     expect(result.text).toContain('reused, not registered again');
     expect(result.signatures.receipt?.state).toBe('verified');
     expect(result.signatures['tampered-receipt']?.state).toBe('refused');
@@ -372,10 +375,11 @@ describe('developer console in a browser', () => {
 
     // A reload is a page going away too: the webhook is deleted, and the next run registers one.
     await page.reload({ waitUntil: 'networkidle0' });
-    expect(await webhooksUntil((webhooks) => webhooks.length === 0, issuer)).toEqual([]);
+    await webhooksGone(issuer);
     await typeKeys(page, issuer);
     const again = await run(page, 'device', 'gateway_b', 'ECDH-ES+A256KW', 'none');
     expect(again.done).toBe('ok');
+    expect(again.match).toBe('found');
     expect(again.text).toContain('Not there any more');
     expect(again.signatures.receipt).toEqual({ state: 'unsigned', text: 'not signed by the merchant' });
     expect(again.signatures['tampered-receipt']).toBeUndefined();
@@ -384,7 +388,7 @@ describe('developer console in a browser', () => {
     expect(renewed).toHaveLength(1);
     expect(renewed[0]!.webhookId).not.toBe(leftId);
     await closeConsole(page);
-    expect(await webhooksUntil((webhooks) => webhooks.length === 0, issuer)).toEqual([]);
+    await webhooksGone(issuer);
   }, 300_000);
 
   it('runs the specification path on gateway_b: generate-keys, an access token, payments/decrypt', async () => {
@@ -393,6 +397,7 @@ describe('developer console in a browser', () => {
     const page = await openConsole(1280, issuer);
     const result = await run(page, 'spec', 'gateway_b', 'ECDH-ES+A256KW', 'ES256');
     expect(result.done).toBe('ok');
+    expect(result.match).toBe('found');
     expect(result.receipt).toMatchObject({ merchant: { name: 'Corner Coffee' } });
     expect(result.text).toContain('POST /api/v1/keys/grant-access');
     expect(result.text).toContain('POST /api/v1/payments/decrypt');
@@ -408,7 +413,7 @@ describe('developer console in a browser', () => {
     expect(result.text).toContain('(signing secret,');
     expect(result.text).not.toMatch(/whsec_/);
     await closeConsole(page);
-    expect(await webhooksUntil((webhooks) => webhooks.length === 0, issuer)).toEqual([]);
+    await webhooksGone(issuer);
   }, 180_000);
 
   it("leaves jsPDF's optional helpers out of the console's scripts, which the SDK's PDF never calls", async () => {
@@ -425,10 +430,7 @@ describe('developer console in a browser', () => {
     expect(watches.length).toBeGreaterThan(0);
     for (const watch of watches) {
       expect(watch.foreignRequests).toEqual([]);
-      expect(watch.errors.filter((error) => error !== NOT_FOUND)).toEqual([]);
-      expect(watch.errors.filter((error) => error === NOT_FOUND)).toHaveLength(
-        missingMatches.get(watch) ?? 0,
-      );
+      expect(watch.errors).toEqual([]);
     }
   });
 });

@@ -36,6 +36,12 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
 
   beforeEach(() => stack.sandbox!.reset());
 
+  /**
+   * A hang the sandbox holds until the client closes the connection (far longer than the client's
+   * timeout), so the test waits on the client giving up, not on one time outlasting another.
+   */
+  const untilTheClientGivesUp = { ms: 600_000 };
+
   afterAll(async () => {
     await stack?.close();
   });
@@ -231,7 +237,7 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
       kind: 'hang',
       operation: 'stripe.paymentIntents.create',
       when: 'after-commit',
-      ms: 3_000,
+      ...untilTheClientGivesUp,
     });
     const body = paymentBody('gateway_a');
     const first = await create('gateway_a', body);
@@ -246,7 +252,7 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
       kind: 'hang',
       operation: 'square.payments.create',
       when: 'after-commit',
-      ms: 3_000,
+      ...untilTheClientGivesUp,
     });
     const body = paymentBody('gateway_b');
     const first = await create<ErrorBody>('gateway_b', body);
@@ -269,7 +275,10 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
     });
     const created = await create('gateway_a', paymentBody('gateway_a'));
     expect(created.status).toBe(200);
-    expect(stack.sandbox!.stats.requests['stripe.paymentIntents.create']).toBe(2);
+    // Retried, and charged once. Not an exact count of attempts: under load an answer can outlast the
+    // short client timeout, and the SDK's next attempt replays it under the same idempotency key.
+    expect(stack.sandbox!.stats.requests['stripe.paymentIntents.create']).toBeGreaterThanOrEqual(2);
+    expect(stack.sandbox!.stats.paymentsCreated.gateway_a).toBe(1);
   });
 
   it.each([

@@ -6,7 +6,7 @@ import { ClaimLimitError, NotFoundError } from '../../lib/kernel/errors.js';
 import { claimEscrowedReceipts, type ClaimedTransaction } from '../../lib/receipts/claim.js';
 import { getReceipt, listUserReceipts } from '../../lib/receipts/inbox.js';
 import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
-import { rotateUserKey } from '../../lib/users/lifecycle.js';
+import { eraseUser, rotateUserKey } from '../../lib/users/lifecycle.js';
 import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import {
   cardTransaction,
@@ -235,6 +235,24 @@ describe('claims: escrowed receipts released by the card transaction', () => {
     // More than a day's allowance at once is never accepted.
     useCases.clock.advance(24 * 3_600_000);
     await expect(claim(user, unmatched(DAILY_LIMIT + 1))).rejects.toBeInstanceOf(ClaimLimitError);
+  });
+
+  it('counts the allowance per card and issuer, not per user: the card registered again after its user is erased has none left', async () => {
+    const { receipt, user } = await escrowedThenRegistered();
+    const unmatched = (count: number) => Array.from({ length: count }, () => transaction({ amount: 1 }));
+    expect((await claim(user, unmatched(DAILY_LIMIT))).released).toBe(0);
+    await eraseUser(useCases.deps, {
+      userId: user.userId,
+      caller: issuer,
+      ...request(),
+      remainingMs: () => 60_000,
+    });
+
+    // The same card, a new user of the same issuer: a fresh allowance would release the receipt.
+    const again = await registerCardholder(useCases.deps, issuer, user.hashedPan);
+    expect(again.userId).not.toBe(user.userId);
+    await expect(claim(again, [transaction()])).rejects.toBeInstanceOf(ClaimLimitError);
+    await expectStillEscrowed(receipt);
   });
 
   it("wraps a released receipt for the user's current key: after a rotation the old key cannot open it", async () => {

@@ -231,6 +231,9 @@ async function dropWebhook(): Promise<void> {
 }
 
 // DELETE cannot go by sendBeacon (POST only): a keepalive fetch is the way a leaving page sends it.
+// A navigation away waits for this handler; a closing tab gives it Chromium's unload timeout (about
+// 500 ms) and then goes without it, so on a busy machine a closed tab can leave its webhook behind,
+// as a killed browser does.
 addEventListener('pagehide', () => void dropWebhook());
 
 /*
