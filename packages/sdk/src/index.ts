@@ -55,6 +55,7 @@ export {
   signingKeyId,
   signingPublicJwk,
   signReceipt,
+  signKeyProof,
   verifyReceiptSignature,
   type MerchantSignature,
   type ParsedSignature,
