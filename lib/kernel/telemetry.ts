@@ -35,6 +35,8 @@ export interface MetricDimensions {
   GatewayEventsRefused: { gateway: GatewayKind };
   /** A receipt escrowed because its registered recipient's stored key could not be sealed to. */
   RecipientSealFailures: Record<string, never>;
+  /** A provider's refund event refused: its currency is not its payment's (alarmed: infra/monitoring.ts). */
+  RefundCurrencyMismatches: Record<string, never>;
   /** A card registered again by the client that erased its user within 30 days (claim allowance grind). */
   ReRegistrations: Record<string, never>;
 }

@@ -571,7 +571,7 @@ export interface paths {
     put?: never;
     /**
      * Receive a payment gateway's own events
-     * @description Where Stripe (gateway_a) and Square (gateway_b) send their webhooks: register this URL with each provider (docs/DEPLOY.md). Each event is verified with the provider's SDK: `Stripe-Signature` by stripe.webhooks.constructEvent, `X-Square-HmacSha256-Signature` by the square SDK's WebhooksHelper over the registered notification URL and the body; a missing or wrong signature, or an event older than 300 s, is 401 invalid_signature and changes nothing. Followed: payment_intent.succeeded, .payment_failed and .canceled, charge.refunded, refund.created, .updated and .failed (gateway_a); payment.created and .updated, refund.created and .updated (gateway_b). Each event is applied once however often it comes, and in whatever order events come the payment ends in the same state: a status only moves forward, refunds are counted by their own ids. Events about payments this service did not make are acknowledged and ignored. A refund made in the provider's dashboard is recorded like one made through the service, with its refund receipt. Counted per gateway (6,000 a minute), not per sender.
+     * @description Where Stripe (gateway_a) and Square (gateway_b) send their webhooks: register this URL with each provider (docs/DEPLOY.md). Each event is verified with the provider's SDK: `Stripe-Signature` by stripe.webhooks.constructEvent, `X-Square-HmacSha256-Signature` by the square SDK's WebhooksHelper over the registered notification URL and the body; a missing or wrong signature, or an event older than 300 s, is 401 invalid_signature and changes nothing. Followed: payment_intent.succeeded, .payment_failed and .canceled, charge.refunded, refund.created, .updated and .failed (gateway_a); payment.created and .updated, refund.created and .updated (gateway_b). Each event is applied once however often it comes, and in whatever order events come the payment ends in the same state: a status only moves forward, refunds are counted by their own ids. Events about payments this service did not make are acknowledged and ignored. A refund made in the provider's dashboard is recorded like one made through the service, with its refund receipt. The signature is checked before anything else: only verified events count against the gateway's budget (6,000 a minute), so strangers cannot crowd the providers' events out; requests that fail verification are limited per source address (60 a minute, then 429) and written nowhere. An event dated more than 300 s in the future is refused like a stale one. A refund whose currency is not the payment's is refused (400), audited and alarmed.
      *
      *     No API key.
      */
@@ -4117,7 +4117,7 @@ export interface operations {
           };
         };
       };
-      /** @description An unknown gateway, or a gateway not configured here. */
+      /** @description An unknown gateway, or a gateway not configured here; or a refund in another currency than its payment's. */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4137,7 +4137,7 @@ export interface operations {
           };
         };
       };
-      /** @description The signature is missing or wrong, or the event is older than 300 s: nothing changed. */
+      /** @description The signature is missing or wrong, or the event is older than 300 s or dated more than 300 s ahead: nothing changed, nothing written. */
       401: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
