@@ -22,7 +22,7 @@ import { ConflictError, InvalidRequestError } from '../kernel/errors.js';
 import { statusRank, type PaymentStatus } from '../kernel/payment-status.js';
 import type { DigitalReceipt } from '../receipts/schemas.js';
 import { amountRefund, type Refunded } from './refund-amounts.js';
-import { basisOf, derivedUuid, openBasis, sealBasis } from './refund-basis.js';
+import { basisOf, derivedUuid, openBasis, openReason, sealBasis } from './refund-basis.js';
 import { sealRefundReceipt } from './refund-receipt.js';
 
 /**
@@ -293,7 +293,9 @@ export async function recordRefund(
             tax: record.tax,
             amount: record.amount,
             paymentStatus: refund.state,
-            reason: request?.reason,
+            reason: request
+              ? openReason(keyring, payment.merchantClientId, payment.receiptId, request)
+              : undefined,
             createdAt: now,
             signed,
           })

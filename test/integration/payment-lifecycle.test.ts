@@ -548,6 +548,54 @@ describe('receipts that follow their payments', () => {
       expect(text).not.toMatch(/(?<![\w-])4242(?![\w-])/);
     });
 
+    it('holds no refund reason and no clientSecret in clear in any table, after the refund flows', async () => {
+      // A gateway_a payment made as a till makes it, its clientSecret answered (and answered again).
+      const body = flattenedReceipt({ recipientHashedPan: user.hashedPan });
+      const create = () =>
+        stack.request<Data<{ paymentId: string; clientSecret: string }>>(
+          'POST',
+          '/api/v1/payments/gateway_a/create',
+          {
+            apiKey: merchant,
+            body: { amount: body.totalAmount, ...body },
+          },
+        );
+      const created = await create();
+      expect(created.json.data.clientSecret).toMatch(/^pi_.+_secret_/);
+      expect((await create()).json.data.clientSecret).toBe(created.json.data.clientSecret);
+      const stripe = await sandboxStripe(stack);
+      await stripe.paymentIntents.confirm(created.json.data.paymentId, { payment_method: 'pm_card_visa' });
+      await statusBecomes(stack, merchant, body.receiptId, 'succeeded');
+      const reason = `Refund reason ${randomUUID()}`;
+      const refunded = await refund('gateway_a', created.json.data.paymentId, {
+        refundId: randomUUID(),
+        amount: 100,
+        reason,
+      });
+      expect(refunded.status).toBe(201);
+      await eventsSettled(stack);
+      const secretOfIntent = created.json.data.clientSecret.split('_secret_')[1]!;
+      for (const table of Object.values(stack.config.tables)) {
+        const items: unknown[] = [];
+        let start: Record<string, unknown> | undefined;
+        do {
+          const page = await stack.deps.dynamo.doc.send(
+            new ScanCommand({ TableName: table, ExclusiveStartKey: start }),
+          );
+          items.push(...(page.Items ?? []));
+          start = page.LastEvaluatedKey;
+        } while (start);
+        const text = JSON.stringify(items);
+        // The suite's reasons (this one, and the itemised refunds' above) and the secret, anywhere.
+        expect({ table, reason: text.includes(reason) }).toEqual({ table, reason: false });
+        expect({ table, reason: text.includes('One coffee was cold') }).toEqual({ table, reason: false });
+        expect({ table, clientSecret: text.includes(secretOfIntent) }).toEqual({
+          table,
+          clientSecret: false,
+        });
+      }
+    });
+
     it('seals refund receipts for a device key: the SDK opens both, the API’s and the dashboard’s, on the device', async () => {
       const device = await generateDeviceKey({ algorithm: 'ECDH-ES+A256KW' });
       const imported = await stack.request<Data<{ keyId: string; publicKey: string }>>(
