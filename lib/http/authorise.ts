@@ -46,8 +46,13 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
       });
       // Known from here on, also when the rate limit or the role refuses the call.
       if (caller) correlate(deps, { clientId: caller.clientId });
-      // A keyless route with its own budget is counted by its endpoint, once the request is verified.
-      if (route.keylessBudget && !route.apiKeyRequired) return;
+      // A keyless route with its own budget is counted by its endpoint once the request is verified
+      // (lib/payments/gateway-events.ts), which replaces this window with the one it counted in; a
+      // request refused before that (too large, malformed) has spent nothing.
+      if (route.keylessBudget && !route.apiKeyRequired) {
+        meta.rateLimit = uncountedWindow(route.keylessBudget.requestsPerMinute, MINUTE_WINDOW_SECONDS, now);
+        return;
+      }
       const group = rateGroupOf(route);
       const [bucket, limit] = caller
         ? [rateBuckets.key(caller.keyId, group), deps.tiers[caller.tier].requestsPerMinute[group]]
