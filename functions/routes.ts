@@ -34,6 +34,7 @@ import { listSigningKeysRoute } from './merchants/list-signing-keys/route.js';
 import { revokeSigningKeyRoute } from './merchants/revoke-signing-key/route.js';
 import { setSigningPolicyRoute } from './merchants/set-signing-policy/route.js';
 import { getMerchantKeyRoute } from './merchants/get-merchant-key/route.js';
+import { createKeyChallengeRoute } from './merchants/create-key-challenge/route.js';
 
 export {
   rateGroupOf,
@@ -87,6 +88,7 @@ export const routeTable = {
   'revoke-signing-key': revokeSigningKeyRoute,
   'set-signing-policy': setSigningPolicyRoute,
   'get-merchant-key': getMerchantKeyRoute,
+  'create-key-challenge': createKeyChallengeRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

@@ -74,6 +74,8 @@ export const thresholds = {
   dynamoThrottleEvents: 1,
   /** A receipt escrowed because its recipient's stored key could not be sealed to: a key to fix. */
   recipientSealFailures: 1,
+  /** A provider's refund event in another currency than its payment: refused, someone must look. */
+  refundCurrencyMismatches: 1,
 } as const;
 
 /**
@@ -329,6 +331,12 @@ export class Monitoring extends Construct {
         description:
           "receipts escrowed because their registered recipient's stored key could not be sealed to",
         threshold: thresholds.recipientSealFailures,
+      },
+      {
+        id: 'RefundCurrencyMismatches',
+        alarmName: `${prefix}-refund-currency-mismatches`,
+        description: "gateway refund events refused because their currency is not their payment's",
+        threshold: thresholds.refundCurrencyMismatches,
       },
     ].map(({ id, alarmName, description, threshold }) =>
       alarmOn(id, alarmName, description, threshold, this.serviceCount(id)),

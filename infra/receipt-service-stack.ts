@@ -31,6 +31,7 @@ import { webhookDispatchFunction } from '../functions/webhooks/webhook-dispatch/
 import { webhookSweepFunction } from '../functions/webhooks/webhook-sweep/function.js';
 import { webhookDeliverFunction } from '../functions/webhooks/webhook-deliver/function.js';
 import { DEFAULT_TIMEOUT_SECONDS, pascal, ServiceFunction } from './service-function.js';
+import { EdgeWaf, edgeWafSettings } from './edge-waf.js';
 import { resolveSettings, type ServiceSettings, type SettingsInput } from './settings.js';
 
 export interface ReceiptServiceStackProps extends StackProps {
@@ -197,6 +198,10 @@ export class ReceiptServiceStack extends Stack {
         rateLimit: settings.publicRouteRateLimit,
         burstLimit: settings.publicRouteBurstLimit,
       },
+    });
+    new EdgeWaf(this, 'EdgeWaf', {
+      ...edgeWafSettings(settings),
+      stageArn: this.api.api.deploymentStage.stageArn,
     });
 
     this.monitoredFunctions = [

@@ -94,6 +94,13 @@ const settingsSchema = z.object({
   /** Health and openapi.json have no API key, hence no usage plan: this stage throttle caps them. */
   publicRouteRateLimit: z.coerce.number().positive().default(20),
   publicRouteBurstLimit: z.coerce.number().int().min(1).default(40),
+  /** The WAF's per-source limit on the gateways' events route (infra/edge-waf.ts; WAF's minimum is 10). */
+  gatewayEventsPerSourcePerMinute: z.coerce.number().int().min(10).default(600),
+  /**
+   * The providers' published webhook source addresses (IPv4 CIDRs, e.g. Stripe's and Square's
+   * lists): when set, the events route answers only them at the edge. `-c gatewayEventSourceCidrs='[...]'`.
+   */
+  gatewayEventSourceCidrs: z.preprocess(fromText, z.array(z.cidrv4()).max(1_000)).default([]),
   dashboard: flag.default(true),
   /** Security alarms: answers (or refusals) in five minutes at which someone should look. */
   unauthorizedAlarmThreshold: alarmThreshold(50),

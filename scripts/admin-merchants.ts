@@ -6,14 +6,16 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AuditLog } from '../lib/db/audit.js';
 import { createDynamoClients } from '../lib/db/client.js';
 import { MerchantKeyRepository } from '../lib/db/merchant-keys.js';
+import { WebhookDeliveryRepository } from '../lib/db/webhook-deliveries.js';
+import { WebhookRepository } from '../lib/db/webhooks.js';
 import { systemClock } from '../lib/kernel/clock.js';
 import { AppError } from '../lib/kernel/errors.js';
-import { setSigningPolicy } from '../lib/merchants/signing-keys.js';
+import { resetSigningKeys, setSigningPolicy } from '../lib/merchants/signing-keys.js';
 
 /** Where the command writes: the local stack's tables, a deployed stack's, or a test's. */
 export interface MerchantTarget {
   doc: DynamoDBDocumentClient;
-  tables: { merchantKeys: string; audit: string };
+  tables: { merchantKeys: string; audit: string; webhooks: string; webhookDeliveries: string };
 }
 
 async function localTarget(): Promise<MerchantTarget> {
@@ -30,17 +32,31 @@ async function localTarget(): Promise<MerchantTarget> {
   });
   return {
     doc,
-    tables: { merchantKeys: `${state.tablePrefix}merchant-keys`, audit: `${state.tablePrefix}audit` },
+    tables: {
+      merchantKeys: `${state.tablePrefix}merchant-keys`,
+      audit: `${state.tablePrefix}audit`,
+      webhooks: `${state.tablePrefix}webhooks`,
+      webhookDeliveries: `${state.tablePrefix}webhook-deliveries`,
+    },
   };
 }
 
 function awsTarget(): MerchantTarget {
-  const { AWS_REGION: region, TABLE_MERCHANT_KEYS: merchantKeys, TABLE_AUDIT: audit } = process.env;
-  if (!region || !merchantKeys || !audit)
+  const {
+    AWS_REGION: region,
+    TABLE_MERCHANT_KEYS: merchantKeys,
+    TABLE_AUDIT: audit,
+    TABLE_WEBHOOKS: webhooks,
+    TABLE_WEBHOOK_DELIVERIES: webhookDeliveries,
+  } = process.env;
+  if (!region || !merchantKeys || !audit || !webhooks || !webhookDeliveries)
     throw new MerchantUsageError(
-      '--aws needs AWS_REGION, TABLE_MERCHANT_KEYS and TABLE_AUDIT in the environment',
+      '--aws needs AWS_REGION, TABLE_MERCHANT_KEYS, TABLE_AUDIT, TABLE_WEBHOOKS and TABLE_WEBHOOK_DELIVERIES in the environment',
     );
-  return { doc: createDynamoClients({ region }).doc, tables: { merchantKeys, audit } };
+  return {
+    doc: createDynamoClients({ region }).doc,
+    tables: { merchantKeys, audit, webhooks, webhookDeliveries },
+  };
 }
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -58,20 +74,40 @@ export async function runMerchantCommand(argv: string[], target?: MerchantTarget
     },
   });
   const [group, command] = positionals;
-  if (group !== 'merchants' || command !== 'require-signatures') throw new MerchantUsageError(merchantUsage);
+  if (group !== 'merchants' || (command !== 'require-signatures' && command !== 'reset-keys'))
+    throw new MerchantUsageError(merchantUsage);
   if (!values.client || !uuid.test(values.client))
-    throw new MerchantUsageError('merchants require-signatures needs --client CLIENT_ID (a UUID)');
+    throw new MerchantUsageError(`merchants ${command} needs --client CLIENT_ID (a UUID)`);
   const where = target ?? (values.aws ? awsTarget() : await localTarget());
   const deps = {
-    repos: { merchantKeys: new MerchantKeyRepository(where.doc, where.tables.merchantKeys) },
+    repos: {
+      merchantKeys: new MerchantKeyRepository(where.doc, where.tables.merchantKeys),
+      webhooks: new WebhookRepository(where.doc, where.tables.webhooks),
+      webhookDeliveries: new WebhookDeliveryRepository(where.doc, where.tables.webhookDeliveries),
+    },
     clock: systemClock,
     audit: new AuditLog(where.doc, () => where.tables.audit, systemClock, 400),
   };
   try {
+    if (command === 'reset-keys') {
+      const reset = await resetSigningKeys(deps, {
+        clientId: values.client,
+        requestId: `admin-${Date.now()}`,
+      });
+      const result = { clientId: values.client, ...reset };
+      console.log(
+        values.json
+          ? JSON.stringify(result)
+          : `Merchant client ${values.client}: ${reset.revokedKids.length} signing key(s) revoked, signatures no ` +
+              'longer required; it can register a new key with its API key alone. The merchant was notified.',
+      );
+      return result;
+    }
     const policy = await setSigningPolicy(deps, {
       clientId: values.client,
       requireSignatures: !values.off,
       requestId: `admin-${Date.now()}`,
+      authority: 'operator',
     });
     const result = { clientId: values.client, ...policy };
     console.log(

@@ -51,4 +51,5 @@ export const featureImports = {
   receipts: ['transactions'],
   users: ['access'],
   payments: ['receipts', 'transactions', 'merchants'],
+  merchants: ['webhooks'],
 };

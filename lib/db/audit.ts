@@ -33,6 +33,8 @@ export type AuditAction =
   | 'signing-key.register'
   | 'signing-key.revoke'
   | 'signing-policy.set'
+  | 'signing-key.take-over'
+  | 'signing-key.reset'
   | 'receipt.signature';
 
 /**

@@ -1,4 +1,10 @@
-import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 
 export type SigningAlgorithm = 'EdDSA' | 'ES256';
@@ -18,6 +24,24 @@ export interface MerchantKeyRecord {
   createdAt: string;
   /** Set once, by a revocation; the key then verifies nothing new but stays readable. */
   revokedAt?: string;
+  /**
+   * True when its registration carried a proof of possession (a JWS by the key itself). A key
+   * registered before proofs were required lacks it, and its owner's proven registration takes it over.
+   */
+  proven?: boolean;
+}
+
+/**
+ * A challenge for a key change (`CHALLENGE#<nonce>`): single use, for one merchant client, until
+ * `expiresAt`. Its owner is not `clientId`, so the by-client index never lists it.
+ */
+export interface KeyChallengeRecord {
+  pk: string;
+  nonce: string;
+  ownerClientId: string;
+  expiresAt: string;
+  /** Epoch seconds: DynamoDB's TTL removes it after it expired unused. */
+  ttl: number;
 }
 
 export interface SigningPolicyRecord {
@@ -28,6 +52,7 @@ export interface SigningPolicyRecord {
 
 const keyPk = (kid: string) => `KEY#${kid}`;
 const policyPk = (clientId: string) => `POLICY#${clientId}`;
+const challengePk = (nonce: string) => `CHALLENGE#${nonce}`;
 
 export class MerchantKeyRepository {
   constructor(
@@ -39,6 +64,60 @@ export class MerchantKeyRepository {
   register(record: Omit<MerchantKeyRecord, 'pk'>): Promise<PutIfAbsentOutcome<MerchantKeyRecord>> {
     const item: MerchantKeyRecord = { pk: keyPk(record.kid), ...record };
     return putIfAbsent(this.doc, this.tableName, item, 'pk', () => this.get(record.kid));
+  }
+
+  /**
+   * Takes over a key registered without proof of possession by another client (or by nobody now): the
+   * proven registration replaces it, on the condition that it is still the unproven record read.
+   * False when it changed meanwhile.
+   */
+  async takeOver(record: Omit<MerchantKeyRecord, 'pk'>, previousClientId: string): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { pk: keyPk(record.kid), ...record },
+          ConditionExpression: 'clientId = :previous AND attribute_not_exists(proven)',
+          ExpressionAttributeValues: { ':previous': previousClientId },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async putChallenge(record: Omit<KeyChallengeRecord, 'pk'>): Promise<void> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { pk: challengePk(record.nonce), ...record },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  }
+
+  /**
+   * Spends a challenge: deleted on the condition that it is this client's and unexpired at `now`, so
+   * it is spent once however many requests carry it. False when it is unknown, spent, another
+   * client's or expired.
+   */
+  async consumeChallenge(nonce: string, clientId: string, now: Date): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { pk: challengePk(nonce) },
+          ConditionExpression: 'ownerClientId = :client AND expiresAt > :now',
+          ExpressionAttributeValues: { ':client': clientId, ':now': now.toISOString() },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
   }
 
   async get(kid: string): Promise<MerchantKeyRecord | null> {

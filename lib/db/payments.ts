@@ -91,6 +91,9 @@ export interface RefundRequestRecord {
   lines: RefundedLine[];
   subtotal: number;
   tax: number;
+  /** The refund's reason, sealed (lib/payments/refund-basis.ts sealReason): receipt text, never in clear. */
+  sealedReason?: string;
+  /** Requests stored before reasons were sealed kept it in clear; read, never written any more. */
   reason?: string;
   /** A signed request: the refund receipt it makes is this one (lib/payments/refunds.ts). */
   signed?: SignedRefund;

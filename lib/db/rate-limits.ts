@@ -24,6 +24,10 @@ export const rateBuckets = {
   key: (keyId: string, group: string) => `key#${keyId}#${group}`,
   day: (keyId: string) => `day#${keyId}`,
   ip: (sourceIp: string) => `ip#${sourceIp}`,
+  /** A keyless route's own budget, per value of its parameter (lib/kernel/route.ts keylessBudget). */
+  route: (routeName: string, value: string) => `route#${routeName}#${value}`,
+  /** Requests to a keyless route that failed verification, per source address. */
+  unverified: (routeName: string, sourceIp: string) => `unverified#${routeName}#${sourceIp}`,
 };
 
 /**

@@ -7,6 +7,7 @@ import {
   type DynamoDBDocumentClient,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { epochSeconds } from '../kernel/clock.js';
 import { isConditionFailure } from './client.js';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -70,6 +71,28 @@ export const dueBucketOf = (deliveryId: string): string =>
   `pending#${(createHash('sha256').update(deliveryId).digest()[0] as number) % DUE_BUCKETS}`;
 
 /** Every bucket the sweeper reads: the shards, and the single bucket of deliveries made before them. */
+/** How long a delivery's record is kept, whatever became of it. */
+const DELIVERY_RETENTION_SECONDS = 30 * 24 * 3_600;
+
+/**
+ * A new delivery, pending and due at once: should its queued attempt never be made, the sweeper
+ * queues it again.
+ */
+export const newDelivery = (
+  input: Pick<DeliveryRecord, 'webhookId' | 'deliveryId' | 'clientId' | 'eventType' | 'payload'>,
+  now: Date,
+): DeliveryRecord => ({
+  ...input,
+  status: 'pending',
+  attemptCount: 0,
+  scheduledFrom: 0,
+  attempts: [],
+  nextAttemptAt: now.toISOString(),
+  dueBucket: dueBucketOf(input.deliveryId),
+  createdAt: now.toISOString(),
+  ttl: epochSeconds(now) + DELIVERY_RETENTION_SECONDS,
+});
+
 export const dueBuckets = (): string[] => [
   ...Array.from({ length: DUE_BUCKETS }, (_, shard) => `pending#${shard}`),
   LEGACY_DUE_BUCKET,

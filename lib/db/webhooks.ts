@@ -2,7 +2,12 @@ import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk
 import { isConditionFailure, queryIndexAll } from './client.js';
 import { transactWrite } from './transact.js';
 
-export const webhookEvents = ['receipt.available', 'receipt.escrowed', 'receipt.updated'] as const;
+export const webhookEvents = [
+  'receipt.available',
+  'receipt.escrowed',
+  'receipt.updated',
+  'merchant.keys.changed',
+] as const;
 export type WebhookEvent = (typeof webhookEvents)[number];
 
 export interface WebhookRecord {

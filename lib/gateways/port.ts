@@ -122,6 +122,13 @@ export interface SignedEvent {
 /** How old a signed event may be: Stripe's default tolerance, applied to both providers. */
 export const EVENT_TOLERANCE_SECONDS = 300;
 
+/**
+ * Whether a signed event's time is further ahead of `receivedAt` than the tolerance: refused like a
+ * stale one (a provider's clock is not minutes ahead; a date in the future would outlive any window).
+ */
+export const isFutureDated = (at: Date, receivedAt: Date): boolean =>
+  at.getTime() - receivedAt.getTime() > EVENT_TOLERANCE_SECONDS * 1000;
+
 export interface PaymentGateway {
   readonly kind: GatewayKind;
   /** PaymentDeclinedError on decline, GatewayError when unreachable after retries. */
@@ -136,7 +143,8 @@ export interface PaymentGateway {
   listRefunds(paymentId: string): Promise<GatewayRefund[]>;
   /**
    * Checks a provider webhook with the provider's SDK and reads it: InvalidSignatureError when the
-   * signature is missing or wrong or the event is older than EVENT_TOLERANCE_SECONDS.
+   * signature is missing or wrong, or the event is older than EVENT_TOLERANCE_SECONDS or dated more
+   * than that ahead (isFutureDated).
    */
   verifyEvent(event: SignedEvent): Promise<GatewayEvent>;
 }

@@ -18,6 +18,7 @@ import {
 } from './common.js';
 import {
   EVENT_TOLERANCE_SECONDS,
+  isFutureDated,
   type CreatedPayment,
   type CreatePaymentRequest,
   type GatewayEvent,
@@ -391,7 +392,11 @@ export class SquareGateway implements PaymentGateway {
       throw new InvalidSignatureError();
     }
     const createdAt = new Date(parsed.created_at);
-    if (event.receivedAt.getTime() - createdAt.getTime() > SQUARE_EVENT_MAX_AGE_SECONDS * 1000) {
+    if (
+      Number.isNaN(createdAt.getTime()) ||
+      event.receivedAt.getTime() - createdAt.getTime() > SQUARE_EVENT_MAX_AGE_SECONDS * 1000 ||
+      isFutureDated(createdAt, event.receivedAt)
+    ) {
       throw new InvalidSignatureError();
     }
     return { eventId: parsed.event_id, type: parsed.type, createdAt, facts: factsOf(parsed) };

@@ -18,6 +18,7 @@ import {
 } from './common.js';
 import {
   EVENT_TOLERANCE_SECONDS,
+  isFutureDated,
   type CreatedPayment,
   type CreatePaymentRequest,
   type GatewayEvent,
@@ -295,6 +296,15 @@ export class StripeGateway implements PaymentGateway {
     const envelope = eventEnvelope.safeParse(verified);
     if (!envelope.success) throw new InvalidSignatureError();
     const { id, type, created, data } = envelope.data;
+    // constructEvent refuses an old signature time only: one (or an event) dated ahead is refused here.
+    const signedAt = /(?:^|,)\s*t=(\d+)/.exec(header)?.[1];
+    if (
+      signedAt === undefined ||
+      isFutureDated(new Date(Number(signedAt) * 1000), event.receivedAt) ||
+      isFutureDated(new Date(created * 1000), event.receivedAt)
+    ) {
+      throw new InvalidSignatureError();
+    }
     return { eventId: id, type, createdAt: new Date(created * 1000), facts: factsOf(type, data.object) };
   }
 

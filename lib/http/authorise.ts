@@ -46,15 +46,17 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
       });
       // Known from here on, also when the rate limit or the role refuses the call.
       if (caller) correlate(deps, { clientId: caller.clientId });
+      // A keyless route with its own budget is counted by its endpoint once the request is verified
+      // (lib/payments/gateway-events.ts), which replaces this window with the one it counted in; a
+      // request refused before that (too large, malformed) has spent nothing.
+      if (route.keylessBudget && !route.apiKeyRequired) {
+        meta.rateLimit = uncountedWindow(route.keylessBudget.requestsPerMinute, MINUTE_WINDOW_SECONDS, now);
+        return;
+      }
       const group = rateGroupOf(route);
-      // A keyless route with its own budget counts by its parameter, whoever sends a key with it.
-      const keyless = route.keylessBudget !== undefined && !route.apiKeyRequired;
-      const [bucket, limit] =
-        route.keylessBudget && !route.apiKeyRequired
-          ? [keylessBucket(route, request.event.pathParameters), route.keylessBudget.requestsPerMinute]
-          : caller
-            ? [rateBuckets.key(caller.keyId, group), deps.tiers[caller.tier].requestsPerMinute[group]]
-            : [rateBuckets.ip(meta.sourceIp), deps.config.anonymousRequestsPerMinute];
+      const [bucket, limit] = caller
+        ? [rateBuckets.key(caller.keyId, group), deps.tiers[caller.tier].requestsPerMinute[group]]
+        : [rateBuckets.ip(meta.sourceIp), deps.config.anonymousRequestsPerMinute];
       const count = (countBucket: string, countLimit: number, windowSeconds: number, share?: number) =>
         deps.rateLimiter
           .hit(countBucket, countLimit, windowSeconds, now, share)
@@ -63,7 +65,7 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
       // enforces: counted here (not enforced twice) so the headers can say when the day binds.
       const [minute, day] = await Promise.all([
         count(bucket, limit, MINUTE_WINDOW_SECONDS),
-        caller && !keyless
+        caller
           ? count(
               rateBuckets.day(caller.keyId),
               deps.tiers[caller.tier].dailyQuota,
@@ -90,23 +92,6 @@ export function authorise(deps: PlatformDeps, route: RouteDeclaration): Middlewa
       meta.caller = caller;
     },
   };
-}
-
-/**
- * The bucket of a route with a keyless budget: one per value of its parameter, read as the route
- * validates it (`stripe` counts as `gateway_a`); a value the route would refuse shares one bucket,
- * so made-up values cannot open fresh budgets.
- */
-function keylessBucket(
-  route: RouteDeclaration,
-  parameters: Record<string, string | undefined> | null,
-): string {
-  const { byParam } = route.keylessBudget!;
-  const schema = route.request.params?.shape[byParam] as
-    { safeParse(value: unknown): { success: boolean; data?: unknown } } | undefined;
-  const parsed = schema?.safeParse(parameters?.[byParam]);
-  const value = parsed?.success ? String(parsed.data) : '(invalid)';
-  return `route#${route.name}#${value}`;
 }
 
 /** Says what to fix: the usual mistake is a key sent as a bearer token. */

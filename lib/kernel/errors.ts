@@ -17,7 +17,10 @@ export const errorCatalogue = {
   },
   401: { platform: ['unauthorized'], endpoint: ['invalid_signature'] },
   402: { platform: [], endpoint: ['PAYMENT_DECLINED'] },
-  403: { platform: ['forbidden'], endpoint: ['GRANT_ERROR', 'DECRYPTION_ERROR'] },
+  403: {
+    platform: ['forbidden'],
+    endpoint: ['GRANT_ERROR', 'DECRYPTION_ERROR', 'KEY_CHANGE_PROOF_REQUIRED'],
+  },
   404: { platform: ['not_found'], endpoint: ['KEY_NOT_FOUND'] },
   405: { platform: ['method_not_allowed'], endpoint: [] },
   409: { platform: [], endpoint: ['CONFLICT', 'ALREADY_REGISTERED', 'WEBHOOK_LIMIT_REACHED'] },
@@ -126,6 +129,18 @@ export class ForbiddenError extends AppError<403> {
   readonly code = 'forbidden';
   constructor(message = 'This API key may not call this operation') {
     super(message);
+  }
+}
+
+/**
+ * A change to a merchant's signing keys or policy without a valid Key-Change-Proof, once the merchant
+ * has an active key: its API key alone no longer changes them.
+ */
+export class KeyChangeProofRequiredError extends AppError<403> {
+  readonly status = 403 as const;
+  readonly code = 'KEY_CHANGE_PROOF_REQUIRED';
+  constructor(message: string, reason: string) {
+    super(message, { reason, fields: [{ field: 'Key-Change-Proof', message }] });
   }
 }
 

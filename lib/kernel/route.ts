@@ -45,11 +45,15 @@ export interface RouteDefinition {
   /**
    * A keyless route with a budget of its own instead of the per-source-IP one: the service counts it
    * per value of the path parameter `byParam` (a provider posts from a few shared addresses, so its
-   * address says nothing), and API Gateway throttles the method at `edge`.
+   * address says nothing), and API Gateway throttles the method at `edge`. The pipeline counts
+   * nothing for it: the endpoint spends the budget only once it has verified the request (lib/http's
+   * rate limit would let anyone spend it), and counts a request that fails verification against its
+   * source address instead, `unverifiedPerSourcePerMinute` a minute.
    */
   keylessBudget?: {
     byParam: string;
     requestsPerMinute: number;
+    unverifiedPerSourcePerMinute: number;
     edge: { ratePerSecond: number; burst: number };
   };
   /** Tags cards (lib/crypto/card-tag.ts): reads the card-tag key's secret. */

@@ -103,9 +103,11 @@ export const tableDefinitions = {
   // Merchant signing keys (`KEY#<kid>`, the kid being the key's RFC 7638 thumbprint, so a public key
   // belongs to one merchant client) and each client's signing policy (`POLICY#<clientId>`, with no
   // clientId attribute, so by-client lists keys only). Revoked keys stay: old receipts name them.
+  // Key-change challenges (`CHALLENGE#<nonce>`, single use) expire by `ttl`.
   merchantKeys: {
     name: 'merchant-keys',
     partitionKey: 'pk',
+    ttlAttribute: 'ttl',
     durable: true,
     indexes: [{ name: 'by-client', partitionKey: 'clientId', sortKey: 'createdAt' }],
   },

@@ -31,10 +31,12 @@ export interface MetricDimensions {
   WebhookDeliveriesFailed: Record<string, never>;
   /** A refund recorded: asked of the service, or made at the provider (its dashboard) and told by its event. */
   RefundsRecorded: { gateway: GatewayKind; source: 'api' | 'gateway' };
-  /** A gateway event refused: its signature missing, wrong or too old (a forgery, or a misconfigured secret). */
+  /** A gateway event refused: its signature missing or wrong, or dated too old or ahead (a forgery, a flood, or a misconfigured secret). Never audited. */
   GatewayEventsRefused: { gateway: GatewayKind };
   /** A receipt escrowed because its registered recipient's stored key could not be sealed to. */
   RecipientSealFailures: Record<string, never>;
+  /** A provider's refund event refused: its currency is not its payment's (alarmed: infra/monitoring.ts). */
+  RefundCurrencyMismatches: Record<string, never>;
   /** A card registered again by the client that erased its user within 30 days (claim allowance grind). */
   ReRegistrations: Record<string, never>;
 }

@@ -10,6 +10,7 @@ import {
 import type { Caller } from '../api-keys/authenticator.js';
 import type { CoreDeps } from '../app/deps.js';
 import { ReceiptSignatureRefusedError } from '../kernel/errors.js';
+import { isHighS } from './key-proofs.js';
 
 /**
  * The Receipt-Signature header of a create, encrypt or refund request (docs/ENVELOPE.md, "The
@@ -117,6 +118,14 @@ export async function checkReceiptSignature(
     });
   }
   const [, , signature] = input.jws.split('.');
+  if (isHighS(key.alg, parsed.signature)) {
+    return fail({
+      reason: 'high_s',
+      message:
+        'The ES256 signature is in high-S form: only s ≤ n/2 is accepted (one spelling per signature; the SDK signs so)',
+      kid,
+    });
+  }
   try {
     await flattenedVerify(
       {

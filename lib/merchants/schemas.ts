@@ -41,8 +41,42 @@ export const registerSigningKeyBody = z
         "key's thumbprint may come along. Refused, each by name: private members (`d`), other key types and " +
         'curves, a point not on its curve, and weak Ed25519 keys (small or mixed order).',
     }),
+    proof: z
+      .string()
+      .max(4096)
+      .optional()
+      .meta({
+        description:
+          'Required: proof of possession, a compact JWS (attached payload) by this very key (`alg` EdDSA or ES256, ' +
+          'ES256 in low-S form) over the RFC 8785 JSON of `{ "action": "register", "clientId": <your client id>, ' +
+          '"kid": <the key\'s thumbprint>, "nonce": <from POST /api/v1/merchants/signing-keys/challenges> }`. ' +
+          'The nonce is single use. Without it the registration is 400 naming `proof` (the SDK: signKeyProof).',
+      }),
   })
   .meta({ id: 'RegisterSigningKeyRequest' });
+
+export const keyChallengeSchema = z
+  .strictObject({
+    nonce: z.string().meta({ description: '32 random bytes, base64url: sign it into one proof, once.' }),
+    expiresAt: dateTime.meta({ description: 'Five minutes from now: a proof with it is refused after.' }),
+    clientId: z.string().meta({ description: 'Your merchant client id: the proof names it.' }),
+  })
+  .meta({ id: 'SigningKeyChallenge' });
+
+/** The header that proves a key or policy change with one of the merchant's active keys. */
+export const keyChangeProofHeader = z
+  .string()
+  .min(1)
+  .max(4096)
+  .meta({
+    description:
+      'Required once this merchant client has an active signing key: a compact JWS (attached payload) by one of ' +
+      'its active keys (`kid` in the protected header; ES256 in low-S form) over the RFC 8785 JSON of ' +
+      '`{ "action", "clientId", "target", "nonce" }`: action `add-key` (target the new kid), `revoke-key` (the ' +
+      'revoked kid) or `signing-policy` (`requireSignatures=false`); the nonce from POST ' +
+      '/api/v1/merchants/signing-keys/challenges, single use. Missing or wrong is 403 KEY_CHANGE_PROOF_REQUIRED ' +
+      'naming what (details.reason). The SDK: signKeyProof.',
+  });
 
 export const signingKeySchema = z
   .strictObject({

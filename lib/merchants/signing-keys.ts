@@ -3,17 +3,63 @@ import { p256 } from '@noble/curves/nist.js';
 import { calculateJwkThumbprint } from 'jose';
 import type { Caller } from '../api-keys/authenticator.js';
 import type { CoreDeps } from '../app/deps.js';
+import type { AuditAction } from '../db/audit.js';
 import type { MerchantKeyRecord, SigningAlgorithm, SigningJwk } from '../db/merchant-keys.js';
 import { ConflictError, InvalidRequestError, NotFoundError, type FieldProblem } from '../kernel/errors.js';
+import { announceToClient } from '../webhooks/announce.js';
+import { checkKeyChangeProof, checkPossession, proofNonceRefused, spendNonces } from './key-proofs.js';
 
 /**
  * Merchant signing keys (DECISIONS, Round 3, "Merchant-signed receipts"): registered, listed and
  * revoked by the merchant client that owns them, read by anyone who must check a receipt. A key is
  * named by its RFC 7638 thumbprint, so one public key has one kid and one owner.
  */
-export type SigningKeyDeps = { repos: Pick<CoreDeps['repos'], 'merchantKeys'> } & Pick<CoreDeps, 'clock'> & {
+export type SigningKeyDeps = {
+  repos: Pick<CoreDeps['repos'], 'merchantKeys' | 'webhooks' | 'webhookDeliveries'>;
+} & Pick<CoreDeps, 'clock'> & {
     audit: Pick<CoreDeps['audit'], 'record'>;
   };
+
+export type KeyChange =
+  | { change: 'key-registered'; kid: string }
+  | { change: 'key-revoked'; kid: string }
+  | { change: 'key-taken-over'; kid: string }
+  | { change: 'signing-policy'; requireSignatures: boolean }
+  | { change: 'keys-reset-by-operator'; revokedKids: string[] };
+
+const AUDIT_ACTION = {
+  'key-registered': 'signing-key.register',
+  'key-revoked': 'signing-key.revoke',
+  'key-taken-over': 'signing-key.take-over',
+  'signing-policy': 'signing-policy.set',
+  'keys-reset-by-operator': 'signing-key.reset',
+} as const satisfies Record<KeyChange['change'], AuditAction>;
+
+/**
+ * Every change to a client's keys or policy is audited and announced to it (merchant.keys.changed),
+ * so a change it did not make is news to it at once. `by` says who: the merchant's API key with a
+ * proof, its API key alone (no active key yet), or the operator.
+ */
+async function recordKeyChange(
+  deps: SigningKeyDeps,
+  input: { clientId: string; requestId: string; by: 'api' | 'operator'; change: KeyChange },
+): Promise<void> {
+  const { change, ...what } = input.change;
+  await deps.audit.record({
+    action: AUDIT_ACTION[change],
+    outcome: 'success',
+    requestId: input.requestId,
+    clientId: input.clientId,
+    reason: `${input.by}: ${JSON.stringify(what)}`,
+  });
+  const at = deps.clock.now().toISOString();
+  await announceToClient(deps, {
+    clientId: input.clientId,
+    type: 'merchant.keys.changed',
+    eventKey: `${input.requestId}|${change}`,
+    data: { clientId: input.clientId, change, ...what, by: input.by, at },
+  });
+}
 
 /** Active keys one merchant client may hold at once (revoked ones do not count). */
 export const maxActiveSigningKeys = 20;
@@ -151,11 +197,25 @@ export function parseSigningJwk(jwk: Record<string, unknown>): {
   return { publicKey: { kty: 'EC', crv: 'P-256', x: jwk.x as string, y: jwk.y as string }, alg };
 }
 
-/** POST /merchants/signing-keys: 201 with the key; the same key again from its owner is the same answer. */
+/**
+ * POST /merchants/signing-keys: 201 with the key; the same key again from its owner is the same answer.
+ * The registration proves possession of the key (`proof`), and once the client holds an active key the
+ * addition is signed by one of them (`keyChangeProof`). A key another client registered without proof
+ * (before proofs were asked for) is taken over by the client that proves it holds it: a squatter that
+ * never held the private key cannot keep its owner out. A key another client proved is refused (409):
+ * two merchants hold the same private key, and each should make a new one.
+ */
 export async function registerSigningKey(
   deps: SigningKeyDeps,
-  input: { publicKey: Record<string, unknown>; caller: Caller; requestId: string },
+  input: {
+    publicKey: Record<string, unknown>;
+    proof: string | undefined;
+    keyChangeProof: string | undefined;
+    caller: Caller;
+    requestId: string;
+  },
 ): Promise<SigningKey> {
+  const clientId = input.caller.clientId;
   const { publicKey, alg } = parseSigningJwk(input.publicKey);
   const kid = await calculateJwkThumbprint(publicKey, 'sha256');
   if (input.publicKey.kid !== undefined && input.publicKey.kid !== kid) {
@@ -166,54 +226,70 @@ export async function registerSigningKey(
       },
     ]);
   }
+  const possessionNonce = await checkPossession({
+    proof: input.proof,
+    clientId,
+    key: { publicKey, alg, kid },
+  });
   const existing = await deps.repos.merchantKeys.get(kid);
-  if (!existing) {
-    const active = (await deps.repos.merchantKeys.listForClient(input.caller.clientId)).filter(
-      (key) => !key.revokedAt,
-    );
-    if (active.length >= maxActiveSigningKeys) {
-      throw new ConflictError(
-        `A merchant client may hold at most ${maxActiveSigningKeys} active signing keys: revoke one first`,
-        { limit: maxActiveSigningKeys },
-      );
-    }
-  }
-  const record = {
-    kid,
-    clientId: input.caller.clientId,
-    alg,
-    publicKey,
-    createdAt: deps.clock.now().toISOString(),
-  };
-  const outcome = existing
-    ? { stored: false as const, existing }
-    : await deps.repos.merchantKeys.register(record);
-  if (!outcome.stored) {
-    const found = outcome.existing;
-    if (found.clientId !== input.caller.clientId) {
-      throw new ConflictError(
-        'This public key is registered by another merchant client: a key belongs to one merchant',
-        {
-          field: 'publicKey',
-          kid,
-        },
-      );
-    }
-    if (found.revokedAt) {
-      throw new ConflictError(`This key was revoked at ${found.revokedAt}: make a new key`, {
+  if (existing && existing.clientId === clientId) {
+    if (existing.revokedAt) {
+      throw new ConflictError(`This key was revoked at ${existing.revokedAt}: make a new key`, {
         field: 'publicKey',
         kid,
-        revokedAt: found.revokedAt,
+        revokedAt: existing.revokedAt,
       });
     }
-    return signingKeyOf(found);
+    // Already this client's: the same answer, and nothing changes, so nothing to prove but possession.
+    return signingKeyOf(existing);
   }
-  await deps.audit.record({
-    action: 'signing-key.register',
-    outcome: 'success',
+  if (existing?.proven) {
+    throw new ConflictError(
+      'Another merchant client proved it holds this private key: a key belongs to one merchant, so make a new key',
+      { field: 'publicKey', kid },
+    );
+  }
+  const changeNonce = await checkKeyChangeProof(deps, {
+    header: input.keyChangeProof,
+    clientId,
+    action: 'add-key',
+    target: kid,
+  });
+  const active = (await deps.repos.merchantKeys.listForClient(clientId)).filter((key) => !key.revokedAt);
+  if (active.length >= maxActiveSigningKeys) {
+    throw new ConflictError(
+      `A merchant client may hold at most ${maxActiveSigningKeys} active signing keys: revoke one first`,
+      { limit: maxActiveSigningKeys },
+    );
+  }
+  await spendNonces(deps, clientId, [
+    { nonce: possessionNonce, refusal: proofNonceRefused('proof') },
+    ...(changeNonce ? [{ nonce: changeNonce, refusal: proofNonceRefused('Key-Change-Proof') }] : []),
+  ]);
+  const record = { kid, clientId, alg, publicKey, createdAt: deps.clock.now().toISOString(), proven: true };
+  const stored = existing
+    ? await deps.repos.merchantKeys.takeOver(record, existing.clientId)
+    : (await deps.repos.merchantKeys.register(record)).stored;
+  if (!stored) {
+    throw new ConflictError('This key was registered by another request meanwhile: try again', {
+      field: 'publicKey',
+      kid,
+      retryable: true,
+    });
+  }
+  if (existing) {
+    await recordKeyChange(deps, {
+      clientId: existing.clientId,
+      requestId: input.requestId,
+      by: 'api',
+      change: { change: 'key-taken-over', kid },
+    });
+  }
+  await recordKeyChange(deps, {
+    clientId,
     requestId: input.requestId,
-    clientId: input.caller.clientId,
-    reason: `${alg} key ${kid}`,
+    by: 'api',
+    change: { change: 'key-registered', kid },
   });
   return signingKeyOf({ pk: '', ...record });
 }
@@ -237,22 +313,35 @@ const unknownKey = () => new NotFoundError('No signing key with this kid', { fie
 
 /**
  * DELETE /merchants/signing-keys/{kid}: revoked at once, whatever the policy (a key that leaked must
- * stop signing now). Another client's key is the same 404 as an unknown one. A second revocation
- * keeps the first one's time.
+ * stop signing now), proven by an active key of the client (which may be the one revoked). Another
+ * client's key is the same 404 as an unknown one. A second revocation keeps the first one's time.
  */
 export async function revokeSigningKey(
   deps: SigningKeyDeps,
-  input: { kid: string; caller: Caller; requestId: string },
+  input: { kid: string; keyChangeProof: string | undefined; caller: Caller; requestId: string },
 ): Promise<SigningKey> {
-  const revoked = await deps.repos.merchantKeys.revoke(input.kid, input.caller.clientId, deps.clock.now());
-  if (!revoked) throw unknownKey();
-  await deps.audit.record({
-    action: 'signing-key.revoke',
-    outcome: 'success',
-    requestId: input.requestId,
-    clientId: input.caller.clientId,
-    reason: `key ${input.kid} revoked at ${revoked.revokedAt ?? ''}`,
+  const clientId = input.caller.clientId;
+  const key = await deps.repos.merchantKeys.get(input.kid);
+  if (!key || key.clientId !== clientId) throw unknownKey();
+  const nonce = await checkKeyChangeProof(deps, {
+    header: input.keyChangeProof,
+    clientId,
+    action: 'revoke-key',
+    target: input.kid,
   });
+  if (nonce) {
+    await spendNonces(deps, clientId, [{ nonce, refusal: proofNonceRefused('Key-Change-Proof') }]);
+  }
+  const revoked = await deps.repos.merchantKeys.revoke(input.kid, clientId, deps.clock.now());
+  if (!revoked) throw unknownKey();
+  if (!key.revokedAt) {
+    await recordKeyChange(deps, {
+      clientId,
+      requestId: input.requestId,
+      by: 'api',
+      change: { change: 'key-revoked', kid: input.kid },
+    });
+  }
   return signingKeyOf(revoked);
 }
 
@@ -266,11 +355,18 @@ export async function getMerchantKey(deps: Pick<CoreDeps, 'repos'>, kid: string)
 /**
  * Whether the merchant client's create, encrypt and refund requests must be signed: the API
  * (POST /merchants/signing-policy) and the admin CLI (`merchants require-signatures`) both set it
- * here. Requiring signatures needs an active key, or every request would be refused.
+ * here. Requiring signatures needs an active key, or every request would be refused. Through the API,
+ * turning it off while the client has an active key needs a Key-Change-Proof (`authority.proof`);
+ * the operator's CLI needs none, and says so in the audit and the announcement.
  */
 export async function setSigningPolicy(
   deps: SigningKeyDeps,
-  input: { clientId: string; requireSignatures: boolean; requestId: string },
+  input: {
+    clientId: string;
+    requireSignatures: boolean;
+    requestId: string;
+    authority: { keyChangeProof: string | undefined } | 'operator';
+  },
 ): Promise<{ requireSignatures: boolean; updatedAt: string }> {
   if (input.requireSignatures) {
     const keys = await deps.repos.merchantKeys.listForClient(input.clientId);
@@ -282,18 +378,52 @@ export async function setSigningPolicy(
         },
       );
     }
+  } else if (input.authority !== 'operator') {
+    const nonce = await checkKeyChangeProof(deps, {
+      header: input.authority.keyChangeProof,
+      clientId: input.clientId,
+      action: 'signing-policy',
+      target: 'requireSignatures=false',
+    });
+    if (nonce) {
+      await spendNonces(deps, input.clientId, [{ nonce, refusal: proofNonceRefused('Key-Change-Proof') }]);
+    }
   }
   const policy = await deps.repos.merchantKeys.setPolicy(
     input.clientId,
     input.requireSignatures,
     deps.clock.now(),
   );
-  await deps.audit.record({
-    action: 'signing-policy.set',
-    outcome: 'success',
-    requestId: input.requestId,
+  await recordKeyChange(deps, {
     clientId: input.clientId,
-    reason: input.requireSignatures ? 'signatures required' : 'signatures optional',
+    requestId: input.requestId,
+    by: input.authority === 'operator' ? 'operator' : 'api',
+    change: { change: 'signing-policy', requireSignatures: input.requireSignatures },
   });
   return { requireSignatures: policy.requireSignatures, updatedAt: policy.updatedAt };
+}
+
+/**
+ * The operator's recovery of a merchant client that lost every signing key (admin CLI only): all its
+ * keys revoked and signatures no longer required, so it can register a new key with its API key
+ * alone. Audited and announced to the merchant, whose webhooks hear of it at once.
+ */
+export async function resetSigningKeys(
+  deps: SigningKeyDeps,
+  input: { clientId: string; requestId: string },
+): Promise<{ revokedKids: string[]; requireSignatures: false }> {
+  const now = deps.clock.now();
+  const active = (await deps.repos.merchantKeys.listForClient(input.clientId)).filter(
+    (key) => !key.revokedAt,
+  );
+  for (const key of active) await deps.repos.merchantKeys.revoke(key.kid, input.clientId, now);
+  await deps.repos.merchantKeys.setPolicy(input.clientId, false, now);
+  const revokedKids = active.map((key) => key.kid);
+  await recordKeyChange(deps, {
+    clientId: input.clientId,
+    requestId: input.requestId,
+    by: 'operator',
+    change: { change: 'keys-reset-by-operator', revokedKids },
+  });
+  return { revokedKids, requireSignatures: false };
 }

@@ -10,6 +10,7 @@ import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
 import { receiptOfFlattened } from '../receipts/flattened.js';
 import { sealedWithSignature, signingOf } from '../merchants/receipt-signature.js';
 import { putMapping } from '../transactions/transactions.js';
+import { openRecord, sealRecord } from '../crypto/sealed-record.js';
 import { recordCreatedPayment } from './lifecycle.js';
 import type { CreatePaymentBody } from './schemas.js';
 
@@ -24,6 +25,53 @@ export interface PaymentResult {
   receiptMetadata: { receiptId: string; transactionId: string; merchantId: string; isEscrowed: boolean };
   /** Whether real money moved (DECISIONS Round 3: every payment response says so). */
   livemode: boolean;
+}
+
+/**
+ * A PaymentResult as the idempotency table keeps it for repeats: gateway_a's clientSecret (which
+ * confirms the payment) sealed under a key derived from the card-tag key, bound to the payment, so
+ * a copy of the table holds none in clear.
+ */
+export interface StoredPaymentResult extends Omit<PaymentResult, 'clientSecret'> {
+  clientSecret: null;
+  sealedClientSecret?: string;
+}
+
+const CLIENT_SECRET_PURPOSE = 'payment-client-secret';
+const clientSecretContext = (result: Pick<PaymentResult, 'gateway' | 'paymentId'>) =>
+  `${result.gateway}#${result.paymentId}`;
+
+export async function storedForRepeats(
+  deps: Pick<AppDeps, 'cardTags'>,
+  result: PaymentResult,
+): Promise<StoredPaymentResult> {
+  const { clientSecret, ...rest } = result;
+  if (clientSecret === null) return { ...rest, clientSecret: null };
+  const keyring = await deps.cardTags.keyring();
+  return {
+    ...rest,
+    clientSecret: null,
+    sealedClientSecret: sealRecord(keyring, CLIENT_SECRET_PURPOSE, clientSecretContext(result), clientSecret),
+  };
+}
+
+/** The result a caller gets, first time or repeat: its clientSecret opened again. */
+export async function openedFromStore(
+  deps: Pick<AppDeps, 'cardTags'>,
+  stored: StoredPaymentResult,
+): Promise<PaymentResult> {
+  const { sealedClientSecret, ...rest } = stored;
+  if (sealedClientSecret === undefined) return rest;
+  const keyring = await deps.cardTags.keyring();
+  const clientSecret = openRecord<string>(
+    keyring,
+    CLIENT_SECRET_PURPOSE,
+    clientSecretContext(stored),
+    sealedClientSecret,
+  );
+  // A record that does not open is damage, not a caller's mistake.
+  if (clientSecret === undefined) throw new Error("the stored payment's clientSecret does not open");
+  return { ...rest, clientSecret };
 }
 
 /**
@@ -87,7 +135,7 @@ const ONE_PAYMENT = 'a merchant makes one payment per receipt';
  * payment and says why, and speaks of an Idempotency-Key only when the client sent one.
  */
 export function repeatedPaymentConflict(
-  first: PaymentResult | undefined,
+  first: Pick<PaymentResult, 'paymentId' | 'gateway'> | undefined,
   idempotencyKeySent: boolean,
 ): ConflictError {
   const payment = first ? ` (${first.paymentId} on ${first.gateway})` : '';

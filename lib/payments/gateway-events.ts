@@ -1,8 +1,9 @@
 import * as z from 'zod';
 import type { AppDeps } from '../app/deps.js';
 import type { GatewayKind } from '../gateways/port.js';
-import { InvalidSignatureError } from '../kernel/errors.js';
-import type { SameType } from '../kernel/route.js';
+import { MINUTE_WINDOW_SECONDS, rateBuckets, type RateLimitState } from '../db/rate-limits.js';
+import { InvalidSignatureError, RateLimitExceededError } from '../kernel/errors.js';
+import type { RouteDeclaration, SameType } from '../kernel/route.js';
 import { configuredGateway } from './create.js';
 import { applyPaymentState, recordRefund, type Applied, type LifecycleDeps } from './lifecycle.js';
 
@@ -56,39 +57,52 @@ const stronger = (a: Applied, b: Applied): Applied =>
   a === 'applied' || b === 'applied' ? 'applied' : a === 'unchanged' || b === 'unchanged' ? 'unchanged' : a;
 
 /**
- * POST /gateways/{gateway}/events: verifies the provider's event with its SDK (lib/gateways), then
- * applies what it says once: an event id already applied changes nothing, and every fact only moves
- * a payment or a refund forward, so redeliveries and any order of arrival end in the same state.
- * Events about payments the service did not make are acknowledged and ignored.
+ * POST /gateways/{gateway}/events: verifies the provider's event with its SDK (lib/gateways) before
+ * anything else, then spends the gateway's budget and applies what it says once: an event id already
+ * applied changes nothing, and every fact only moves a payment or a refund forward, so redeliveries
+ * and any order of arrival end in the same state. Events about payments the service did not make are
+ * acknowledged and ignored. A request that fails verification spends only its source address's
+ * allowance and is written nowhere (a metric counts it): strangers cannot crowd a provider out, nor
+ * fill the audit.
  */
 export async function receiveGatewayEvent(
-  deps: LifecycleDeps & Pick<AppDeps, 'gateways'>,
+  deps: LifecycleDeps & Pick<AppDeps, 'gateways' | 'rateLimiter'>,
   input: {
     gateway: GatewayKind;
     rawBody: string;
     headers: Record<string, string | undefined>;
     requestId: string;
+    sourceIp: string;
+    budget: NonNullable<RouteDeclaration['keylessBudget']>;
+    /** Told the window the request was counted in: what its X-RateLimit-* headers describe. */
+    counted: (state: RateLimitState) => void;
   },
 ): Promise<GatewayEventResult> {
-  const { gateway, requestId } = input;
+  const { gateway, requestId, budget } = input;
   const provider = await configuredGateway(deps, gateway);
   const now = deps.clock.now();
+  const spend = async (bucket: string, limit: number) => {
+    const state = await deps.rateLimiter.hit(bucket, limit, MINUTE_WINDOW_SECONDS, now);
+    input.counted(state);
+    if (!state.allowed) {
+      deps.telemetry.count('RateLimitRefusals', { group: 'anonymous' });
+      throw new RateLimitExceededError(state.resetAt - now.getTime() / 1000);
+    }
+  };
   let event;
   try {
     event = await provider.verifyEvent({ rawBody: input.rawBody, headers: input.headers, receivedAt: now });
   } catch (error) {
     if (error instanceof InvalidSignatureError) {
       deps.telemetry.count('GatewayEventsRefused', { gateway });
-      await deps.audit.record({
-        action: 'gateway.event',
-        outcome: 'failure',
-        reason: 'signature missing, wrong or stale',
-        requestId,
-        clientId: gateway,
-      });
+      await spend(
+        rateBuckets.unverified('gateway-events', input.sourceIp),
+        budget.unverifiedPerSourcePerMinute,
+      );
     }
     throw error;
   }
+  await spend(rateBuckets.route('gateway-events', gateway), budget.requestsPerMinute);
   const answer = (outcome: GatewayEventResult['outcome']): GatewayEventResult => ({
     received: true,
     eventId: event.eventId,

@@ -18,11 +18,11 @@ import type {
   PaymentState,
   RefundState,
 } from '../gateways/port.js';
-import { ConflictError } from '../kernel/errors.js';
+import { ConflictError, InvalidRequestError } from '../kernel/errors.js';
 import { statusRank, type PaymentStatus } from '../kernel/payment-status.js';
 import type { DigitalReceipt } from '../receipts/schemas.js';
 import { amountRefund, type Refunded } from './refund-amounts.js';
-import { basisOf, derivedUuid, openBasis, sealBasis } from './refund-basis.js';
+import { basisOf, derivedUuid, openBasis, openReason, sealBasis } from './refund-basis.js';
 import { sealRefundReceipt } from './refund-receipt.js';
 
 /**
@@ -200,6 +200,21 @@ export async function recordRefund(
     if (!partition) return null;
     const { payment } = partition;
     const now = deps.clock.now();
+    if (input.source === 'gateway' && refund.currency.toUpperCase() !== payment.currency.toUpperCase()) {
+      // A refund in another currency than its payment cannot be a refund of it: nothing is recorded.
+      deps.telemetry.count('RefundCurrencyMismatches');
+      await deps.audit.record({
+        action: 'payment.refund',
+        outcome: 'failure',
+        requestId: input.requestId,
+        clientId: payment.merchantClientId,
+        reason: `${gateway} refund ${refund.providerRefundId} in ${refund.currency.toUpperCase()} refused: the payment is in ${payment.currency.toUpperCase()}`,
+      });
+      throw new InvalidRequestError(
+        `The refund's currency (${refund.currency.toUpperCase()}) is not its payment's: nothing was recorded`,
+        [{ field: 'currency', message: `must be ${payment.currency.toUpperCase()}, the payment's currency` }],
+      );
+    }
     const refundId = input.refundId ?? refund.refundId;
     // The merchant's request this refund answers: by its refundId (ours, or kept by the provider),
     // unless that request already became another provider refund.
@@ -278,7 +293,9 @@ export async function recordRefund(
             tax: record.tax,
             amount: record.amount,
             paymentStatus: refund.state,
-            reason: request?.reason,
+            reason: request
+              ? openReason(keyring, payment.merchantClientId, payment.receiptId, request)
+              : undefined,
             createdAt: now,
             signed,
           })

@@ -40,3 +40,36 @@ export function openBasis(
  * id, so a refund receipt keeps its receiptId however often its refund is recorded or its event delivered.
  */
 export { derivedUuid } from '@receipt-service/receipt-core';
+
+const REASON_PURPOSE = 'refund-reason';
+
+/**
+ * A refund's `reason` is text the cardholder reads on the refund receipt: kept sealed like the basis
+ * (its own derived key), bound to the payment's receipt and the refund, never in clear at rest.
+ */
+export const sealReason = (
+  keyring: CardTagKeyring,
+  merchantClientId: string,
+  receiptId: string,
+  refundId: string,
+  reason: string,
+): string =>
+  sealRecord(keyring, REASON_PURPOSE, `${contextOf(merchantClientId, receiptId)}#${refundId}`, reason);
+
+/** The sealed reason of a refund request; undefined when it has none. */
+export function openReason(
+  keyring: CardTagKeyring,
+  merchantClientId: string,
+  receiptId: string,
+  request: { refundId: string; sealedReason?: string | undefined; reason?: string | undefined },
+): string | undefined {
+  if (request.sealedReason === undefined) return request.reason;
+  const reason = openRecord<string>(
+    keyring,
+    REASON_PURPOSE,
+    `${contextOf(merchantClientId, receiptId)}#${request.refundId}`,
+    request.sealedReason,
+  );
+  if (reason === undefined) throw new Error('the refund reason of this request does not open');
+  return reason;
+}

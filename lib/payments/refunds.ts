@@ -24,7 +24,7 @@ import type { SameType } from '../kernel/route.js';
 import { configuredGateway } from './create.js';
 import { recordRefund, refundedSoFar, retrying, type LifecycleDeps } from './lifecycle.js';
 import { amountRefund, itemisedRefund, type RefundAmounts } from './refund-amounts.js';
-import { openBasis } from './refund-basis.js';
+import { openBasis, sealReason } from './refund-basis.js';
 
 /**
  * The refund receipt of a signed refund, as the till computed it (the SDK's refundReceiptOf, over the
@@ -278,7 +278,17 @@ export async function createRefund(
       refundId: body.refundId,
       requestDigest: digest,
       ...amounts,
-      ...(body.reason ? { reason: body.reason } : {}),
+      ...(body.reason
+        ? {
+            sealedReason: sealReason(
+              keyring,
+              payment.merchantClientId,
+              payment.receiptId,
+              body.refundId,
+              body.reason,
+            ),
+          }
+        : {}),
       ...(signed ? { signed } : {}),
       createdAt: deps.clock.now().toISOString(),
       ttl: payment.ttl,
@@ -298,7 +308,7 @@ export async function createRefund(
       currency,
       idempotencyKey: `${caller.clientId}:${gateway}:${paymentId}:${request.refundId}`,
       refundId: request.refundId,
-      ...(request.reason ? { reason: request.reason } : {}),
+      ...(body.reason ? { reason: body.reason } : {}),
     });
   } catch (error) {
     // Refused or unreachable: the reservation goes, so nothing of this request stays behind.

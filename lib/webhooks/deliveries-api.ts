@@ -1,5 +1,5 @@
 import type { DeliveryRecord, WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
-import type { WebhookRecord, WebhookRepository } from '../db/webhooks.js';
+import type { WebhookEvent, WebhookRecord, WebhookRepository } from '../db/webhooks.js';
 import type { CursorCodec, CursorScope, PageKeyShape } from '../crypto/cursor.js';
 import { ConflictError, NotFoundError } from '../kernel/errors.js';
 import { attemptClaimed, leaseFrom, type DeliveryDeps } from './send.js';
@@ -8,7 +8,7 @@ import { attemptClaimed, leaseFrom, type DeliveryDeps } from './send.js';
 export const deliveryView = (delivery: DeliveryRecord) => ({
   deliveryId: delivery.deliveryId,
   webhookId: delivery.webhookId,
-  eventType: delivery.eventType as 'receipt.available' | 'receipt.escrowed' | 'receipt.updated',
+  eventType: delivery.eventType as WebhookEvent,
   status: delivery.status,
   attemptCount: delivery.attemptCount,
   nextAttemptAt: delivery.status === 'pending' ? (delivery.nextAttemptAt ?? null) : null,

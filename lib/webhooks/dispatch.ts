@@ -1,13 +1,10 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { epochSeconds } from '../kernel/clock.js';
-import { dueBucketOf, type DeliveryRecord } from '../db/webhook-deliveries.js';
+import { newDelivery } from '../db/webhook-deliveries.js';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
 import { messageOf, type DeliveryMessage, type DispatchDeps } from './queue.js';
 import type { DeliveryDeps } from './send.js';
-
-const RETENTION_SECONDS = 30 * 24 * 3_600;
 
 /**
  * The look-ups of one batch, each made once: a batch is usually one issuer's or one merchant's
@@ -60,22 +57,16 @@ async function deliveriesOf(
   const messages: DeliveryMessage[] = [];
   for (const webhook of webhooks) {
     const deliveryId = deliveryIdOf(webhook.webhookId, event);
-    const delivery: DeliveryRecord = {
-      webhookId: webhook.webhookId,
-      deliveryId,
-      clientId,
-      eventType: event.type,
-      payload: payloadOf(event, now),
-      status: 'pending',
-      attemptCount: 0,
-      scheduledFrom: 0,
-      attempts: [],
-      // Due at once: should its queued attempt never be made, the sweeper queues it again.
-      nextAttemptAt: now.toISOString(),
-      dueBucket: dueBucketOf(deliveryId),
-      createdAt: now.toISOString(),
-      ttl: epochSeconds(now) + RETENTION_SECONDS,
-    };
+    const delivery = newDelivery(
+      {
+        webhookId: webhook.webhookId,
+        deliveryId,
+        clientId,
+        eventType: event.type,
+        payload: payloadOf(event, now),
+      },
+      now,
+    );
     await deps.deliveries.create(delivery);
     messages.push(messageOf(delivery));
   }

@@ -16,6 +16,8 @@ export const eventRoles: Record<WebhookEvent, readonly Role[]> = {
   'receipt.escrowed': ['merchant'],
   // Its issuer and its merchant both read the receipt: each hears of its status.
   'receipt.updated': ['issuer', 'merchant'],
+  // A merchant client's own signing keys or policy changed (lib/webhooks/announce.ts).
+  'merchant.keys.changed': ['merchant'],
 };
 
 /** 'wh_' + 26 base32 characters: 130 random bits. */

@@ -72,13 +72,18 @@ export async function addressesOf(
     if (addresses.length === 0) return fail(`the host ${host} does not resolve`);
   }
   const invalid = addresses.find((address) => !ipaddr.isValid(address));
-  if (invalid !== undefined) return fail(`the host resolves to ${invalid}, which is not an IP address`);
+  if (invalid !== undefined) return fail('the host resolves to something that is not an IP address');
   return { ok: true, addresses };
 }
 
-/** The refusal for an address outside public unicast, naming its range. */
-export const refusedAddress = (address: string, range: string): UrlCheck =>
-  fail(`the host is or resolves to a ${describeRange(range)} address (${address})`);
+/**
+ * The refusal for an address outside public unicast: it names the rule and the range, never the
+ * address (a resolved one would tell a caller what a name means inside someone's network).
+ */
+export const refusedAddress = (_address: string, range: string): UrlCheck =>
+  fail(
+    `the host is or resolves to a ${describeRange(range)} address: webhooks are sent to public unicast addresses only`,
+  );
 
 /**
  * Whether a webhook may be sent to `url`: https, and every address the host is or resolves to public

@@ -30,13 +30,19 @@ CLAIM_WINDOW_MINUTES (default 15, as deployed) (see docs/DEPLOY.md).`;
 export class CardholderUsageError extends Error {}
 
 export const merchantUsage = `Usage: npm run admin -- merchants require-signatures --client CLIENT_ID [--off] [--aws] [--json]
+       npm run admin -- merchants reset-keys --client CLIENT_ID [--aws] [--json]
 
 merchants require-signatures  makes every payments/{gateway}/create, receipts/encrypt and refund request
                               of the merchant client CLIENT_ID (its API keys' clientId, \`api-keys list\`)
                               carry a Receipt-Signature; --off lifts it. The client needs an active signing
                               key first. The same as the client's own POST /api/v1/merchants/signing-policy;
                               audited under the client.
+merchants reset-keys          recovery for a merchant client that lost every signing key: revokes all its
+                              keys and lifts require-signatures, so its API key alone can register a new
+                              key. Only here (the API needs a proof by an active key for either change);
+                              audited, and announced to the client's webhooks (merchant.keys.changed).
 
---aws needs AWS_REGION, TABLE_MERCHANT_KEYS and TABLE_AUDIT (see docs/DEPLOY.md).`;
+--aws needs AWS_REGION, TABLE_MERCHANT_KEYS, TABLE_AUDIT, TABLE_WEBHOOKS and TABLE_WEBHOOK_DELIVERIES
+(see docs/DEPLOY.md).`;
 
 export class MerchantUsageError extends Error {}

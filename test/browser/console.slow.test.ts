@@ -358,13 +358,27 @@ describe('developer console in a browser', () => {
       await rm(downloads, { recursive: true, force: true });
     }
 
-    // Keys in memory only; sessionStorage holds the webhook id and nothing else.
+    // API keys in memory only; sessionStorage holds the webhook id and nothing else.
     const stored = (await page.evaluate(
       'Object.fromEntries(Object.keys(sessionStorage).map((key) => [key, sessionStorage.getItem(key)]))',
     )) as Record<string, string>;
     expect(stored).toEqual({ 'receipt-console.webhookId': leftId });
     expect(await page.evaluate('localStorage.length')).toBe(0);
-    expect(await page.evaluate('indexedDB.databases().then((found) => found.length)')).toBe(0);
+    // The merchant's signing keys are kept as a till keeps them (issue 36: a key is added only with a
+    // proof by one it already has): non-extractable CryptoKeys in IndexedDB, and nothing else there.
+    expect(await page.evaluate('indexedDB.databases().then((found) => found.map((db) => db.name))')).toEqual([
+      'receipt-console',
+    ]);
+    const extractable = (await page.evaluate(`new Promise((resolve, reject) => {
+      const opening = indexedDB.open('receipt-console');
+      opening.onerror = () => reject(opening.error);
+      opening.onsuccess = () => {
+        const all = opening.result.transaction('signing-keys').objectStore('signing-keys').getAll();
+        all.onsuccess = () => resolve(all.result.flat().map((key) => key.privateKey.extractable));
+      };
+    })`)) as boolean[];
+    expect(extractable.length).toBeGreaterThan(0);
+    expect(extractable.every((flag) => flag === false)).toBe(true);
     expect(await page.cookies()).toEqual([]);
     const html = await page.content();
     for (const key of [keys.merchant, issuer]) {

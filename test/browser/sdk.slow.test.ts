@@ -100,9 +100,22 @@ describe('SDK in a browser', () => {
         `ReceiptSdk.generateSigningKey({ algorithm: ${JSON.stringify(algorithm)} })
            .then((key) => { window.signingKey = key; return { kid: key.kid, publicJwk: key.publicJwk }; })`,
       )) as { kid: string; publicJwk: Record<string, string> };
+      // A merchant client of its own (its first key needs no Key-Change-Proof), and the key's proof of
+      // possession, signed in the page with the SDK over a fresh challenge.
+      const till = (await stack.apiKey(['merchant'])).apiKey;
+      const challenge = await stack.request<Data<{ nonce: string; clientId: string }>>(
+        'POST',
+        '/api/v1/merchants/signing-keys/challenges',
+        { apiKey: till },
+      );
+      const { nonce, clientId } = challenge.json.data;
+      const statement = { action: 'register', clientId, kid: key.kid, nonce };
+      const proof = (await page.evaluate(
+        `ReceiptSdk.signKeyProof(${JSON.stringify(statement)}, window.signingKey.privateKey, ${JSON.stringify(key.kid)})`,
+      )) as string;
       const registered = await stack.request('POST', '/api/v1/merchants/signing-keys', {
-        apiKey: merchant,
-        body: { publicKey: key.publicJwk },
+        apiKey: till,
+        body: { publicKey: key.publicJwk, proof },
       });
       expect(registered.status).toBe(201);
       const receipt = sampleReceipt();
@@ -122,7 +135,7 @@ describe('SDK in a browser', () => {
         body: { hashedPan, publicKey, keyId: imported.json.data.keyId },
       });
       const sealed = await stack.request<Data<Record<string, unknown>>>('POST', '/api/v1/receipts/encrypt', {
-        apiKey: merchant,
+        apiKey: till,
         body: {
           receipt,
           recipientIdentifier: { type: 'email', value: 'device@example.com' },

@@ -127,3 +127,70 @@ describe('the gateways’ events route', () => {
     }
   });
 });
+
+describe('the events route at the edge (WAF)', () => {
+  type Rule = { Name: string; Action: unknown; Statement: Record<string, unknown> };
+  const aclOf = (from: Template) => {
+    const acls = Object.values(resourcesOf(from, 'AWS::WAFv2::WebACL'));
+    expect(acls).toHaveLength(1);
+    return acls[0]!.Properties as { Scope: string; DefaultAction: unknown; Rules: Rule[] };
+  };
+
+  it('limits each source address on the route, and is associated with the stage', () => {
+    const acl = aclOf(template);
+    expect(acl).toMatchObject({ Scope: 'REGIONAL', DefaultAction: { Allow: {} } });
+    // No allow-list configured by default: every address, each limited.
+    expect(acl.Rules.map((rule) => rule.Name)).toEqual(['gateway-events-per-source']);
+    expect(acl.Rules[0]).toMatchObject({
+      Action: { Block: {} },
+      Statement: {
+        RateBasedStatement: {
+          AggregateKeyType: 'IP',
+          EvaluationWindowSec: 60,
+          Limit: 600,
+          ScopeDownStatement: {
+            ByteMatchStatement: {
+              FieldToMatch: { UriPath: {} },
+              PositionalConstraint: 'CONTAINS',
+              SearchString: '/api/v1/gateways/',
+            },
+          },
+        },
+      },
+    });
+    const [association] = Object.values(resourcesOf(template, 'AWS::WAFv2::WebACLAssociation'));
+    // The stage's ARN: arn:…:apigateway:…::/restapis/<api>/stages/test.
+    expect(JSON.stringify(association!.Properties.ResourceArn)).toContain('/stages/');
+    expect(JSON.stringify(association!.Properties.ResourceArn)).toContain('test');
+    expect(resourcesOf(template, 'AWS::WAFv2::IPSet')).toEqual({});
+  });
+
+  it("with the providers' addresses configured, answers nobody else on the route", () => {
+    const custom = synthVariant({
+      settings: {
+        gatewayEventSourceCidrs: ['3.18.12.63/32', '54.187.174.169/32'],
+        gatewayEventsPerSourcePerMinute: 100,
+      },
+    }).templates.template;
+    const acl = aclOf(custom);
+    expect(acl.Rules.map((rule) => rule.Name)).toEqual([
+      'gateway-events-from-providers-only',
+      'gateway-events-per-source',
+    ]);
+    const [ipSet] = Object.values(resourcesOf(custom, 'AWS::WAFv2::IPSet'));
+    expect(ipSet!.Properties).toMatchObject({
+      Addresses: ['3.18.12.63/32', '54.187.174.169/32'],
+      IPAddressVersion: 'IPV4',
+    });
+    const block = JSON.stringify(acl.Rules[0]!.Statement);
+    expect(block).toContain('NotStatement');
+    expect(block).toContain('/api/v1/gateways/');
+    expect(acl.Rules[1]!.Statement).toMatchObject({ RateBasedStatement: { Limit: 100 } });
+  });
+
+  it('refuses a source that is not a CIDR at synth', () => {
+    expect(() => buildVariant({ settings: { gatewayEventSourceCidrs: ['stripe.com'] } })).toThrow(
+      /gatewayEventSourceCidrs/,
+    );
+  });
+});

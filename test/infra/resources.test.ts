@@ -334,6 +334,7 @@ describe('operations', () => {
   it.each([
     ['ReRegistrations', 're-registrations'],
     ['RecipientSealFailures', 'recipient-seal-failures'],
+    ['RefundCurrencyMismatches', 'refund-currency-mismatches'],
   ])('alarms on the first %s, as the use cases count them', (metric, name) => {
     expect(alarmNamed(`receipt-service-test-${name}`)?.Properties).toMatchObject({
       MetricName: metric,

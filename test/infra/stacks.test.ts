@@ -74,8 +74,8 @@ const addedSinceTheSplit: Record<string, number> = {
   'AWS::DynamoDB::Table': 3,
   // ... with a throttling alarm each, as every table has (infra/monitoring.ts); the webhook-deliver
   // function's errors and duration alarms; its dead-letter queue's; re-registrations and recipient
-  // seal failures (cardholder trust, round 3).
-  'AWS::CloudWatch::Alarm': 3 + 2 + 1 + 2,
+  // seal failures (cardholder trust, round 3); refund events in another currency (round 4).
+  'AWS::CloudWatch::Alarm': 3 + 2 + 1 + 2 + 1,
   // webhook-deliver: its role, policy, log group, the two metric filters every function's log has,
   // and its queue's event source mapping; the delivery queue (SQS FIFO, one message group per
   // webhook) and its dead-letter queue, each with its TLS-only policy.
@@ -87,6 +87,9 @@ const addedSinceTheSplit: Record<string, number> = {
   'AWS::Lambda::Function': 1,
   'AWS::SQS::Queue': 2,
   'AWS::SQS::QueuePolicy': 2,
+  // The stage's web ACL, limiting each source address on the gateways' events route (infra/edge-waf.ts).
+  'AWS::WAFv2::WebACL': 1,
+  'AWS::WAFv2::WebACLAssociation': 1,
 };
 
 /**

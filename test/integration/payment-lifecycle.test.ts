@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import Stripe from 'stripe';
 import { requireTable } from '../../lib/kernel/config.js';
+import type { LogTelemetry } from '../../lib/kernel/telemetry.js';
 import { generateDeviceKey, openEnvelope } from '@receipt-service/sdk';
 import { flattenedReceipt, newHashedPan } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
@@ -57,6 +58,7 @@ const ONE_FLAT_WHITE = 450 + 39;
 describe('receipts that follow their payments', () => {
   let stack: TestStack;
   let merchant: string;
+  let merchantClientId: string;
   let otherMerchant: string;
   let issuer: string;
   let user: OnboardedUser;
@@ -67,7 +69,7 @@ describe('receipts that follow their payments', () => {
 
   beforeAll(async () => {
     stack = await startTestStack();
-    merchant = (await stack.apiKey(['merchant'])).apiKey;
+    ({ apiKey: merchant, clientId: merchantClientId } = await stack.apiKey(['merchant']));
     otherMerchant = (await stack.apiKey(['merchant'])).apiKey;
     issuer = (await stack.apiKey(['issuer'])).apiKey;
     user = await onboardUser(stack, issuer);
@@ -171,7 +173,13 @@ describe('receipts that follow their payments', () => {
     kind === 'gateway_a' ? stack.sandbox!.webhookSecrets.stripe : stack.sandbox!.webhookSecrets.square;
 
   /** A refund event for `paymentId`, in each provider's own shape. */
-  function refundEvent(kind: Kind, paymentId: string, amount: number, createdAt = stack.clock.now()): string {
+  function refundEvent(
+    kind: Kind,
+    paymentId: string,
+    amount: number,
+    createdAt = stack.clock.now(),
+    currency = 'USD',
+  ): string {
     if (kind === 'gateway_a') {
       return JSON.stringify({
         id: `evt_${randomUUID().replaceAll('-', '')}`,
@@ -183,7 +191,7 @@ describe('receipts that follow their payments', () => {
             id: `re_${randomUUID().replaceAll('-', '')}`,
             object: 'refund',
             amount,
-            currency: 'usd',
+            currency: currency.toLowerCase(),
             status: 'succeeded',
             payment_intent: paymentId,
             metadata: {},
@@ -205,7 +213,7 @@ describe('receipts that follow their payments', () => {
           refund: {
             id: refundId,
             status: 'COMPLETED',
-            amount_money: { amount, currency: 'USD' },
+            amount_money: { amount, currency },
             payment_id: paymentId,
             created_at: createdAt.toISOString(),
           },
@@ -540,6 +548,54 @@ describe('receipts that follow their payments', () => {
       expect(text).not.toMatch(/(?<![\w-])4242(?![\w-])/);
     });
 
+    it('holds no refund reason and no clientSecret in clear in any table, after the refund flows', async () => {
+      // A gateway_a payment made as a till makes it, its clientSecret answered (and answered again).
+      const body = flattenedReceipt({ recipientHashedPan: user.hashedPan });
+      const create = () =>
+        stack.request<Data<{ paymentId: string; clientSecret: string }>>(
+          'POST',
+          '/api/v1/payments/gateway_a/create',
+          {
+            apiKey: merchant,
+            body: { amount: body.totalAmount, ...body },
+          },
+        );
+      const created = await create();
+      expect(created.json.data.clientSecret).toMatch(/^pi_.+_secret_/);
+      expect((await create()).json.data.clientSecret).toBe(created.json.data.clientSecret);
+      const stripe = await sandboxStripe(stack);
+      await stripe.paymentIntents.confirm(created.json.data.paymentId, { payment_method: 'pm_card_visa' });
+      await statusBecomes(stack, merchant, body.receiptId, 'succeeded');
+      const reason = `Refund reason ${randomUUID()}`;
+      const refunded = await refund('gateway_a', created.json.data.paymentId, {
+        refundId: randomUUID(),
+        amount: 100,
+        reason,
+      });
+      expect(refunded.status).toBe(201);
+      await eventsSettled(stack);
+      const secretOfIntent = created.json.data.clientSecret.split('_secret_')[1]!;
+      for (const table of Object.values(stack.config.tables)) {
+        const items: unknown[] = [];
+        let start: Record<string, unknown> | undefined;
+        do {
+          const page = await stack.deps.dynamo.doc.send(
+            new ScanCommand({ TableName: table, ExclusiveStartKey: start }),
+          );
+          items.push(...(page.Items ?? []));
+          start = page.LastEvaluatedKey;
+        } while (start);
+        const text = JSON.stringify(items);
+        // The suite's reasons (this one, and the itemised refunds' above) and the secret, anywhere.
+        expect({ table, reason: text.includes(reason) }).toEqual({ table, reason: false });
+        expect({ table, reason: text.includes('One coffee was cold') }).toEqual({ table, reason: false });
+        expect({ table, clientSecret: text.includes(secretOfIntent) }).toEqual({
+          table,
+          clientSecret: false,
+        });
+      }
+    });
+
     it('seals refund receipts for a device key: the SDK opens both, the API’s and the dashboard’s, on the device', async () => {
       const device = await generateDeviceKey({ algorithm: 'ECDH-ES+A256KW' });
       const imported = await stack.request<Data<{ keyId: string; publicKey: string }>>(
@@ -715,18 +771,122 @@ describe('receipts that follow their payments', () => {
       },
     );
 
-    it('counts events per gateway, not per sender', async () => {
+    it('counts verified events per gateway, not per sender', async () => {
       await eventsSettled(stack);
-      const body = refundEvent('gateway_a', 'pi_CountedPerGateway000000', 100);
       const remaining = (reply: HttpReply<unknown>) => Number(reply.headers.get('x-ratelimit-remaining'));
-      const a1 = await postEvent('gateway_a', body, {});
-      const b1 = await postEvent('gateway_b', body, {});
-      const a2 = await postEvent('gateway_a', body, {});
-      const b2 = await postEvent('gateway_b', body, {});
+      const post = (kind: Kind) => {
+        const body = refundEvent(kind, `NotMadeByTheService${kind}`, 100);
+        return postEvent(kind, body, signed(kind, body, secretOf(kind)));
+      };
+      const a1 = await post('gateway_a');
+      const b1 = await post('gateway_b');
+      const a2 = await post('gateway_a');
+      const b2 = await post('gateway_b');
       expect(a1.headers.get('x-ratelimit-limit')).toBe('6000');
       // Each gateway's budget moved by its own events only.
       expect([remaining(a1) - remaining(a2), remaining(b1) - remaining(b2)]).toEqual([1, 1]);
     });
+
+    /** The gateway's own budget as the service counts it (lib/db/rate-limits.ts, leases included). */
+    const gatewayBudget = async (kind: Kind) => {
+      const [state] = await stack.deps.rateLimiter.peek(
+        [{ bucket: `route#gateway-events#${kind}`, limit: 6_000, windowSeconds: 60 }],
+        stack.clock.now(),
+      );
+      return state!;
+    };
+
+    it('1,000 unsigned requests from one address spend nothing of the gateway and write no audit; then a verified event is applied', async () => {
+      const sale = await paid('gateway_a');
+      await eventsSettled(stack);
+      // A fresh minute: earlier tests' refused requests from this address are in the last one.
+      stack.clock.advance(60_000 - (stack.clock.now().getTime() % 60_000));
+      const telemetry = stack.deps.telemetry as LogTelemetry;
+      const budgetBefore = await gatewayBudget('gateway_a');
+      const refusedBefore = telemetry.total('GatewayEventsRefused', { gateway: 'gateway_a' });
+      const forged = refundEvent('gateway_a', sale.paymentId, SALE_TOTAL);
+      const wrong = signed('gateway_a', forged, `whsec_${randomUUID()}`);
+      const statuses: number[] = [];
+      for (let batch = 0; batch < 20; batch++) {
+        const answers = await Promise.all(
+          Array.from({ length: 50 }, (_, index) => postEvent('gateway_a', forged, index % 2 ? wrong : {})),
+        );
+        statuses.push(...answers.map((answer) => answer.status));
+      }
+      // The address's allowance for requests that fail verification (60 a minute), then 429.
+      expect(statuses.filter((status) => status === 401)).toHaveLength(60);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(940);
+      expect(await gatewayBudget('gateway_a')).toEqual(budgetBefore);
+      expect(telemetry.total('GatewayEventsRefused', { gateway: 'gateway_a' }) - refusedBefore).toBe(1_000);
+      const audited = await stack.deps.audit.forClient('gateway_a', 1_000);
+      expect(audited.filter((record) => record.outcome === 'failure')).toEqual([]);
+      // The provider's own event, from the same address, is applied at once.
+      const genuine = await postEvent(
+        'gateway_a',
+        forged,
+        signed('gateway_a', forged, secretOf('gateway_a')),
+      );
+      expect([genuine.status, genuine.json.data.outcome]).toEqual([200, 'applied']);
+      await statusBecomes(stack, issuer, sale.body.receiptId, 'refunded');
+      // The next tests' refusals start in a minute of their own.
+      stack.clock.advance(60_000);
+    });
+
+    it.each(kinds)(
+      '%s: an event dated more than 300 s ahead is refused like a stale one and changes nothing',
+      async (kind) => {
+        const sale = await paid(kind);
+        const ahead = new Date(stack.clock.now().getTime() + 7 * 86_400_000);
+        const future = refundEvent(kind, sale.paymentId, 100, ahead);
+        const now = refundEvent(kind, sale.paymentId, 100);
+        const answers = [
+          await postEvent(kind, future, signed(kind, future, secretOf(kind))),
+          ...(kind === 'gateway_a'
+            ? [
+                // A signature time ahead, over an event of now.
+                await postEvent(
+                  kind,
+                  now,
+                  signed(kind, now, secretOf(kind), Math.floor(ahead.getTime() / 1000)),
+                ),
+              ]
+            : []),
+        ];
+        for (const answer of answers) {
+          expect([answer.status, answer.json.error.code]).toEqual([401, 'invalid_signature']);
+        }
+        // Just inside the tolerance: a provider's clock a little ahead is fine.
+        const close = refundEvent(kind, sale.paymentId, 100, new Date(stack.clock.now().getTime() + 200_000));
+        expect((await postEvent(kind, close, signed(kind, close, secretOf(kind)))).status).toBe(200);
+        const recorded = (await refunds(kind, sale.paymentId)).json.data.refunds;
+        expect(recorded.map((one) => one.amount)).toEqual([100]);
+      },
+    );
+
+    it.each(kinds)(
+      '%s: a refund event in another currency than its payment is refused, audited and counted, and changes nothing',
+      async (kind) => {
+        const sale = await paid(kind);
+        const telemetry = stack.deps.telemetry as LogTelemetry;
+        const before = telemetry.total('RefundCurrencyMismatches');
+        const euros = refundEvent(kind, sale.paymentId, 100, stack.clock.now(), 'EUR');
+        const answer = await postEvent(kind, euros, signed(kind, euros, secretOf(kind)));
+        expect([answer.status, answer.json.error.code]).toEqual([400, 'INVALID_REQUEST']);
+        expect(answer.json.error.message).toContain('currency');
+        expect(telemetry.total('RefundCurrencyMismatches') - before).toBe(1);
+        expect((await refunds(kind, sale.paymentId)).json.data.refunds).toEqual([]);
+        expect((await fetchReceipt(stack, issuer, sale.body.receiptId)).paymentStatus).toBe('succeeded');
+        const audited = await stack.deps.audit.forClient(merchantClientId, 1_000);
+        expect(
+          audited.filter(
+            (record) =>
+              record.action === 'payment.refund' &&
+              record.outcome === 'failure' &&
+              record.reason?.includes('EUR'),
+          ).length,
+        ).toBeGreaterThanOrEqual(1);
+      },
+    );
 
     // Last: it moves the stack's clock on.
     it.each(kinds)(

@@ -7,6 +7,8 @@ import {
   generateDeviceKey,
   generateSigningKey,
   openEnvelope,
+  signingKeyId,
+  signKeyProof,
   signedRefundReceiptId,
   signReceipt,
   toDigitalReceipt,
@@ -101,15 +103,102 @@ afterAll(async () => {
 
 beforeEach(() => stack.sandbox!.reset());
 
-const register = (apiKey: string, publicKey: unknown) =>
-  stack.request<Data<SigningKeyResource> & ErrorBody>('POST', '/api/v1/merchants/signing-keys', {
-    apiKey,
-    body: { publicKey },
-  });
+/** Every key the test made, by kid: register() proves possession with the one it registers. */
+const madeKeys = new Map<string, SigningKey>();
+/** Each API key's registered, unrevoked keys: a further change is proven by the first of them. */
+const activeKeys = new Map<string, SigningKey[]>();
+
+async function newSigningKey(options: { algorithm?: SigningAlgorithm } = {}): Promise<SigningKey> {
+  const key = await generateSigningKey(options);
+  madeKeys.set(key.kid, key);
+  return key;
+}
+
+/** A fresh challenge for the API key's client, and that client's id. */
+async function challenge(apiKey: string): Promise<{ nonce: string; clientId: string }> {
+  const reply = await stack.request<Data<{ nonce: string; clientId: string }>>(
+    'POST',
+    '/api/v1/merchants/signing-keys/challenges',
+    { apiKey },
+  );
+  expect(reply.status).toBe(201);
+  return reply.json.data;
+}
+
+/** The Key-Change-Proof the API key's client makes with its first active key, if it has one. */
+async function keyChangeProof(
+  apiKey: string,
+  action: 'add-key' | 'revoke-key' | 'signing-policy',
+  target: string,
+): Promise<Record<string, string>> {
+  const anchor = activeKeys.get(apiKey)?.[0];
+  if (!anchor) return {};
+  const { nonce, clientId } = await challenge(apiKey);
+  return {
+    'Key-Change-Proof': await signKeyProof(
+      { action, clientId, target, nonce },
+      anchor.privateKey,
+      anchor.kid,
+    ),
+  };
+}
+
+/** Registers as a till does: proof of possession by the key, and a Key-Change-Proof once there is a key. */
+async function register(apiKey: string, publicKey: unknown) {
+  const kid = (publicKey as { kty?: string }).kty ? safeKid(publicKey) : undefined;
+  const key = kid ? madeKeys.get(kid) : undefined;
+  const body: Record<string, unknown> = { publicKey };
+  if (key) {
+    const { nonce, clientId } = await challenge(apiKey);
+    body.proof = await signKeyProof(
+      { action: 'register', clientId, kid: key.kid, nonce },
+      key.privateKey,
+      key.kid,
+    );
+  }
+  const headers = key ? await keyChangeProof(apiKey, 'add-key', key.kid) : {};
+  const reply = await stack.request<Data<SigningKeyResource> & ErrorBody>(
+    'POST',
+    '/api/v1/merchants/signing-keys',
+    {
+      apiKey,
+      body,
+      headers,
+    },
+  );
+  if (reply.status === 201 && key && !activeKeys.get(apiKey)?.some((held) => held.kid === key.kid)) {
+    activeKeys.set(apiKey, [...(activeKeys.get(apiKey) ?? []), key]);
+  }
+  return reply;
+}
+
+function safeKid(publicKey: unknown): string | undefined {
+  try {
+    return signingKeyId(publicKey as SigningPublicJwk);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Revokes with a Key-Change-Proof by the client's first active key (which may be the one revoked). */
+async function revoke(apiKey: string, kid: string) {
+  const reply = await stack.request<Data<SigningKeyResource> & ErrorBody>(
+    'DELETE',
+    `/api/v1/merchants/signing-keys/${kid}`,
+    { apiKey, headers: await keyChangeProof(apiKey, 'revoke-key', kid) },
+  );
+  if (reply.status === 200) {
+    activeKeys.set(
+      apiKey,
+      (activeKeys.get(apiKey) ?? []).filter((held) => held.kid !== kid),
+    );
+  }
+  return reply;
+}
 
 /** A key made by the till with the SDK and registered by its merchant client. */
 async function registeredKey(apiKey = merchant, algorithm: SigningAlgorithm = 'EdDSA'): Promise<SigningKey> {
-  const key = await generateSigningKey({ algorithm });
+  const key = await newSigningKey({ algorithm });
   const reply = await register(apiKey, key.publicJwk);
   expect(reply.status).toBe(201);
   expect(reply.json.data.kid).toBe(key.kid);
@@ -176,7 +265,7 @@ describe('merchant signing keys', () => {
   it.each<SigningAlgorithm>(['EdDSA', 'ES256'])(
     'registers a %s key, named by its thumbprint, readable by issuers and merchants, listed for its owner only',
     async (algorithm) => {
-      const key = await generateSigningKey({ algorithm });
+      const key = await newSigningKey({ algorithm });
       const registered = await register(merchant, key.publicJwk);
       expect(registered.status).toBe(201);
       expect(registered.json.data).toEqual({
@@ -205,7 +294,7 @@ describe('merchant signing keys', () => {
       // A key belongs to the merchant client that registered it.
       const taken = await register(otherMerchant, key.publicJwk);
       expect([taken.status, taken.json.error.code]).toEqual([409, 'CONFLICT']);
-      expect(taken.json.error.message).toContain('another merchant client');
+      expect(taken.json.error.message).toContain('Another merchant client proved it holds this private key');
     },
   );
 
@@ -215,12 +304,12 @@ describe('merchant signing keys', () => {
     const rsa = await exportJWK((await generateKeyPair('RS256', { extractable: true })).publicKey);
     const p384 = await exportJWK((await generateKeyPair('ES384')).publicKey);
     const x25519 = await exportJWK((await generateKeyPair('ECDH-ES', { crv: 'X25519' })).publicKey);
-    const ec = (await generateSigningKey({ algorithm: 'ES256' })).publicJwk as {
+    const ec = (await newSigningKey({ algorithm: 'ES256' })).publicJwk as {
       kty: 'EC';
       x: string;
       y: string;
     };
-    const good = (await generateSigningKey()).publicJwk as { x: string };
+    const good = (await newSigningKey()).publicJwk as { x: string };
     const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url');
     // The identity (y = 1) and a point of order 8 from the torsion subgroup; then a key of mixed order.
     const identity = b64(ed25519.Point.ZERO.toBytes());
@@ -286,7 +375,7 @@ describe('merchant signing keys', () => {
     const key = await registeredKey();
     const path = `/api/v1/merchants/signing-keys/${key.kid}`;
     expect((await stack.request<ErrorBody>('DELETE', path, { apiKey: otherMerchant })).status).toBe(404);
-    const revoked = await stack.request<Data<SigningKeyResource>>('DELETE', path, { apiKey: merchant });
+    const revoked = await revoke(merchant, key.kid);
     expect(revoked.status).toBe(200);
     expect(revoked.json.data).toMatchObject({
       kid: key.kid,
@@ -294,7 +383,7 @@ describe('merchant signing keys', () => {
       revokedAt: stack.clock.now().toISOString(),
     });
     stack.clock.advance(60_000);
-    const again = await stack.request<Data<SigningKeyResource>>('DELETE', path, { apiKey: merchant });
+    const again = await revoke(merchant, key.kid);
     expect(again.json.data.revokedAt).toBe(revoked.json.data.revokedAt);
     expect(await publishedKey(key.kid)).toEqual(revoked.json.data);
     const unknown = await stack.request<ErrorBody>('GET', `/api/v1/merchant-keys/${'A'.repeat(43)}`, {
@@ -364,10 +453,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
         async (body) => {
           const key = await registeredKey();
           const jws = await signFields(body, key);
-          expect(
-            (await stack.request('DELETE', `/api/v1/merchants/signing-keys/${key.kid}`, { apiKey: merchant }))
-              .status,
-          ).toBe(200);
+          expect((await revoke(merchant, key.kid)).status).toBe(200);
           return { body, jws };
         },
         'revoked_kid',
@@ -375,7 +461,7 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
       [
         'an unknown kid',
         async (body) => {
-          const key = await generateSigningKey();
+          const key = await newSigningKey();
           return {
             body,
             jws: await signFields(body, key),
@@ -558,13 +644,16 @@ describe.each(kinds)('a signed refund on %s', (kind) => {
 describe('a merchant that requires signatures', () => {
   it('cannot require them without a key; then an unsigned create or encrypt is refused and nothing is charged', async () => {
     const strict = (await stack.apiKey(['merchant'])).apiKey;
-    const policy = (requireSignatures: boolean) =>
+    const policy = async (requireSignatures: boolean) =>
       stack.request<Data<{ requireSignatures: boolean }> & ErrorBody>(
         'POST',
         '/api/v1/merchants/signing-policy',
         {
           apiKey: strict,
           body: { requireSignatures },
+          headers: requireSignatures
+            ? {}
+            : await keyChangeProof(strict, 'signing-policy', 'requireSignatures=false'),
         },
       );
     expect((await policy(true)).status).toBe(409);
@@ -608,7 +697,12 @@ describe('an operator requires signatures with the admin CLI', () => {
     const client = await stack.apiKey(['merchant']);
     const target = {
       doc: stack.deps.dynamo.doc,
-      tables: { merchantKeys: stack.config.tables.merchantKeys!, audit: stack.config.tables.audit! },
+      tables: {
+        merchantKeys: stack.config.tables.merchantKeys!,
+        audit: stack.config.tables.audit!,
+        webhooks: stack.config.tables.webhooks!,
+        webhookDeliveries: stack.config.tables.webhookDeliveries!,
+      },
     };
     const cli = (...args: string[]) =>
       runMerchantCommand(
@@ -694,10 +788,7 @@ describe('receipts/encrypt, signed', () => {
           : bodyOf({ ...fields, merchantName: 'Corner Coffee Roasterz' });
       const revoked = await registeredKey();
       const revokedJws = await signReceipt(receipt, revoked.privateKey, revoked.kid);
-      expect(
-        (await stack.request('DELETE', `/api/v1/merchants/signing-keys/${revoked.kid}`, { apiKey: merchant }))
-          .status,
-      ).toBe(200);
+      expect((await revoke(merchant, revoked.kid)).status).toBe(200);
       const asSent = bodyOf(form === 'nested' ? receipt : fields);
       const cases: [unknown, string, string][] = [
         [changed, jws, 'mismatch'],

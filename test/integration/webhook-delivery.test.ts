@@ -385,7 +385,9 @@ describe('webhook delivery over the local stack', () => {
 
     const failed = await deliveryWhen(issuer, webhookId, (delivery) => delivery.status === 'failed');
     expect(failed.attempts).toHaveLength(1);
-    expect(failed.attempts[0]!.error).toMatch(/^url_refused: .*private.*10\.0\.0\.1/);
+    expect(failed.attempts[0]!.error).toMatch(
+      /^url_refused: .*private address: webhooks are sent to public unicast addresses only$/,
+    );
     expect(failed.attempts[0]!.httpStatus).toBeUndefined();
     expect(receiver.received).toEqual([]);
 

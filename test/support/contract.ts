@@ -109,10 +109,12 @@ export class ContractValidator {
     this.ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true });
     formatsModule.default(this.ajv);
     this.ajv.addSchema({ ...this.document, $id: DOCUMENT_ID });
-    this.matchers = Object.keys(this.document.paths).map((template) => ({
-      template,
-      pattern: pathMatcher(template),
-    }));
+    // A literal segment wins over a parameter (…/signing-keys/challenges over …/signing-keys/{kid}), as
+    // API Gateway and the local server route them: templates with fewer parameters are tried first.
+    const parameters = (template: string) => template.split('{').length;
+    this.matchers = Object.keys(this.document.paths)
+      .toSorted((a, b) => parameters(a) - parameters(b))
+      .map((template) => ({ template, pattern: pathMatcher(template) }));
   }
 
   private validator(pointer: string): ValidateFunction {

@@ -9,6 +9,8 @@ export const createHandler = (deps: CoreDeps) =>
   httpEndpoint(route, deps, async (request) => ({
     data: await registerSigningKey(deps, {
       publicKey: request.body.publicKey,
+      proof: request.body.proof,
+      keyChangeProof: request.headers['Key-Change-Proof'],
       caller: request.caller,
       requestId: request.meta.requestId,
     }),

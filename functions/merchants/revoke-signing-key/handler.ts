@@ -9,6 +9,7 @@ export const createHandler = (deps: CoreDeps) =>
   httpEndpoint(route, deps, async (request) => ({
     data: await revokeSigningKey(deps, {
       kid: request.params.kid,
+      keyChangeProof: request.headers['Key-Change-Proof'],
       caller: request.caller,
       requestId: request.meta.requestId,
     }),

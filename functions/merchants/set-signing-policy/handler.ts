@@ -11,6 +11,7 @@ export const createHandler = (deps: CoreDeps) =>
       clientId: request.caller.clientId,
       requireSignatures: request.body.requireSignatures,
       requestId: request.meta.requestId,
+      authority: { keyChangeProof: request.headers['Key-Change-Proof'] },
     }),
   }));
 

@@ -5,8 +5,10 @@ import { httpEndpoint } from '../../../lib/http/pipeline.js';
 import {
   createPaymentWithReceipt,
   idempotencyBody,
+  openedFromStore,
   repeatedPaymentConflict,
-  type PaymentResult,
+  storedForRepeats,
+  type StoredPaymentResult,
 } from '../../../lib/payments/create.js';
 import { idempotent } from '../../../lib/payments/idempotency.js';
 import { createPaymentRoute as route } from './route.js';
@@ -19,10 +21,11 @@ type CreatePaymentInput = Parameters<typeof createPaymentWithReceipt>[1];
  * The same receiptId (or Idempotency-Key) returns the first result and never charges again.
  */
 export const createHandler = (deps: AppDeps) => {
-  const once = idempotent<CreatePaymentInput, PaymentResult>(
+  // The result kept for repeats holds the clientSecret sealed; the caller gets it opened.
+  const once = idempotent<CreatePaymentInput, StoredPaymentResult>(
     deps.dynamo,
     requireTable(deps.config, 'idempotency'),
-    (input) => createPaymentWithReceipt(deps, input),
+    async (input) => storedForRepeats(deps, await createPaymentWithReceipt(deps, input)),
   );
   return httpEndpoint(route, deps, async (request) => {
     const kind = request.params.gateway;
@@ -37,14 +40,17 @@ export const createHandler = (deps: AppDeps) => {
       signature: request.headers['Receipt-Signature'],
     };
     return {
-      data: await once.run(
-        {
-          key,
-          body: await idempotencyBody(deps, kind, request.body),
-          payload: input,
-          mismatch: (first) => repeatedPaymentConflict(first, idempotencyKey !== undefined),
-        },
-        request.lambdaContext,
+      data: await openedFromStore(
+        deps,
+        await once.run(
+          {
+            key,
+            body: await idempotencyBody(deps, kind, request.body),
+            payload: input,
+            mismatch: (first) => repeatedPaymentConflict(first, idempotencyKey !== undefined),
+          },
+          request.lambdaContext,
+        ),
       ),
     };
   });

@@ -14,6 +14,11 @@ export const receiveEvent = (deps: AppDeps, request: EndpointRequest<typeof rout
       'x-square-hmacsha256-signature': request.headers['X-Square-HmacSha256-Signature'],
     },
     requestId: request.meta.requestId,
+    sourceIp: request.meta.sourceIp,
+    budget: route.keylessBudget,
+    counted: (state) => {
+      request.meta.rateLimit = state;
+    },
   });
 
 export const createHandler = (deps: AppDeps) =>

@@ -8,8 +8,10 @@ import {
 } from '../../../lib/payments/gateway-events.js';
 
 /**
- * The providers' own webhooks. No API key: each is verified with its provider's SDK instead, and it
- * has its own budget, counted per gateway (a provider posts from a few shared addresses).
+ * The providers' own webhooks. No API key: each is verified with its provider's SDK instead, and
+ * only verified events spend the gateway's own budget (a provider posts from a few shared
+ * addresses); a request that fails verification is counted against its source address, and never
+ * audited. At the edge, infra/edge-waf.ts limits each source address on this route.
  */
 export const gatewayEventsRoute = defineRoute({
   name: 'gateway-events',
@@ -30,7 +32,12 @@ export const gatewayEventsRoute = defineRoute({
   cardTags: true,
   gateways: true,
   gatewayEvents: true,
-  keylessBudget: { byParam: 'gateway', requestsPerMinute: 6_000, edge: { ratePerSecond: 100, burst: 200 } },
+  keylessBudget: {
+    byParam: 'gateway',
+    requestsPerMinute: 6_000,
+    unverifiedPerSourcePerMinute: 60,
+    edge: { ratePerSecond: 100, burst: 200 },
+  },
   timeoutSeconds: 29,
   docs: {
     tag: 'payments',
@@ -46,7 +53,11 @@ export const gatewayEventsRoute = defineRoute({
       'in whatever order events come the payment ends in the same state: a status only moves forward, refunds ' +
       'are counted by their own ids. Events about payments this service did not make are acknowledged and ' +
       "ignored. A refund made in the provider's dashboard is recorded like one made through the service, with " +
-      'its refund receipt. Counted per gateway (6,000 a minute), not per sender.',
+      'its refund receipt. The signature is checked before anything else: only verified events count against ' +
+      "the gateway's budget (6,000 a minute), so strangers cannot crowd the providers' events out; requests " +
+      'that fail verification are limited per source address (60 a minute, then 429) and written nowhere. ' +
+      'An event dated more than 300 s in the future is refused like a stale one. A refund whose currency is ' +
+      "not the payment's is refused (400), audited and alarmed.",
     details:
       "No API key: the payment gateways' own webhooks, each verified with the provider's SDK. Register " +
       'this URL with Stripe (for `gateway_a`) and Square (for `gateway_b`), as DEPLOY.md ' +
@@ -62,14 +73,16 @@ export const gatewayEventsRoute = defineRoute({
       '`created_at`: older than 24 hours and 5 minutes (Square re-sends the same body for up to 24 ' +
       'hours while an endpoint fails; a shorter window would refuse its own redeliveries after an ' +
       'outage). Followed: `payment.created`, `payment.updated`, `refund.created`, `refund.updated`.\n- ' +
-      'A missing or wrong signature, or a stale event, is `401 invalid_signature` (one message for ' +
-      'all) and changes nothing.\n- `200 { received: true, eventId, type, outcome }`: `applied` (it ' +
+      'A missing or wrong signature, a stale event or one dated more than 300 s ahead is `401 ' +
+      'invalid_signature` (one message for all), changes nothing and is written nowhere; past 60 such ' +
+      'requests a minute from one source address, `429`.\n- `200 { received: true, eventId, type, outcome }`: `applied` (it ' +
       'changed a payment or recorded a refund), `unchanged` (known already, or older than what is ' +
       'known), `ignored` (a payment this service did not make, or a type it does not follow), ' +
       '`duplicate` (this event id was applied before).\n- `409 CONFLICT` with `details.retryable: true` ' +
       'when the event is about a refund this service is still asking the gateway for (Square keeps no ' +
       "id of ours on a refund, so the merchant's request is what gets recorded): the provider delivers " +
-      'it again.\n- Counted per gateway, 6,000 a minute, not per sender (a provider posts from a few ' +
+      "it again.\n- A refund in another currency than its payment's is `400 INVALID_REQUEST`, audited " +
+      'and alarmed.\n- Verified events are counted per gateway, 6,000 a minute, not per sender (a provider posts from a few ' +
       'shared addresses); throttled at 100 a second (burst 200) at the edge when deployed.',
   },
   request: {
@@ -91,9 +104,14 @@ export const gatewayEventsRoute = defineRoute({
   },
   response: { description: 'Verified and handled.', schema: gatewayEventResponse, enveloped: true },
   errors: {
-    400: { description: 'An unknown gateway, or a gateway not configured here.' },
+    400: {
+      description:
+        "An unknown gateway, or a gateway not configured here; or a refund in another currency than its payment's.",
+    },
     401: {
-      description: 'The signature is missing or wrong, or the event is older than 300 s: nothing changed.',
+      description:
+        'The signature is missing or wrong, or the event is older than 300 s or dated more than 300 s ahead: ' +
+        'nothing changed, nothing written.',
       codes: ['invalid_signature'],
     },
     409: {

@@ -3,6 +3,7 @@ import {
   generateSigningKey,
   openEnvelope,
   renderReceiptHtml,
+  signKeyProof,
   signReceipt,
   toDigitalReceipt,
   toRefundReceipt,
@@ -237,12 +238,53 @@ async function dropWebhook(): Promise<void> {
 addEventListener('pagehide', () => void dropWebhook());
 
 /*
- * The merchant's signing key: made in this page with WebCrypto (the private key cannot be read out),
- * registered once per visit and merchant API key, and kept in memory like the API keys.
+ * The merchant's signing keys: made in this page with WebCrypto (the private key cannot be read out)
+ * and kept as a till keeps them, in this origin's IndexedDB (a CryptoKey is stored as itself, still
+ * not extractable), by a hash of the merchant API key: once a merchant has a key, adding another needs
+ * a proof by it (Key-Change-Proof), so a page that forgot its keys could not add one.
  */
 let signing: { key: SigningKey; owner: ApiKey } | undefined;
 
+async function keyStore(): Promise<IDBDatabase> {
+  const opening = indexedDB.open('receipt-console', 1);
+  opening.onupgradeneeded = () => opening.result.createObjectStore('signing-keys');
+  return new Promise((resolve, reject) => {
+    opening.onsuccess = () => resolve(opening.result);
+    opening.onerror = () => reject(opening.error ?? new Error('IndexedDB did not open'));
+  });
+}
+
+const ownerId = async (owner: ApiKey): Promise<string> =>
+  [...new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(owner.value)))]
+    .map((byte) => byte.toString(16).padStart(2, '0'))
+    .join('');
+
+async function storedKeys(owner: ApiKey): Promise<SigningKey[]> {
+  const [db, id] = await Promise.all([keyStore(), ownerId(owner)]);
+  const read = db.transaction('signing-keys').objectStore('signing-keys').get(id);
+  return new Promise((resolve, reject) => {
+    read.onsuccess = () => resolve((read.result as SigningKey[] | undefined) ?? []);
+    read.onerror = () => reject(read.error ?? new Error('IndexedDB read failed'));
+  });
+}
+
+async function storeKey(owner: ApiKey, key: SigningKey): Promise<void> {
+  const [db, id, held] = await Promise.all([keyStore(), ownerId(owner), storedKeys(owner)]);
+  const write = db
+    .transaction('signing-keys', 'readwrite')
+    .objectStore('signing-keys')
+    .put([...held, key], id);
+  await new Promise<void>((resolve, reject) => {
+    write.onsuccess = () => resolve();
+    write.onerror = () => reject(write.error ?? new Error('IndexedDB write failed'));
+  });
+}
+
 async function merchantSigningKey(merchant: ApiKey, algorithm: SigningAlgorithm): Promise<SigningKey> {
+  if (!signing || signing.owner.value !== merchant.value || signing.key.algorithm !== algorithm) {
+    const kept = (await storedKeys(merchant)).find((held) => held.algorithm === algorithm);
+    if (kept) signing = { key: kept, owner: merchant };
+  }
   if (signing && signing.owner.value === merchant.value && signing.key.algorithm === algorithm) {
     const step = addStep(`Merchant signing key: this visit’s (${algorithm}, kid ${signing.key.kid})`);
     step.section.classList.add('ok');
@@ -256,13 +298,42 @@ async function merchantSigningKey(merchant: ApiKey, algorithm: SigningAlgorithm)
     privateKeyExtractable: key.privateKey.extractable,
   });
   step.section.classList.add('ok');
+  // Registering proves possession: the new key signs a fresh challenge; a merchant that already has a
+  // key (this visit's other algorithm) proves the addition with that key too.
+  const [previous] = await storedKeys(merchant);
+  const challenge = async () =>
+    dataOf(
+      await call('A challenge for the key proof', 'POST', '/merchants/signing-keys/challenges', merchant),
+      'create-key-challenge',
+    ) as { nonce: string; clientId: string };
+  const { nonce, clientId } = await challenge();
+  const proof = await signKeyProof(
+    { action: 'register', clientId, kid: key.kid, nonce },
+    key.privateKey,
+    key.kid,
+  );
+  const headers: Record<string, string> = {};
+  if (previous) {
+    const change = await challenge();
+    headers['Key-Change-Proof'] = await signKeyProof(
+      { action: 'add-key', clientId, target: key.kid, nonce: change.nonce },
+      previous.privateKey,
+      previous.kid,
+    );
+  }
   const registered = dataOf(
-    await call('Register the signing key', 'POST', '/merchants/signing-keys', merchant, {
-      publicKey: key.publicJwk,
-    }),
+    await call(
+      'Register the signing key',
+      'POST',
+      '/merchants/signing-keys',
+      merchant,
+      { publicKey: key.publicJwk, proof },
+      headers,
+    ),
     'register-signing-key',
   );
   if (registered.kid !== key.kid) throw new Error('the service named the key otherwise than its thumbprint');
+  await storeKey(merchant, key);
   signing = { key, owner: merchant };
   return key;
 }

@@ -166,8 +166,46 @@ export async function signReceipt(
   const alg = algorithmOfPrivateKey(privateKey);
   const header = encodeBase64Url(ascii(JSON.stringify({ alg, kid })));
   const input = `${header}.${encodeBase64Url(signedReceiptBytes(receipt))}`;
-  const signature = new Uint8Array(await subtle().sign(WEBCRYPTO[alg], privateKey, ascii(input)));
+  const signature = lowS(alg, new Uint8Array(await subtle().sign(WEBCRYPTO[alg], privateKey, ascii(input))));
   return `${header}..${encodeBase64Url(signature)}`;
+}
+
+/** P-256's group order n: an ES256 signature's s is given as min(s, n − s), the one form the service takes. */
+const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+
+/** An ES256 signature (r ‖ s) in low-S form (s ≤ n/2); WebCrypto gives either form. */
+function lowS(alg: SigningAlgorithm, signature: Uint8Array): Uint8Array {
+  if (alg !== 'ES256' || signature.length !== 64) return signature;
+  let s = 0n;
+  for (const byte of signature.subarray(32)) s = (s << 8n) | BigInt(byte);
+  if (s <= P256_N / 2n) return signature;
+  const out = new Uint8Array(signature);
+  let low = P256_N - s;
+  for (let index = 63; index >= 32; index--) {
+    out[index] = Number(low & 0xffn);
+    low >>= 8n;
+  }
+  return out;
+}
+
+/**
+ * A proof over a change to the merchant's own signing keys (POST /merchants/signing-keys `proof`, or
+ * the Key-Change-Proof header): a compact JWS, payload attached, over the RFC 8785 JSON of
+ * `statement` (`{ action: "register", clientId, kid, nonce }` signed by the new key, or
+ * `{ action, clientId, target, nonce }` signed by an active key), the nonce from
+ * POST /merchants/signing-keys/challenges.
+ */
+export async function signKeyProof(
+  statement: { action: string; clientId: string; nonce: string; kid?: string; target?: string },
+  privateKey: WebCryptoKey,
+  kid: string,
+): Promise<string> {
+  const alg = algorithmOfPrivateKey(privateKey);
+  const header = encodeBase64Url(ascii(JSON.stringify({ alg, kid })));
+  const payload = encodeBase64Url(ascii(canonicalJson(statement)));
+  const input = `${header}.${payload}`;
+  const signature = lowS(alg, new Uint8Array(await subtle().sign(WEBCRYPTO[alg], privateKey, ascii(input))));
+  return `${input}.${encodeBase64Url(signature)}`;
 }
 
 export interface ParsedSignature {

@@ -54,6 +54,7 @@ export {
   signingKeyId,
   signingPublicJwk,
   signReceipt,
+  signKeyProof,
   verifyReceiptSignature,
   type MerchantSignature,
   type ParsedSignature,

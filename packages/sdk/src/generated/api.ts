@@ -646,7 +646,7 @@ export interface paths {
     put?: never;
     /**
      * Receive a payment gateway's own events
-     * @description Where Stripe (gateway_a) and Square (gateway_b) send their webhooks: register this URL with each provider (docs/DEPLOY.md). Each event is verified with the provider's SDK: `Stripe-Signature` by stripe.webhooks.constructEvent, `X-Square-HmacSha256-Signature` by the square SDK's WebhooksHelper over the registered notification URL and the body; a missing or wrong signature, or an event older than 300 s, is 401 invalid_signature and changes nothing. Followed: payment_intent.succeeded, .payment_failed and .canceled, charge.refunded, refund.created, .updated and .failed (gateway_a); payment.created and .updated, refund.created and .updated (gateway_b). Each event is applied once however often it comes, and in whatever order events come the payment ends in the same state: a status only moves forward, refunds are counted by their own ids. Events about payments this service did not make are acknowledged and ignored. A refund made in the provider's dashboard is recorded like one made through the service, with its refund receipt. Counted per gateway (6,000 a minute), not per sender.
+     * @description Where Stripe (gateway_a) and Square (gateway_b) send their webhooks: register this URL with each provider (docs/DEPLOY.md). Each event is verified with the provider's SDK: `Stripe-Signature` by stripe.webhooks.constructEvent, `X-Square-HmacSha256-Signature` by the square SDK's WebhooksHelper over the registered notification URL and the body; a missing or wrong signature, or an event older than 300 s, is 401 invalid_signature and changes nothing. Followed: payment_intent.succeeded, .payment_failed and .canceled, charge.refunded, refund.created, .updated and .failed (gateway_a); payment.created and .updated, refund.created and .updated (gateway_b). Each event is applied once however often it comes, and in whatever order events come the payment ends in the same state: a status only moves forward, refunds are counted by their own ids. Events about payments this service did not make are acknowledged and ignored. A refund made in the provider's dashboard is recorded like one made through the service, with its refund receipt. The signature is checked before anything else: only verified events count against the gateway's budget (6,000 a minute), so strangers cannot crowd the providers' events out; requests that fail verification are limited per source address (60 a minute, then 429) and written nowhere. An event dated more than 300 s in the future is refused like a stale one. A refund whose currency is not the payment's is refused (400), audited and alarmed.
      *
      *     No API key: the payment gateways' own webhooks, each verified with the provider's SDK. Register this URL with Stripe (for `gateway_a`) and Square (for `gateway_b`), as DEPLOY.md (docs/DEPLOY.md) says; the local gateway sandbox posts here by itself.
      *
@@ -757,7 +757,7 @@ export interface paths {
     put?: never;
     /**
      * Register a receipt signing key
-     * @description Registers the public half of a key the merchant signs receipts with (Receipt-Signature): Ed25519 or P-256 as a JWK. Its kid is the key's RFC 7638 thumbprint. The key belongs to this merchant client: no other client can sign with it or register it. Registering the same key again answers the same key. At most 20 active keys per merchant client.
+     * @description Registers the public half of a key the merchant signs receipts with (Receipt-Signature): Ed25519 or P-256 as a JWK. Its kid is the key's RFC 7638 thumbprint. The key belongs to this merchant client: no other client can sign with it or register it. Registering the same key again answers the same key. At most 20 active keys per merchant client. The request proves possession of the key (`proof`), and once this client has an active key, a Key-Change-Proof by one of them (action add-key) is needed too: the API key alone no longer adds keys. A key another client registered before proofs were required is taken over by the client that proves it holds it. Audited, and announced to your webhooks (merchant.keys.changed).
      *
      *     A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant) `{ publicKey }`, a public JWK: `{ kty: "OKP", crv: "Ed25519", x }` or `{ kty: "EC", crv: "P-256", x, y }`; `alg` (`EdDSA`/`ES256`), `use: "sig"`, `key_ops: ["verify"]`, `ext` and a `kid` equal to its thumbprint may come along (what WebCrypto's export gives). → `201 { kid, alg, publicKey, status: "active", createdAt, revokedAt: null }`. The `kid` is the key's RFC 7638 thumbprint (SHA-256, base64url, 43 characters): the service names it, from the key itself. Refused with `400 INVALID_REQUEST`, the member named in `details.fields`: private members (`d` and the like: make a new key, this one has left the till), a key type other than OKP/EC, a curve other than Ed25519/P-256 (X25519, Ed448, P-384, secp256k1…), coordinates that are not 32 bytes of unpadded base64url, a point not on P-256, an Ed25519 point of small or mixed order (weak keys), another `alg`, `use` or `key_ops`, a `kid` that is not the thumbprint, an unknown member. The same key again from its owner answers the same key; from another merchant client `409` (a key belongs to one merchant client); a revoked key `409`. At most 20 active keys per client.
      *
@@ -782,7 +782,7 @@ export interface paths {
     post?: never;
     /**
      * Revoke a receipt signing key
-     * @description Revokes one of this client’s signing keys at once: a request signed with it from now on is 400 invalid_signature. The key stays readable with its revocation time (receipts signed before name it). Revoking it again keeps the first time. Another client’s key is the same 404 as an unknown one.
+     * @description Revokes one of this client’s signing keys at once: a request signed with it from now on is 400 invalid_signature. The key stays readable with its revocation time (receipts signed before name it). Revoking it again keeps the first time. Another client’s key is the same 404 as an unknown one. Needs a Key-Change-Proof (action revoke-key) by an active key of this client, which may be the key revoked. Audited, and announced to your webhooks (merchant.keys.changed). Lost every key? The operator can reset them (`npm run admin -- merchants reset-keys`).
      *
      *     A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant, the key's owner) → `200` the key, `status: "revoked"`, `revokedAt`. At once: from then on a request signed with it is `400 invalid_signature`. Revoking again keeps the first time; another client's key is the `404` of an unknown one. Revoking is allowed whatever the policy: a leaked key must stop now.
      *
@@ -805,7 +805,7 @@ export interface paths {
     put?: never;
     /**
      * Require signed receipts, or stop requiring them
-     * @description With requireSignatures: true, every payments/{gateway}/create, receipts/encrypt and refund request of this merchant client must carry Receipt-Signature; an unsigned one is 400 invalid_signature and nothing is charged or stored. Then someone holding the API key alone cannot issue receipts in the merchant’s name. Operators set the same with `npm run admin -- merchants require-signatures`.
+     * @description With requireSignatures: true, every payments/{gateway}/create, receipts/encrypt and refund request of this merchant client must carry Receipt-Signature; an unsigned one is 400 invalid_signature and nothing is charged or stored. Then someone holding the API key alone cannot issue receipts in the merchant’s name. Turning it off (requireSignatures: false) while this client has an active key needs a Key-Change-Proof (action signing-policy, target `requireSignatures=false`) by one of its keys, for the same reason. Every change is audited and announced to your webhooks (merchant.keys.changed). Operators set the same with `npm run admin -- merchants require-signatures`.
      *
      *     A merchant may sign its receipts (Merchant-signed receipts (docs/API.md)). (merchant) `{ requireSignatures }` → `{ requireSignatures, updatedAt }`. With `true`, every `payments/{gateway}/create`, `receipts/encrypt` and refund request of the client must carry `Receipt-Signature`; an unsigned one is `400 invalid_signature` (`details.reason: "unsigned"`) and nothing is charged or stored. Requiring signatures without an active key is `409` (every request would be refused). Operators set the same with `npm run admin -- merchants require-signatures --client CLIENT_ID [--off]`.
      *
@@ -836,6 +836,28 @@ export interface paths {
     get: operations['getMerchantKey'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/merchants/signing-keys/challenges': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Get a nonce for a signing-key proof
+     * @description A single-use nonce, valid five minutes, for this merchant client: sign it into the `proof` of a key registration (by the new key) or into a `Key-Change-Proof` (by an active key) for adding a key, revoking one or no longer requiring signatures. Spent by the first request that carries it, whether or not the rest of that request succeeds.
+     *
+     *     Requires an X-API-Key with the role `merchant`.
+     */
+    post: operations['createKeyChallenge'];
     delete?: never;
     options?: never;
     head?: never;
@@ -918,7 +940,7 @@ export interface components {
     CreatedWebhook: {
       webhookId: string;
       url: string;
-      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated')[];
+      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated' | 'merchant.keys.changed')[];
       /** @description The Standard Webhooks signing secret (whsec_ + base64 of 32 bytes). Shown only when it is made: store it. */
       secret: string;
       /** Format: date-time */
@@ -1008,7 +1030,7 @@ export interface components {
     CreateWebhookRequest: {
       /** @description https URL whose host is and resolves only to public addresses. Plain http to 127.0.0.1 or ::1 is accepted on the local stack only. */
       url: string;
-      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated')[];
+      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated' | 'merchant.keys.changed')[];
     };
     DecryptPaymentRequest: {
       paymentId: string;
@@ -1653,6 +1675,8 @@ export interface components {
       publicKey: {
         [key: string]: unknown;
       };
+      /** @description Required: proof of possession, a compact JWS (attached payload) by this very key (`alg` EdDSA or ES256, ES256 in low-S form) over the RFC 8785 JSON of `{ "action": "register", "clientId": <your client id>, "kid": <the key's thumbprint>, "nonce": <from POST /api/v1/merchants/signing-keys/challenges> }`. The nonce is single use. Without it the registration is 400 naming `proof` (the SDK: signKeyProof). */
+      proof?: string;
     };
     /** @description The new secret and the end of the overlap. */
     RotatedWebhookSecret: {
@@ -1691,6 +1715,17 @@ export interface components {
        * @description When it was revoked: it signs nothing new from then on. Null while active.
        */
       revokedAt: string | null;
+    };
+    SigningKeyChallenge: {
+      /** @description 32 random bytes, base64url: sign it into one proof, once. */
+      nonce: string;
+      /**
+       * Format: date-time
+       * @description Five minutes from now: a proof with it is refused after.
+       */
+      expiresAt: string;
+      /** @description Your merchant client id: the proof names it. */
+      clientId: string;
     };
     SigningKeyList: {
       /** @description Oldest first, revoked ones included. */
@@ -1803,7 +1838,7 @@ export interface components {
     Webhook: {
       webhookId: string;
       url: string;
-      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated')[];
+      events: ('receipt.available' | 'receipt.escrowed' | 'receipt.updated' | 'merchant.keys.changed')[];
       /** Format: date-time */
       createdAt: string;
       /**
@@ -1817,7 +1852,7 @@ export interface components {
       deliveryId: string;
       webhookId: string;
       /** @enum {string} */
-      eventType: 'receipt.available' | 'receipt.escrowed' | 'receipt.updated';
+      eventType: 'receipt.available' | 'receipt.escrowed' | 'receipt.updated' | 'merchant.keys.changed';
       /** @enum {string} */
       status: 'pending' | 'succeeded' | 'failed';
       attemptCount: number;
@@ -4198,7 +4233,7 @@ export interface operations {
           };
         };
       };
-      /** @description An unknown gateway, or a gateway not configured here. */
+      /** @description An unknown gateway, or a gateway not configured here; or a refund in another currency than its payment's. */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4218,7 +4253,7 @@ export interface operations {
           };
         };
       };
-      /** @description The signature is missing or wrong, or the event is older than 300 s: nothing changed. */
+      /** @description The signature is missing or wrong, or the event is older than 300 s or dated more than 300 s ahead: nothing changed, nothing written. */
       401: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4647,11 +4682,14 @@ export interface operations {
   registerSigningKey: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Required once this merchant client has an active signing key: a compact JWS (attached payload) by one of its active keys (`kid` in the protected header; ES256 in low-S form) over the RFC 8785 JSON of `{ "action", "clientId", "target", "nonce" }`: action `add-key` (target the new kid), `revoke-key` (the revoked kid) or `signing-policy` (`requireSignatures=false`); the nonce from POST /api/v1/merchants/signing-keys/challenges, single use. Missing or wrong is 403 KEY_CHANGE_PROOF_REQUIRED naming what (details.reason). The SDK: signKeyProof. */
+        'Key-Change-Proof'?: string;
+      };
       path?: never;
       cookie?: never;
     };
-    /** @description The public key. */
+    /** @description The public key and its proof of possession. */
     requestBody: {
       content: {
         'application/json': components['schemas']['RegisterSigningKeyRequest'];
@@ -4676,7 +4714,7 @@ export interface operations {
           };
         };
       };
-      /** @description The key is refused, the problem named in details.fields: private members (d), a key type or curve other than Ed25519 and P-256, a point not on its curve, a weak (small- or mixed-order) Ed25519 key, a kid other than its thumbprint. */
+      /** @description The key is refused, the problem named in details.fields: private members (d), a key type or curve other than Ed25519 and P-256, a point not on its curve, a weak (small- or mixed-order) Ed25519 key, a kid other than its thumbprint; `proof` missing or wrong, or its nonce unknown, used or expired (details.reason). */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4697,10 +4735,28 @@ export interface operations {
         };
       };
       401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
+      /** @description This client has an active key and the Key-Change-Proof is missing or wrong (details.reason). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'KEY_CHANGE_PROOF_REQUIRED' | 'forbidden';
+            };
+          };
+        };
+      };
       404: components['responses']['NotFound'];
       405: components['responses']['MethodNotAllowed'];
-      /** @description The key is registered by another merchant client, or was revoked; or this client has 20 active keys. */
+      /** @description Another merchant client proved it holds this key (make a new one), or it was revoked; or this client has 20 active keys. */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4729,7 +4785,10 @@ export interface operations {
   revokeSigningKey: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Required once this merchant client has an active signing key: a compact JWS (attached payload) by one of its active keys (`kid` in the protected header; ES256 in low-S form) over the RFC 8785 JSON of `{ "action", "clientId", "target", "nonce" }`: action `add-key` (target the new kid), `revoke-key` (the revoked kid) or `signing-policy` (`requireSignatures=false`); the nonce from POST /api/v1/merchants/signing-keys/challenges, single use. Missing or wrong is 403 KEY_CHANGE_PROOF_REQUIRED naming what (details.reason). The SDK: signKeyProof. */
+        'Key-Change-Proof'?: string;
+      };
       path: {
         /** @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen. */
         kid: string;
@@ -4777,7 +4836,25 @@ export interface operations {
         };
       };
       401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
+      /** @description The Key-Change-Proof is missing or wrong (details.reason): nothing was revoked. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'KEY_CHANGE_PROOF_REQUIRED' | 'forbidden';
+            };
+          };
+        };
+      };
       /** @description No such key of this merchant client. */
       404: {
         headers: {
@@ -4806,7 +4883,10 @@ export interface operations {
   setSigningPolicy: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Required once this merchant client has an active signing key: a compact JWS (attached payload) by one of its active keys (`kid` in the protected header; ES256 in low-S form) over the RFC 8785 JSON of `{ "action", "clientId", "target", "nonce" }`: action `add-key` (target the new kid), `revoke-key` (the revoked kid) or `signing-policy` (`requireSignatures=false`); the nonce from POST /api/v1/merchants/signing-keys/challenges, single use. Missing or wrong is 403 KEY_CHANGE_PROOF_REQUIRED naming what (details.reason). The SDK: signKeyProof. */
+        'Key-Change-Proof'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -4837,7 +4917,25 @@ export interface operations {
       };
       400: components['responses']['InvalidRequest'];
       401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
+      /** @description Turning signatures off without a valid Key-Change-Proof (details.reason): nothing changed. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'KEY_CHANGE_PROOF_REQUIRED' | 'forbidden';
+            };
+          };
+        };
+      };
       404: components['responses']['NotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description Signatures cannot be required without an active signing key. */
@@ -4938,6 +5036,43 @@ export interface operations {
         };
       };
       405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKeyChallenge: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The challenge. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['SigningKeyChallenge'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      413: components['responses']['PayloadTooLarge'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
