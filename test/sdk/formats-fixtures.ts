@@ -1,4 +1,5 @@
-import type { DigitalReceipt12 } from '../../packages/sdk/src/formats/receipt.js';
+import fc from 'fast-check';
+import type { DigitalReceipt12, TaxCategory } from '../../packages/sdk/src/formats/receipt.js';
 import type { UblBuyer } from '../../packages/sdk/src/formats/ubl.js';
 
 /*
@@ -216,3 +217,133 @@ export const FIXTURES = {
   itemisedRefund,
   fullRefund,
 } as const;
+
+/** A rate as an integer count of millionths, so that tax is computed without floating point. */
+const millionths = (rate: number): number => Math.round(rate * 1_000_000);
+
+/**
+ * The VAT breakdown DECISIONS defines for a receipt: per category and rate, the lines' totalPrice less
+ * allowances plus charges of that category and rate, and its tax rounded half up, in exact integers.
+ */
+export function breakdownOf(
+  receipt: DigitalReceipt12,
+): NonNullable<DigitalReceipt12['summary']['taxBreakdown']> {
+  const groups = new Map<string, { category: TaxCategory; rate: number; taxableAmount: number }>();
+  const add = (category: TaxCategory, rate: number, amount: number) => {
+    const key = `${category} ${rate}`;
+    const group = groups.get(key) ?? { category, rate, taxableAmount: 0 };
+    group.taxableAmount += amount;
+    groups.set(key, group);
+  };
+  for (const item of receipt.items) add(item.taxes![0]!.category!, item.taxes![0]!.rate!, item.totalPrice);
+  for (const allowance of receipt.allowances ?? [])
+    add(allowance.category, allowance.rate, -allowance.amount);
+  for (const charge of receipt.charges ?? []) add(charge.category, charge.rate, charge.amount);
+  return [...groups.values()].map((group) => ({
+    ...group,
+    taxAmount: Math.floor((group.taxableAmount * millionths(group.rate) + 500_000) / 1_000_000),
+  }));
+}
+
+const VAT_RATES = [
+  { category: 'S', rate: 0.14 },
+  { category: 'S', rate: 0.255 },
+  { category: 'S', rate: 0.1 },
+  { category: 'Z', rate: 0 },
+] as const;
+
+/**
+ * Random DigitalReceipt 1.2 sales and refunds of `merchant` that DECISIONS' rules accept: one to four lines
+ * of any of four VAT rates, counted or weighed, some discounted, with or without a document allowance, a
+ * charge and a tip; names with the characters XML escapes. Their breakdown and totals are breakdownOf's.
+ */
+export const arbitraryReceipt = (): fc.Arbitrary<DigitalReceipt12> =>
+  fc
+    .record({
+      lines: fc.array(
+        fc.record({
+          vat: fc.constantFrom(...VAT_RATES),
+          grams: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined }),
+          units: fc.integer({ min: 1, max: 12 }),
+          unitPrice: fc.integer({ min: 1, max: 20_000 }),
+          discountPercent: fc.constantFrom(0, 0, 10, 33),
+          name: fc
+            .string({
+              minLength: 1,
+              maxLength: 24,
+              unit: fc.constantFrom('a', 'Ö', '€', '&', '<', '>', '"', "'", ' ', '🥐'),
+            })
+            .filter((name) => name.trim() !== ''),
+          gtin: fc.boolean(),
+        }),
+        { minLength: 1, maxLength: 4 },
+      ),
+      allowancePercent: fc.constantFrom(0, 0, 5, 100),
+      charge: fc.option(fc.integer({ min: 1, max: 500 }), { nil: undefined }),
+      tip: fc.option(fc.integer({ min: 1, max: 1000 }), { nil: undefined }),
+      refund: fc.boolean(),
+      index: fc.integer({ min: 0, max: 9999 }),
+    })
+    .map(({ lines, allowancePercent, charge, tip, refund, index }) => {
+      const items = lines.map((line, at) => {
+        const quantity = line.grams !== undefined ? line.grams / 1000 : line.units;
+        const gross =
+          line.grams !== undefined
+            ? Math.floor((line.grams * line.unitPrice + 500) / 1000)
+            : line.units * line.unitPrice;
+        const discount = Math.floor((gross * line.discountPercent) / 100);
+        return {
+          lineItemId: `d0000000-0000-4000-8000-${String(at).padStart(12, '0')}`,
+          name: line.name,
+          ...(line.gtin ? { gtin: '4006381333931' } : {}),
+          quantity,
+          ...(line.grams !== undefined ? { unitCode: 'KGM' } : {}),
+          unitPrice: line.unitPrice,
+          totalPrice: gross - discount,
+          ...(discount > 0
+            ? { discounts: [{ name: 'Offer', type: 'percentage' as const, amount: discount }] }
+            : {}),
+          taxes: [{ name: 'VAT', category: line.vat.category, rate: line.vat.rate }],
+        };
+      });
+      const first = lines[0]!.vat;
+      const firstTaxable = items
+        .filter((_, at) => lines[at]!.vat === first)
+        .reduce((total, item) => total + item.totalPrice, 0);
+      const allowance = Math.floor((firstTaxable * allowancePercent) / 100);
+      const receipt: DigitalReceipt12 = {
+        version: '1.2',
+        receiptId: `e0000000-0000-4000-8000-${String(index).padStart(12, '0')}`,
+        ...(refund ? { type: 'refund' as const, relatedReceiptId: oneRate.receiptId } : {}),
+        merchant,
+        transaction: transaction('f0000000-0000-4000-8000-000000000000'),
+        items,
+        ...(allowance > 0 ? { allowances: [{ amount: allowance, reason: 'Voucher', ...first }] } : {}),
+        ...(charge !== undefined ? { charges: [{ amount: charge, reason: 'Bag <paper>', ...first }] } : {}),
+        summary: {
+          subtotal: 0,
+          totalTax: 0,
+          totalDiscount: 0,
+          total: 0,
+          currency: 'EUR',
+          itemCount: items.length,
+        },
+        createdAt: '2026-11-21T22:15:02Z',
+      };
+      const taxBreakdown = breakdownOf(receipt);
+      const subtotal = items.reduce((total, item) => total + item.totalPrice, 0);
+      const totalTax = taxBreakdown.reduce((total, entry) => total + entry.taxAmount, 0);
+      const tipAmount = refund ? 0 : (tip ?? 0);
+      receipt.summary = {
+        subtotal,
+        totalTax,
+        totalDiscount:
+          allowance + items.reduce((total, item) => total + (item.discounts?.[0]?.amount ?? 0), 0),
+        ...(tipAmount > 0 ? { tipAmount } : {}),
+        total: subtotal - allowance + (charge ?? 0) + totalTax + tipAmount,
+        currency: 'EUR',
+        itemCount: items.length,
+        taxBreakdown,
+      };
+      return receipt;
+    });

@@ -1,9 +1,10 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
 import { XMLParser } from 'fast-xml-parser';
 import { toUblInvoice } from '../../packages/sdk/src/formats/ubl.js';
 import type { DigitalReceipt12 } from '../../packages/sdk/src/formats/receipt.js';
 import { fatal, ublErrors, validateUbl, warnings, type UblResult } from '../support/standards.js';
-import { buyer, FIXTURES } from './formats-fixtures.js';
+import { arbitraryReceipt, buyer, FIXTURES } from './formats-fixtures.js';
 
 /*
  * Every receipt fixture of issue 37 as a UBL Invoice or CreditNote, validated by the official artefacts
@@ -35,11 +36,16 @@ describe('toUblInvoice, validated by the official EN 16931 and Peppol artefacts'
     /<cbc:TaxInclusiveAmount currencyID="EUR">13\.11<\/cbc:TaxInclusiveAmount>/,
     '<cbc:TaxInclusiveAmount currencyID="EUR">13.12</cbc:TaxInclusiveAmount>',
   );
+  // Random receipts DECISIONS' rules accept, from a fixed seed (the same ones every run), in the same batch.
+  const samples = fc.sample(arbitraryReceipt(), { seed: 37, numRuns: 30 });
+  const sampleDocuments = Object.fromEntries(
+    samples.map((receipt, index) => [`sample ${index}`, toUblInvoice(receipt, { buyer })]),
+  );
   let results: Record<string, UblResult>;
 
   beforeAll(async () => {
     // One JVM for the whole batch.
-    results = await validateUbl({ ...documents, broken });
+    results = await validateUbl({ ...documents, broken, ...sampleDocuments });
   }, 180_000);
 
   it.each(names)('%s: 0 schema errors, 0 failed EN 16931 rules, 0 Peppol fatal (and no warning)', (name) => {
@@ -104,6 +110,19 @@ describe('toUblInvoice, validated by the official EN 16931 and Peppol artefacts'
     } else {
       expect(textOf(root.InvoiceTypeCode)).toBe('380');
     }
+  });
+
+  it('conforms for 30 random receipts too: counted and weighed lines, four rates, discounts, allowances, charges, tips, refunds', () => {
+    expect(new Set(samples.map((receipt) => receipt.type ?? 'sale'))).toEqual(new Set(['sale', 'refund']));
+    const failures = samples.flatMap((receipt, index) => {
+      const result = results[`sample ${index}`]!;
+      const errors = [
+        ...ublErrors(result),
+        ...warnings(result.rules.peppol).map((finding) => `peppol warning ${finding.id}`),
+      ];
+      return errors.length > 0 ? [{ receipt, errors }] : [];
+    });
+    expect(failures).toEqual([]);
   });
 
   it('dates the invoice on the day of the sale where it happened, not in UTC', () => {

@@ -10,7 +10,7 @@ import {
   CSV_COLUMNS,
   type DigitalReceipt12,
 } from '../../packages/sdk/src/formats/index.js';
-import { buyer, FIXTURES, oneRate, itemisedRefund } from '../sdk/formats-fixtures.js';
+import { breakdownOf, buyer, FIXTURES, oneRate, itemisedRefund } from '../sdk/formats-fixtures.js';
 import { claimNames, ds011, versaReceiptValidator } from '../support/standards.js';
 
 /*
@@ -45,6 +45,30 @@ function thrown(run: () => unknown): ReceiptFormatError {
   }
   throw new Error('expected a ReceiptFormatError, and nothing was thrown');
 }
+
+describe('the fixtures', () => {
+  it.each(names)(
+    '%s: its breakdown is DECISIONS’ (per rate, rounded half up) and its totals add up',
+    (name) => {
+      const receipt = FIXTURES[name];
+      expect(receipt.summary.taxBreakdown).toEqual(breakdownOf(receipt));
+      const breakdown = receipt.summary.taxBreakdown!;
+      expect(breakdown.reduce((sum, entry) => sum + entry.taxAmount, 0)).toBe(receipt.summary.totalTax);
+      const allowances = (receipt.allowances ?? []).reduce((sum, entry) => sum + entry.amount, 0);
+      const charges = (receipt.charges ?? []).reduce((sum, entry) => sum + entry.amount, 0);
+      expect(receipt.summary.total).toBe(
+        receipt.summary.subtotal -
+          allowances +
+          charges +
+          receipt.summary.totalTax +
+          (receipt.summary.tipAmount ?? 0),
+      );
+      expect(lineVatPerRate(receipt)).toEqual(
+        new Map(breakdown.map((entry) => [`${entry.category} ${entry.rate}`, entry.taxAmount])),
+      );
+    },
+  );
+});
 
 describe('toVersaReceipt, by Versa’s receipt schema', () => {
   it.each(names)('%s: valid, and its totals, VAT per rate and lines are the receipt’s', async (name) => {
@@ -334,6 +358,15 @@ describe('toUblInvoice’s typed errors: a field the format needs, named, never 
           { buyer },
         ),
       'items[1].taxes[0].category',
+    ],
+    [
+      'a line whose name is blank (Peppol refuses empty elements)',
+      () =>
+        toUblInvoice(
+          { ...oneRate, items: [{ ...oneRate.items[0]!, name: ' ' }, oneRate.items[1]!] },
+          { buyer },
+        ),
+      'items[0].name',
     ],
     [
       'no VAT breakdown',

@@ -115,6 +115,7 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
   }
   const lines = receipt.items.map((item, index) => ({
     item,
+    name: required(item.name, `items[${index}].name`),
     vat: lineVat('ubl', item, index),
     discount: lineDiscount('ubl', item, index),
   }));
@@ -172,15 +173,18 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
       : {}),
   };
 
-  const documentAllowanceCharge = (entry: DocumentAllowanceCharge, charge: boolean): Xml => ({
+  const documentAllowanceCharge = (entry: DocumentAllowanceCharge, charge: boolean, index: number): Xml => ({
     'cbc:ChargeIndicator': String(charge),
-    'cbc:AllowanceChargeReason': entry.reason,
+    'cbc:AllowanceChargeReason': required(
+      entry.reason,
+      `${charge ? 'charges' : 'allowances'}[${index}].reason`,
+    ),
     'cbc:Amount': money(entry.amount),
     ...taxCategory('cac:TaxCategory', entry.category, entry.rate),
   });
 
   const quantityElement = isRefund ? 'cbc:CreditedQuantity' : 'cbc:InvoicedQuantity';
-  const documentLines = lines.map(({ item, vat, discount }, index) => ({
+  const documentLines = lines.map(({ item, name, vat, discount }, index) => ({
     'cbc:ID': String(index + 1),
     [quantityElement]: { '#text': decimalQuantity(item.quantity), '@_unitCode': item.unitCode ?? 'C62' },
     'cbc:LineExtensionAmount': money(item.totalPrice),
@@ -195,9 +199,9 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
         }
       : {}),
     'cac:Item': {
-      ...(item.description ? { 'cbc:Description': item.description } : {}),
-      'cbc:Name': item.name,
-      ...(item.sku ? { 'cac:SellersItemIdentification': { 'cbc:ID': item.sku } } : {}),
+      ...(present(item.description) ? { 'cbc:Description': item.description } : {}),
+      'cbc:Name': name,
+      ...(present(item.sku) ? { 'cac:SellersItemIdentification': { 'cbc:ID': item.sku } } : {}),
       ...(item.gtin
         ? { 'cac:StandardItemIdentification': { 'cbc:ID': { '#text': item.gtin, '@_schemeID': '0160' } } }
         : {}),
@@ -216,7 +220,7 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
     'cbc:ID': receipt.receiptId,
     'cbc:IssueDate': localDate(receipt.transaction.datetime, receipt.transaction.timezone),
     [isRefund ? 'cbc:CreditNoteTypeCode' : 'cbc:InvoiceTypeCode']: isRefund ? '381' : '380',
-    ...(receipt.notes ? { 'cbc:Note': receipt.notes } : {}),
+    ...(present(receipt.notes) ? { 'cbc:Note': receipt.notes } : {}),
     'cbc:DocumentCurrencyCode': currency,
     'cbc:BuyerReference': buyer.reference,
     ...(isRefund
@@ -239,17 +243,17 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
     'cac:AccountingSupplierParty': {
       'cac:Party': {
         'cbc:EndpointID': { '#text': endpoint.id, '@_schemeID': endpoint.scheme },
-        'cac:PartyName': { 'cbc:Name': merchant.name },
+        'cac:PartyName': { 'cbc:Name': required(merchant.name, 'merchant.name') },
         'cac:PostalAddress': address(merchant.address ?? {}, country),
         ...(merchant.vatId
           ? { 'cac:PartyTaxScheme': { 'cbc:CompanyID': merchant.vatId, ...vatScheme } }
           : {}),
         'cac:PartyLegalEntity': { 'cbc:RegistrationName': legalName },
-        ...(merchant.contactEmail || merchant.contactPhone
+        ...(present(merchant.contactEmail) || present(merchant.contactPhone)
           ? {
               'cac:Contact': {
-                ...(merchant.contactPhone ? { 'cbc:Telephone': merchant.contactPhone } : {}),
-                ...(merchant.contactEmail ? { 'cbc:ElectronicMail': merchant.contactEmail } : {}),
+                ...(present(merchant.contactPhone) ? { 'cbc:Telephone': merchant.contactPhone } : {}),
+                ...(present(merchant.contactEmail) ? { 'cbc:ElectronicMail': merchant.contactEmail } : {}),
               },
             }
           : {}),
@@ -262,7 +266,9 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
           { street: buyer.address.street, city: buyer.address.city, postalCode: buyer.address.postalCode },
           buyer.address.country,
         ),
-        ...(buyer.vatId ? { 'cac:PartyTaxScheme': { 'cbc:CompanyID': buyer.vatId, ...vatScheme } } : {}),
+        ...(present(buyer.vatId)
+          ? { 'cac:PartyTaxScheme': { 'cbc:CompanyID': buyer.vatId, ...vatScheme } }
+          : {}),
         'cac:PartyLegalEntity': { 'cbc:RegistrationName': buyer.name },
       },
     },
@@ -270,8 +276,8 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
     ...(allowances.length + charges.length > 0
       ? {
           'cac:AllowanceCharge': [
-            ...charges.map((charge) => documentAllowanceCharge(charge, true)),
-            ...allowances.map((allowance) => documentAllowanceCharge(allowance, false)),
+            ...charges.map((charge, index) => documentAllowanceCharge(charge, true, index)),
+            ...allowances.map((allowance, index) => documentAllowanceCharge(allowance, false, index)),
           ],
         }
       : {}),
@@ -317,10 +323,14 @@ function paymentMeansCode(receipt: DigitalReceipt12): string {
   }
 }
 
+/** Text worth an element: Peppol refuses empty ones (PEPPOL-EN16931-R008), whitespace counting as empty. */
+const present = (value: string | null | undefined): value is string =>
+  value !== undefined && value !== null && value.trim() !== '';
+
 const discountNames = (item: DigitalReceipt12['items'][number]): string =>
   (item.discounts ?? [])
     .map((discount) => discount.name)
-    .filter((name): name is string => Boolean(name))
+    .filter(present)
     .join('; ');
 
 function address(
@@ -333,10 +343,10 @@ function address(
   country: string,
 ): Xml {
   return {
-    ...(parts.street ? { 'cbc:StreetName': parts.street } : {}),
-    ...(parts.city ? { 'cbc:CityName': parts.city } : {}),
-    ...(parts.postalCode ? { 'cbc:PostalZone': parts.postalCode } : {}),
-    ...(parts.state ? { 'cbc:CountrySubentity': parts.state } : {}),
+    ...(present(parts.street) ? { 'cbc:StreetName': parts.street } : {}),
+    ...(present(parts.city) ? { 'cbc:CityName': parts.city } : {}),
+    ...(present(parts.postalCode) ? { 'cbc:PostalZone': parts.postalCode } : {}),
+    ...(present(parts.state) ? { 'cbc:CountrySubentity': parts.state } : {}),
     'cac:Country': { 'cbc:IdentificationCode': country },
   };
 }
