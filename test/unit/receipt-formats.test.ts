@@ -369,6 +369,15 @@ describe('toUblInvoice’s typed errors: a field the format needs, named, never 
       'items[0].name',
     ],
     [
+      'a control character in a line name, which XML cannot carry',
+      () =>
+        toUblInvoice(
+          { ...oneRate, items: [oneRate.items[0]!, { ...oneRate.items[1]!, name: 'Bun\u0007' }] },
+          { buyer },
+        ),
+      'items[1].name',
+    ],
+    [
       'no VAT breakdown',
       () => toUblInvoice({ ...oneRate, summary: { ...oneRate.summary, taxBreakdown: undefined } }, { buyer }),
       'summary.taxBreakdown',

@@ -106,6 +106,8 @@ export function toUblInvoice(receipt: DigitalReceipt12, options: UblOptions): st
   required(buyer.address?.country, 'buyer.address.country');
   required(buyer.reference, 'buyer.reference');
 
+  assertXmlText(receipt, buyer);
+
   // The lines, each with its one VAT category and rate.
   if (receipt.items.length === 0) {
     fail(
@@ -320,6 +322,55 @@ function paymentMeansCode(receipt: DigitalReceipt12): string {
       return '10';
     default:
       return 'ZZZ';
+  }
+}
+
+/** Characters XML 1.0 cannot carry at all (control characters but tab, line feed and carriage return). */
+// eslint-disable-next-line no-control-regex
+const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
+
+/** Every text of the receipt and the buyer the invoice writes, by the field it comes from. */
+function assertXmlText(receipt: DigitalReceipt12, buyer: UblBuyer): void {
+  const { merchant } = receipt;
+  const texts: [string, string | null | undefined][] = [
+    ['merchant.name', merchant.name],
+    ['merchant.legalName', merchant.legalName],
+    ['merchant.vatId', merchant.vatId],
+    ['merchant.contactEmail', merchant.contactEmail],
+    ['merchant.contactPhone', merchant.contactPhone],
+    ...Object.entries(merchant.address ?? {}).map(([part, value]): [string, string | undefined] => [
+      `merchant.address.${part}`,
+      value,
+    ]),
+    ['notes', receipt.notes],
+    ['receiptCode.value', receipt.receiptCode?.value],
+    ...receipt.items.flatMap((item, index): [string, string | null | undefined][] => [
+      [`items[${index}].name`, item.name],
+      [`items[${index}].description`, item.description],
+      [`items[${index}].sku`, item.sku],
+      ...(item.discounts ?? []).map((discount, at): [string, string | undefined] => [
+        `items[${index}].discounts[${at}].name`,
+        discount.name,
+      ]),
+    ]),
+    ...(receipt.allowances ?? []).map((entry, index): [string, string] => [
+      `allowances[${index}].reason`,
+      entry.reason,
+    ]),
+    ...(receipt.charges ?? []).map((entry, index): [string, string] => [
+      `charges[${index}].reason`,
+      entry.reason,
+    ]),
+    ['buyer.name', buyer.name],
+    ['buyer.reference', buyer.reference],
+    ['buyer.vatId', buyer.vatId],
+    ['buyer.address.street', buyer.address.street],
+    ['buyer.address.city', buyer.address.city],
+    ['buyer.address.postalCode', buyer.address.postalCode],
+  ];
+  for (const [field, value] of texts) {
+    if (typeof value === 'string' && NOT_XML.test(value))
+      fail(field, 'holds a control character, which XML cannot carry');
   }
 }
 
