@@ -9,3 +9,26 @@ export * from './digital-receipt.js';
 export * from './refund-receipt.js';
 export * from './signing.js';
 export * from './webcrypto.js';
+export {
+  CSV_COLUMNS,
+  ReceiptFormatError,
+  TAX_CATEGORIES,
+  toCsv,
+  toSchemaOrgOrder,
+  toUblInvoice,
+  toVersaReceipt,
+  toVReceipt,
+  vReceiptCredentialConfiguration,
+  VERSA_SCHEMA_VERSION,
+  VRECEIPT_CLAIM_LABELS,
+  VRECEIPT_VCT,
+  type DigitalReceipt12,
+  type ExportFormat,
+  type SchemaOrgOrder,
+  type TaxCategory,
+  type UblBuyer,
+  type UblOptions,
+  type VersaReceipt,
+  type VReceiptClaims,
+  type VReceiptIssuerDisplay,
+} from './formats/index.js';

@@ -64,6 +64,27 @@ export {
   type SigningKey,
   type SigningPublicJwk,
 } from '@receipt-service/receipt-core';
+/** Standard formats, made where the receipt is opened (docs/FORMATS.md). */
+export {
+  CSV_COLUMNS,
+  ReceiptFormatError,
+  TAX_CATEGORIES,
+  toCsv,
+  toSchemaOrgOrder,
+  toUblInvoice,
+  toVersaReceipt,
+  toVReceipt,
+  VERSA_SCHEMA_VERSION,
+  VRECEIPT_VCT,
+  type DigitalReceipt12,
+  type ExportFormat,
+  type SchemaOrgOrder,
+  type TaxCategory,
+  type UblBuyer,
+  type UblOptions,
+  type VersaReceipt,
+  type VReceiptClaims,
+} from '@receipt-service/receipt-core';
 export {
   refundedBy,
   RefundItemsError,
