@@ -14,7 +14,7 @@ export const webhookEventSchema = z.enum(webhookEvents).meta({
     'receipt.available (issuers: a receipt was wrapped for one of your users), receipt.escrowed ' +
     '(merchants: one of your receipts was escrowed) or receipt.updated (issuers and merchants: a ' +
     "receipt's paymentStatus changed, or a refund receipt was added to a sale) or merchant.keys.changed " +
-    "(merchants: a signing key of yours was registered or revoked, or your signing policy changed).",
+    '(merchants: a signing key of yours was registered or revoked, or your signing policy changed).',
 });
 
 export const webhookIdParam = webhookIdSchema;

@@ -10,7 +10,7 @@ import {
   toDigitalReceipt,
   type FlattenedReceipt,
   type SigningKey,
-} from '../../packages/sdk/src/index.js';
+} from '@receipt-service/sdk';
 import { runMerchantCommand } from '../../scripts/admin-merchants.js';
 import { flattenedReceipt } from '../support/fixtures.js';
 import { pollUntil } from '../support/processes.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import type { DigitalReceipt12, TaxCategory } from '../../packages/receipt-core/src/formats/receipt.js';
-import type { UblBuyer } from '../../packages/receipt-core/src/formats/ubl.js';
+import type { DigitalReceipt12, TaxCategory } from '@receipt-service/receipt-core';
+import type { UblBuyer } from '@receipt-service/receipt-core';
 
 /*
  * The receipts issue 37 names, as DigitalReceipt 1.2 receipts of a Finnish café (EUR, VAT 14 % and 25.5 %),

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { XMLParser } from 'fast-xml-parser';
-import { toUblInvoice } from '../../packages/receipt-core/src/formats/ubl.js';
-import type { DigitalReceipt12 } from '../../packages/receipt-core/src/formats/receipt.js';
+import { toUblInvoice } from '@receipt-service/receipt-core';
+import type { DigitalReceipt12 } from '@receipt-service/receipt-core';
 import { fatal, ublErrors, validateUbl, warnings, type UblResult } from '../support/standards.js';
 import { arbitraryReceipt, buyer, FIXTURES } from './formats-fixtures.js';
 

@@ -9,7 +9,7 @@ import {
   vReceiptCredentialConfiguration,
   CSV_COLUMNS,
   type DigitalReceipt12,
-} from '../../packages/receipt-core/src/formats/index.js';
+} from '@receipt-service/receipt-core';
 import { breakdownOf, buyer, FIXTURES, oneRate, itemisedRefund } from '../sdk/formats-fixtures.js';
 import { claimNames, ds011, versaReceiptValidator } from '../support/standards.js';
 
