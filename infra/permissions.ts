@@ -108,11 +108,12 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   },
   // Merchant signing keys: registered by a conditional put (the kid read back when taken), revoked
-  // by a conditional update, listed through by-client; the signing policy is one put item.
+  // by a conditional update, listed through by-client; the signing policy is one put item; a key
+  // challenge's nonce is spent by a conditional delete (single use).
   merchantKeys: {
     read: ['dynamodb:GetItem'],
     indexRead: ['dynamodb:Query'],
-    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   },
 };
 

@@ -50,6 +50,7 @@ const FREE_AT_REST: readonly { prefix: string; label: string }[] = [
   { prefix: 'AWS::KMS::Alias', label: 'KMS aliases' },
   { prefix: 'AWS::Logs::MetricFilter', label: 'log metric filters' },
   { prefix: 'AWS::CDK::Metadata', label: 'CDK metadata' },
+  { prefix: 'AWS::WAFv2::WebACLAssociation', label: "the web ACL's association with the stage" },
 ];
 
 /** What a teardown leaves, by type: the word for one of them. */
@@ -137,6 +138,7 @@ export function deployCostBlocks(
     'AWS::CloudWatch::Dashboard',
     'AWS::Logs::LogGroup',
     'AWS::SSM::Parameter',
+    'AWS::WAFv2::WebACL',
   ]);
   const unknown = [...new Set(resources.map((resource) => resource.Type))].filter(
     (type) => !priced.has(type) && !freeAtRest(type),
@@ -189,6 +191,18 @@ export function deployCostBlocks(
       highResolution * price('cloudWatchHighResolutionAlarmMetricMonth') +
       composite * price('cloudWatchCompositeAlarmMonth'),
   ]);
+  const webAcls = ofType(resources, 'AWS::WAFv2::WebACL');
+  if (webAcls.length) {
+    const rules = webAcls.reduce(
+      (sum, acl) => sum + ((acl.Properties?.Rules as unknown[] | undefined)?.length ?? 0),
+      0,
+    );
+    rows.push([
+      `AWS WAF web ACLs on the stage (${rules} rules; ${usd(price('wafRequestsPerMillion'))} per million requests inspected)`,
+      String(webAcls.length),
+      webAcls.length * price('wafWebAclMonth') + rules * price('wafRuleMonth'),
+    ]);
+  }
   rows.push([
     `CloudWatch dashboards (free within the account's first 3; \`-c dashboard=false\` leaves it out)`,
     String(dashboards),

@@ -112,7 +112,10 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     read: ['dynamodb:GetItem', 'dynamodb:Query'],
     write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
-  merchantKeys: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  merchantKeys: {
+    read: ['dynamodb:GetItem'],
+    write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
 };
 
 const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =>

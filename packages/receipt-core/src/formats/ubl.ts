@@ -4,7 +4,7 @@
  * amount is prepaid and nothing is due, paid by card (payment means 48) with only the card's last four.
  * docs/FORMATS.md maps each field and says what the invoice leaves out.
  */
-import { XMLBuilder } from 'fast-xml-parser';
+import XMLBuilder from 'fast-xml-builder';
 import {
   currencyExponent,
   decimalAmount,
