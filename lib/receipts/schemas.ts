@@ -156,7 +156,7 @@ export const merchantSignatureSchema = z
       .meta({
         description:
           'Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt ' +
-          'without merchantSignature.',
+          'without merchantSignature and cardTransaction (the network references the service seals after the charge).',
       }),
   })
   .meta({

@@ -1426,7 +1426,7 @@ export interface components {
     MerchantSignature: {
       /** @description The signing key (GET /api/v1/merchant-keys/{kid}). */
       kid: string;
-      /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature. */
+      /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature and cardTransaction (the network references the service seals after the charge). */
       jws: string;
     };
     /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. */
