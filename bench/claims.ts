@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../scripts/admin/api-keys.js';
 import type { Role } from '../lib/kernel/route.js';
 import { tiers as defaultTiers, type TierTable } from '../lib/kernel/tiers.js';
 import { matchReceiptsRoute } from '../functions/receipts/match-receipts/route.js';
 import { startLocalStack, type LocalStack } from '../local/stack.js';
-import { newHashedPan, sampleReceipt } from '../test/support/fixtures.js';
+import { flattenedReceipt, newHashedPan } from '../test/support/fixtures.js';
 import { DynamoCallCounter } from './lib/dynamo-probe.js';
 import { printTable, type TargetCheck } from './lib/report.js';
 import { inPool, isRecord, post, text } from './lib/setup.js';
@@ -13,13 +14,15 @@ import { median, percentile, rotated, round } from './lib/stats.js';
 const MATCH_PATH = matchReceiptsRoute.path;
 
 /**
- * Claims and matches on the local stack (issues 20 and 22): what one named card transaction costs for
- * a card with 0, 1, 10 and 400 receipts near its time, none matching (a caller guessing, without the
- * evidence). A claim looks among the card's escrowed receipts, a match among the user's own; both make
+ * Claims and matches on the local stack (issues 20, 22 and 38): what one named card transaction costs
+ * for a card with 0, 1, 10 and 400 receipts near its time, none matching (a caller guessing, without
+ * the evidence), named by amount and time, and by an authorization code with an amount the card did
+ * pay (every receipt is a gateway_b payment, charged at create, so each has its code's entries). A claim looks among the card's escrowed receipts, a match among the user's own; both make
  * one look-up in the keyed evidence index per transaction, so within each the medians should be the
  * same (target: largest over smallest ≤ 1.10), and so should the DynamoDB calls, counted on the
  * service's own document client for one call naming one transaction and per transaction more.
- * The eight cards (four claimed, four matched) take turns call by call, in an order that rotates, so
+ * The sixteen measured series (four cards claimed, four matched, each guessed by time and by code)
+ * take turns call by call, in an order that rotates, so
  * none always runs first.
  */
 
@@ -48,6 +51,11 @@ export interface ClaimBenchResult {
   ratioLargestToSmallestMedian: number;
   /** The same for POST /users/{userId}/receipts/match. */
   matches: { cards: CardResult[]; ratioLargestToSmallestMedian: number };
+  /** Both again, each guessed transaction named by a wrong authorization code and a paid amount. */
+  byCode: {
+    claims: { cards: CardResult[]; ratioLargestToSmallestMedian: number };
+    matches: { cards: CardResult[]; ratioLargestToSmallestMedian: number };
+  };
   targets: TargetCheck[];
 }
 
@@ -55,6 +63,11 @@ const CLAIMED_AT = Date.parse('2026-11-21T12:00:00Z');
 const WINDOW_MINUTES = 15;
 /** No receipt below has this amount: every claim and match is a miss, as a guess is. */
 const GUESSED_AMOUNT = 1;
+/** An amount the card did pay (its first receipt's), named with a code no payment was given. */
+const PAID_AMOUNT = 1_000;
+const GUESSED_CODE = 'ZZ9ZZ9';
+
+type Guess = 'time' | 'code';
 
 /** One card under measurement: how many receipts it has near the time, and one timed call for it. */
 interface Card {
@@ -72,8 +85,9 @@ async function apiKey(stack: LocalStack, roles: Role[]): Promise<string> {
 }
 
 /**
- * `count` receipts paid with one card, spread over ± the window around the claimed time, none of
- * GUESSED_AMOUNT: escrowed while the card has no user, the user's own once it has one.
+ * `count` receipts paid with one card on gateway_b (charged at create: each carries its network
+ * references, so each has entries by authorization code too), spread over ± the window around the
+ * claimed time, none of GUESSED_AMOUNT: escrowed while the card has no user, the user's own once it has one.
  */
 async function payWithCard(
   stack: LocalStack,
@@ -86,19 +100,29 @@ async function payWithCard(
     Array.from({ length: count }, (_, index) => index),
     8,
     async (index) => {
-      const base = sampleReceipt();
       const at = new Date(
         CLAIMED_AT - windowMs + Math.floor(((index + 0.5) * 2 * windowMs) / Math.max(count, 1)),
       );
-      const receipt = sampleReceipt({
-        transaction: { ...base.transaction, datetime: at.toISOString() },
-        // Amounts near the guess but never it: same order of magnitude, every one different.
-        summary: { ...base.summary, tipAmount: null, total: 1_000 + index },
-      });
-      await post(stack.url, '/api/v1/receipts/encrypt', merchant, {
-        receipt,
-        recipientIdentifier: { type: 'email', value: 'bench@example.com' },
+      // Amounts near the guess but never it: same order of magnitude, every one different.
+      const amount = PAID_AMOUNT + index;
+      await post(stack.url, '/api/v1/payments/gateway_b/create', merchant, {
+        ...flattenedReceipt({
+          transactionDate: at.toISOString(),
+          subtotal: amount,
+          taxAmount: 0,
+          totalAmount: amount,
+          items: [
+            {
+              lineItemId: randomUUID(),
+              name: 'Bench item',
+              quantity: 1,
+              unitPrice: amount,
+              totalPrice: amount,
+            },
+          ],
+        }),
         recipientHashedPan: hashedPan,
+        cardNonce: 'cnon:card-nonce-ok',
       });
     },
   );
@@ -114,12 +138,13 @@ async function register(stack: LocalStack, issuer: string, hashedPan: string): P
   return text(registered, 'userId');
 }
 
-const guesses = (transactions: number) =>
+const guesses = (transactions: number, guess: Guess) =>
   Array.from({ length: transactions }, (_, index) => ({
     reference: `guess-${index}`,
-    amount: GUESSED_AMOUNT,
     currency: 'USD',
-    transactionDate: new Date(CLAIMED_AT).toISOString(),
+    ...(guess === 'time'
+      ? { amount: GUESSED_AMOUNT, transactionDate: new Date(CLAIMED_AT).toISOString() }
+      : { amount: PAID_AMOUNT, authorizationCode: GUESSED_CODE }),
   }));
 
 async function claimOnce(
@@ -127,10 +152,13 @@ async function claimOnce(
   issuer: string,
   userId: string,
   transactions: number,
+  guess: Guess,
 ): Promise<void> {
   const data = await post(stack.url, '/api/v1/receipts/claim', issuer, {
     userId,
-    transactions: guesses(transactions).map(({ reference: _reference, ...transaction }) => transaction),
+    transactions: guesses(transactions, guess).map(
+      ({ reference: _reference, ...transaction }) => transaction,
+    ),
   });
   if (data.released !== 0) throw new Error(`a guess released ${String(data.released)} receipts`);
 }
@@ -140,9 +168,10 @@ async function matchOnce(
   issuer: string,
   userId: string,
   transactions: number,
+  guess: Guess,
 ): Promise<void> {
   const data = await post(stack.url, MATCH_PATH.replace('{userId}', userId), issuer, {
-    transactions: guesses(transactions),
+    transactions: guesses(transactions, guess),
   });
   const matches = Array.isArray(data.matches) ? data.matches : [];
   const found = matches.filter(
@@ -199,7 +228,7 @@ function report(
       },
       {
         section: 'claims',
-        target: `DynamoDB calls per ${operation === 'claim' ? 'claimed' : 'matched'} transaction, equal across the four`,
+        target: `DynamoDB calls per ${operation.startsWith('claim') ? 'claimed' : 'matched'} transaction, equal across the four`,
         measured: results
           .map((result) => `${totalCalls(result.callsOneTransaction)}+${result.callsPerTransaction}`)
           .join(' / '),
@@ -230,19 +259,27 @@ export async function runClaimBench(options: ClaimBenchOptions): Promise<ClaimBe
     const issuer = await apiKey(stack, ['issuer']);
     const claimed: Card[] = [];
     const matched: Card[] = [];
+    const claimedByCode: Card[] = [];
+    const matchedByCode: Card[] = [];
     for (const count of options.populations) {
       // Claimed: receipts escrowed for a card nobody had registered, then its user.
       const escrowedPan = newHashedPan();
       await payWithCard(stack, merchant, escrowedPan, count);
       const claimant = await register(stack, issuer, escrowedPan);
-      claimed.push({ count, latencies: [], call: (n) => claimOnce(stack, issuer, claimant, n) });
+      claimed.push({ count, latencies: [], call: (n) => claimOnce(stack, issuer, claimant, n, 'time') });
+      claimedByCode.push({
+        count,
+        latencies: [],
+        call: (n) => claimOnce(stack, issuer, claimant, n, 'code'),
+      });
       // Matched: the user first, then receipts sealed for it.
       const ownPan = newHashedPan();
       const owner = await register(stack, issuer, ownPan);
       await payWithCard(stack, merchant, ownPan, count);
-      matched.push({ count, latencies: [], call: (n) => matchOnce(stack, issuer, owner, n) });
+      matched.push({ count, latencies: [], call: (n) => matchOnce(stack, issuer, owner, n, 'time') });
+      matchedByCode.push({ count, latencies: [], call: (n) => matchOnce(stack, issuer, owner, n, 'code') });
     }
-    const cards = [...claimed, ...matched];
+    const cards = [...claimed, ...matched, ...claimedByCode, ...matchedByCode];
 
     // The webhook poller's stream reads and sweeps would land in the timings and the call counts.
     await stack.dispatcher.stop();
@@ -294,6 +331,8 @@ export async function runClaimBench(options: ClaimBenchOptions): Promise<ClaimBe
 
     const claimResults = await resultsOf(claimed);
     const matchResults = await resultsOf(matched);
+    const claimByCodeResults = await resultsOf(claimedByCode);
+    const matchByCodeResults = await resultsOf(matchedByCode);
     const claims = report(
       'claim',
       `POST /receipts/claim, one guessed transaction (no match), by escrowed receipts within ±${WINDOW_MINUTES} min of it`,
@@ -304,12 +343,26 @@ export async function runClaimBench(options: ClaimBenchOptions): Promise<ClaimBe
       `POST ${MATCH_PATH}, one guessed transaction (no match), by the user's receipts within ±${WINDOW_MINUTES} min of it`,
       matchResults,
     );
+    const claimsByCode = report(
+      'claim by code',
+      `POST /receipts/claim, one wrong authorization code with a paid amount, by the card's escrowed receipts (each with its code's entries)`,
+      claimByCodeResults,
+    );
+    const matchesByCode = report(
+      'match by code',
+      `POST ${MATCH_PATH}, one wrong authorization code with a paid amount, by the user's receipts (each with its code's entries)`,
+      matchByCodeResults,
+    );
     return {
       options,
       cards: claimResults,
       ratioLargestToSmallestMedian: claims.ratio,
       matches: { cards: matchResults, ratioLargestToSmallestMedian: matches.ratio },
-      targets: [...claims.targets, ...matches.targets],
+      byCode: {
+        claims: { cards: claimByCodeResults, ratioLargestToSmallestMedian: claimsByCode.ratio },
+        matches: { cards: matchByCodeResults, ratioLargestToSmallestMedian: matchesByCode.ratio },
+      },
+      targets: [...claims.targets, ...matches.targets, ...claimsByCode.targets, ...matchesByCode.targets],
     };
   } finally {
     await stack.close();

@@ -58,6 +58,9 @@ export interface ClaimFacts {
   /** The card transaction's time, ISO 8601. */
   at: string;
   cardLast4?: string;
+  /** The card network's references the service sealed in the receipt (its cardTransaction), when any. */
+  authorizationCode?: string;
+  networkTransactionId?: string;
 }
 
 const TAG_PATTERN = /^v([1-9][0-9]{0,5})\.([A-Za-z0-9_-]{43})$/;

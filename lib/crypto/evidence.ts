@@ -16,6 +16,17 @@
  * time or card, and an entry cannot be moved to another receipt. The body is also what lets an
  * operator move entries to a new key version (card-key rotate) without the receipt.
  *
+ * A receipt whose payment the service made also gets entries keyed by the card network's references it
+ * sealed in the receipt (DECISIONS, round 4, "Card-network references"), with no time bucket: the
+ * network transaction id is one transaction's alone, and an authorization code is keyed with the
+ * amount and currency it was given for, as the issuer's authorization record has them:
+ *
+ *     v<n>.HMAC(K_index(n), "authorization" ‖ tag ‖ code ‖ amount ‖ currency)
+ *     v<n>.HMAC(K_index(n), "network" ‖ tag ‖ network transaction id)
+ *
+ * The first line (a word, never a tag's `v<n>.`) keeps the three kinds of id apart. The codes are in
+ * the sealed body only, never in clear.
+ *
  * Without the card-tag key nobody can compute an id: a caller without the evidence reads an empty
  * partition, in the same number of reads as a card with no receipts at all.
  */
@@ -32,7 +43,17 @@ export interface EvidenceFacts {
   /** The card transaction's time, ISO 8601. */
   at: string;
   cardLast4?: string;
+  /** Absent on a time entry; which reference keys the entry otherwise. */
+  kind?: EvidenceKind;
+  /** The network's references the receipt carries (sealed in every entry of it that has them). */
+  authorizationCode?: string;
+  networkTransactionId?: string;
+  /** A network entry is one per receipt: every amount the receipt can be matched by. */
+  amounts?: number[];
 }
+
+/** The reference an entry is keyed by, besides the card: a time entry has none. */
+export type EvidenceKind = 'authorization' | 'network';
 
 /** A transaction as a claim or a match states it. */
 export interface EvidenceQuery {
@@ -70,12 +91,44 @@ export function evidenceId(
   return `v${version}.${mac}`;
 }
 
-/** The ids a receipt's entry for one amount is written under: its bucket and the two beside it. */
+const referenceId = (keyring: CardTagKeyring, tag: CardTag, parts: (string | number)[]): string => {
+  const version = tagVersion(tag);
+  if (version === undefined) throw new Error('not a card tag');
+  const mac = createHmac('sha256', keyring.derivedKey(INDEX_USE, version).key)
+    .update(parts.join('\n'))
+    .digest('base64url');
+  return `v${version}.${mac}`;
+};
+
+/** The id of a card's entries for one authorization code, amount and currency. */
+export const authorizationEvidenceId = (
+  keyring: CardTagKeyring,
+  tag: CardTag,
+  query: { authorizationCode: string; amount: number; currency: string },
+): string =>
+  referenceId(keyring, tag, ['authorization', tag, query.authorizationCode, query.amount, query.currency]);
+
+/** The id of a card's entry for one network transaction id. */
+export const networkEvidenceId = (keyring: CardTagKeyring, tag: CardTag, networkTransactionId: string): string =>
+  referenceId(keyring, tag, ['network', tag, networkTransactionId]);
+
+/**
+ * The ids an entry with these facts is written under: a time entry's bucket and the two beside it; a
+ * reference entry's one id. What an operator re-keys an entry by, from its opened body.
+ */
 export function evidenceIdsOf(
   keyring: CardTagKeyring,
-  facts: Pick<EvidenceFacts, 'tag' | 'amount' | 'currency' | 'at'>,
+  facts: Pick<
+    EvidenceFacts,
+    'tag' | 'amount' | 'currency' | 'at' | 'kind' | 'authorizationCode' | 'networkTransactionId'
+  >,
   widthMs: number,
 ): string[] {
+  if (facts.kind === 'authorization' && facts.authorizationCode)
+    return [authorizationEvidenceId(keyring, facts.tag, { ...facts, authorizationCode: facts.authorizationCode })];
+  if (facts.kind === 'network' && facts.networkTransactionId)
+    return [networkEvidenceId(keyring, facts.tag, facts.networkTransactionId)];
+  if (facts.kind !== undefined) throw new Error('a reference entry without its reference');
   const bucket = bucketOf(facts.at, widthMs);
   return [bucket - 1, bucket, bucket + 1].map((each) => evidenceId(keyring, facts.tag, facts, each, widthMs));
 }

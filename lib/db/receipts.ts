@@ -136,6 +136,41 @@ export class ReceiptRepository {
     );
   }
 
+  /**
+   * Replaces a receipt's envelope with one sealed for the same recipient (the sale's plaintext with the
+   * network's references added after the charge), with the evidence entries those references give,
+   * in one transaction: only while the envelope still holds the content key it was read with, so a
+   * claim or a key change that came in between is never undone. False when it had.
+   */
+  async resealIf(
+    key: ReceiptKey,
+    previousEncryptedKey: string,
+    envelope: ReceiptEnvelope,
+    evidence: readonly EvidenceEntry[],
+  ): Promise<boolean> {
+    if (evidence.length > 0 && !this.evidenceTable)
+      throw new Error('ReceiptRepository: evidence entries need the evidence table');
+    const outcome = await transactWrite(this.doc, {
+      TransactItems: [
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: keyOf(key),
+            UpdateExpression: 'SET envelope = :envelope',
+            ConditionExpression: 'envelope.keyBundle.encryptedAesKey = :previous',
+            ExpressionAttributeValues: { ':envelope': envelope, ':previous': previousEncryptedKey },
+          },
+        },
+        ...evidence.map((entry) => ({
+          Put: { TableName: this.evidenceTable, Item: entry as unknown as Record<string, unknown> },
+        })),
+      ],
+    });
+    if (outcome.ok) return true;
+    if (outcome.reasons[0] === 'ConditionalCheckFailed') return false;
+    throw new Error(`the resealed receipt could not be stored (${outcome.reasons.join(', ')})`);
+  }
+
   /** Sets a receipt's paymentStatus when it is still `from` (a payment declined at creation). */
   setPaymentStatus(key: ReceiptKey, from: PaymentStatus, to: PaymentStatus): Promise<boolean> {
     return this.updateIf(key, {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InvalidRequestError } from '../kernel/errors.js';
-import type { ReceiptPointers } from './port.js';
+import type { CardReferences, ReceiptPointers } from './port.js';
 
 /**
  * A provider idempotency key derived from the receipt's key. Hashing keeps it within every provider's
@@ -50,4 +50,47 @@ export function pointersFromMetadata(
   const merchantId = metadata?.merchantId;
   if (!receiptId || !transactionId || !merchantId) return null;
   return { receiptId, transactionId, merchantId };
+}
+
+type Given = string | null | undefined;
+
+/**
+ * A provider's references in the port's shape: empty and null values dropped (absent, never made
+ * up), the network in lower case, last four and merchant category code only when they are four digits.
+ */
+export function cardReferencesOf(fields: {
+  network?: Given;
+  authorizationCode?: Given;
+  networkTransactionId?: Given;
+  last4?: Given;
+  statementDescriptor?: Given;
+  merchantCategoryCode?: Given;
+  acquirerReferenceNumber?: Given;
+  providerIds: Partial<Record<keyof CardReferences['providerIds'], Given>>;
+}): CardReferences {
+  const text = (value: Given, max: number) =>
+    typeof value === 'string' && value.trim().length > 0 ? value.trim().slice(0, max) : undefined;
+  const digits = (value: Given) => (typeof value === 'string' && /^\d{4}$/.test(value) ? value : undefined);
+  const present = <T extends Record<string, string | undefined>>(record: T) =>
+    Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as {
+      [K in keyof T]?: string;
+    };
+  const ids = fields.providerIds;
+  return {
+    ...present({
+      network: text(fields.network, 32)?.toLowerCase(),
+      authorizationCode: text(fields.authorizationCode, 64),
+      networkTransactionId: text(fields.networkTransactionId, 128),
+      last4: digits(fields.last4),
+      statementDescriptor: text(fields.statementDescriptor, 128),
+      merchantCategoryCode: digits(fields.merchantCategoryCode),
+      acquirerReferenceNumber: text(fields.acquirerReferenceNumber, 128),
+    }),
+    providerIds: present({
+      paymentIntentId: text(ids.paymentIntentId, 255),
+      chargeId: text(ids.chargeId, 255),
+      paymentId: text(ids.paymentId, 255),
+      refundId: text(ids.refundId, 255),
+    }),
+  };
 }

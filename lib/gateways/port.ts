@@ -35,6 +35,28 @@ export interface CreatePaymentRequest {
   taxAmount: number;
   /** gateway_b payment source; the sandbox/test nonce is used only when absent. */
   cardNonce?: string;
+  /**
+   * gateway_a: a payment method (`pm_…`) to confirm the intent with at once, server-side (a card on
+   * file, a terminal's card): the payment is then charged at create and its network references known.
+   */
+  paymentMethod?: string;
+}
+
+/**
+ * The card network's references of a charge or a refund, as the provider gives them (DECISIONS,
+ * round 4, "Card-network references"): what it does not give is absent, never made up.
+ */
+export interface CardReferences {
+  /** Lower case: 'visa', 'mastercard', … */
+  network?: string;
+  authorizationCode?: string;
+  networkTransactionId?: string;
+  last4?: string;
+  statementDescriptor?: string;
+  merchantCategoryCode?: string;
+  /** A refund's reference at the network (Stripe's acquirer reference number). */
+  acquirerReferenceNumber?: string;
+  providerIds: { paymentIntentId?: string; chargeId?: string; paymentId?: string; refundId?: string };
 }
 
 /**
@@ -57,6 +79,8 @@ export interface CreatedPayment {
   currency: string;
   /** A live payment (real money): the provider's own answer where it gives one, else the credentials' mode. */
   livemode: boolean;
+  /** The charge's network references; null while nothing is charged (an unconfirmed gateway_a intent). */
+  references: CardReferences | null;
 }
 
 export interface GatewayPayment {
@@ -94,6 +118,8 @@ export interface GatewayRefund {
   /** The merchant's refundId when the refund was asked of the service and the provider kept it. */
   refundId: string | null;
   createdAt: string;
+  /** The refund's network references, when the provider gives any. */
+  references?: CardReferences | null;
 }
 
 /** What one provider event says, in the service's words; an event the service has no use for says nothing. */

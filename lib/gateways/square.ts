@@ -10,6 +10,7 @@ import {
   PaymentDeclinedError,
 } from '../kernel/errors.js';
 import {
+  cardReferencesOf,
   assertMinorUnits,
   normaliseCurrency,
   pointerMetadata,
@@ -19,6 +20,7 @@ import {
 import {
   EVENT_TOLERANCE_SECONDS,
   isFutureDated,
+  type CardReferences,
   type CreatedPayment,
   type CreatePaymentRequest,
   type GatewayEvent,
@@ -90,6 +92,21 @@ const wireRefund = z.object({
   amount_money: wireMoney,
   payment_id: z.string().nullable().optional(),
   created_at: z.string(),
+  destination_details: z
+    .object({
+      card_details: z
+        .object({
+          auth_result_code: z.string().nullable().optional(),
+          card: z
+            .object({ card_brand: z.string().nullable().optional(), last_4: z.string().nullable().optional() })
+            .nullable()
+            .optional(),
+        })
+        .nullable()
+        .optional(),
+    })
+    .nullable()
+    .optional(),
 });
 const wirePayment = z.object({ id: z.string(), status: z.string().nullable().optional() });
 const wireEvent = z.object({
@@ -107,6 +124,19 @@ const wireEvent = z.object({
     .optional(),
 });
 
+/** A card payment's references, as Square documents them on the payment's `card_details`. */
+function paymentReferences(payment: Square.Payment): CardReferences | null {
+  const details = payment.cardDetails;
+  if (!details) return null;
+  return cardReferencesOf({
+    network: details.card?.cardBrand,
+    authorizationCode: details.authResultCode,
+    last4: details.card?.last4,
+    statementDescriptor: details.statementDescription,
+    providerIds: { paymentId: payment.id },
+  });
+}
+
 function factsOf(event: z.infer<typeof wireEvent>): GatewayFact[] {
   const object = event.data?.object;
   if (event.type === 'payment.created' || event.type === 'payment.updated') {
@@ -118,11 +148,18 @@ function factsOf(event: z.infer<typeof wireEvent>): GatewayFact[] {
   if (event.type === 'refund.created' || event.type === 'refund.updated') {
     const refund = wireRefund.safeParse(object?.refund);
     if (!refund.success || !refund.data.payment_id) return [];
-    const { id, status, amount_money, payment_id, created_at } = refund.data;
+    const { id, status, amount_money, payment_id, created_at, destination_details } = refund.data;
+    const card = destination_details?.card_details;
     return [
       {
         kind: 'refund',
         refund: {
+          references: cardReferencesOf({
+            network: card?.card?.card_brand,
+            authorizationCode: card?.auth_result_code,
+            last4: card?.card?.last_4,
+            providerIds: { paymentId: payment_id, refundId: id },
+          }),
           providerRefundId: id,
           paymentId: payment_id,
           amount: amount_money.amount,
@@ -286,6 +323,7 @@ export class SquareGateway implements PaymentGateway {
         amount: minorUnits(payment.amountMoney, 'payment.amount_money'),
         currency: payment.amountMoney?.currency ?? currency,
         livemode: this.livemode,
+        references: paymentReferences(payment),
       };
     } catch (error) {
       throw this.toAppError(error, 'createPayment');
@@ -403,7 +441,14 @@ export class SquareGateway implements PaymentGateway {
   }
 
   private toRefund(refund: Square.PaymentRefund, paymentId: string): GatewayRefund {
+    const card = refund.destinationDetails?.cardDetails;
     return {
+      references: cardReferencesOf({
+        network: card?.card?.cardBrand,
+        authorizationCode: card?.authResultCode,
+        last4: card?.card?.last4,
+        providerIds: { paymentId: refund.paymentId ?? paymentId, refundId: refund.id },
+      }),
       providerRefundId: refund.id,
       paymentId: refund.paymentId ?? paymentId,
       amount: minorUnits(refund.amountMoney, 'refund.amount_money'),

@@ -11,6 +11,7 @@ import {
 } from '../kernel/errors.js';
 import {
   assertMinorUnits,
+  cardReferencesOf,
   normaliseCurrency,
   pointerMetadata,
   pointersFromMetadata,
@@ -19,6 +20,7 @@ import {
 import {
   EVENT_TOLERANCE_SECONDS,
   isFutureDated,
+  type CardReferences,
   type CreatedPayment,
   type CreatePaymentRequest,
   type GatewayEvent,
@@ -92,6 +94,42 @@ const refundObject = z.object({
     .optional(),
   metadata: z.record(z.string(), z.string()).nullable().optional(),
   created: z.number().int(),
+  charge: z
+    .union([z.string(), z.object({ id: z.string() })])
+    .nullable()
+    .optional(),
+  destination_details: z
+    .object({
+      card: z
+        .object({
+          reference: z.string().nullable().optional(),
+          reference_type: z.string().nullable().optional(),
+        })
+        .nullable()
+        .optional(),
+    })
+    .nullable()
+    .optional(),
+});
+/** A charge's card references (expanded `latest_charge` of a confirmed intent). */
+const cardChargeObject = z.object({
+  id: z.string(),
+  calculated_statement_descriptor: z.string().nullable().optional(),
+  payment_method_details: z
+    .object({
+      card: z
+        .object({
+          network: z.string().nullable().optional(),
+          brand: z.string().nullable().optional(),
+          authorization_code: z.string().nullable().optional(),
+          network_transaction_id: z.string().nullable().optional(),
+          last4: z.string().nullable().optional(),
+        })
+        .nullable()
+        .optional(),
+    })
+    .nullable()
+    .optional(),
 });
 const intentObject = z.object({ id: z.string(), status: z.string() });
 const chargeObject = z.object({
@@ -114,10 +152,31 @@ const eventEnvelope = z.object({
 const idOf = (value: string | { id: string } | null | undefined): string | null =>
   value === null || value === undefined ? null : typeof value === 'string' ? value : value.id;
 
+/** A confirmed intent's charge, as Stripe documents it on `payment_method_details.card`. */
+function chargeReferences(intentId: string, latestCharge: unknown): CardReferences | null {
+  const charge = cardChargeObject.safeParse(latestCharge);
+  if (!charge.success) return null;
+  const card = charge.data.payment_method_details?.card;
+  return cardReferencesOf({
+    network: card?.network ?? card?.brand,
+    authorizationCode: card?.authorization_code,
+    networkTransactionId: card?.network_transaction_id,
+    last4: card?.last4,
+    statementDescriptor: charge.data.calculated_statement_descriptor,
+    providerIds: { paymentIntentId: intentId, chargeId: charge.data.id },
+  });
+}
+
 function toRefund(refund: z.infer<typeof refundObject>): GatewayRefund | null {
   const paymentId = idOf(refund.payment_intent);
   if (!paymentId) return null;
+  const card = refund.destination_details?.card;
+  const arn = card?.reference_type === 'acquirer_reference_number' ? card.reference : undefined;
   return {
+    references: cardReferencesOf({
+      acquirerReferenceNumber: arn,
+      providerIds: { paymentIntentId: paymentId, chargeId: idOf(refund.charge), refundId: refund.id },
+    }),
     providerRefundId: refund.id,
     paymentId,
     amount: refund.amount,
@@ -180,8 +239,12 @@ export class StripeGateway implements PaymentGateway {
     const metadata = pointerMetadata(request.pointers);
     validateStripeMetadata(metadata);
     try {
+      // With a payment method the intent is confirmed at once, and its charge read in the same answer.
+      const confirm = request.paymentMethod
+        ? { confirm: true, payment_method: request.paymentMethod, expand: ['latest_charge'] }
+        : {};
       const intent = await this.stripe.paymentIntents.create(
-        { amount: request.amount, currency: currency.toLowerCase(), metadata },
+        { amount: request.amount, currency: currency.toLowerCase(), metadata, ...confirm },
         { idempotencyKey: providerIdempotencyKey('pi', request.idempotencyKey) },
       );
       return {
@@ -193,6 +256,7 @@ export class StripeGateway implements PaymentGateway {
         amount: intent.amount,
         currency: intent.currency.toUpperCase(),
         livemode: typeof intent.livemode === 'boolean' ? intent.livemode : (this.options.liveKey ?? false),
+        references: intent.status === 'succeeded' ? chargeReferences(intent.id, intent.latest_charge) : null,
       };
     } catch (error) {
       throw this.toAppError(error, 'createPayment');

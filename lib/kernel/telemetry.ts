@@ -39,6 +39,8 @@ export interface MetricDimensions {
   RefundCurrencyMismatches: Record<string, never>;
   /** A card registered again by the client that erased its user within 30 days (claim allowance grind). */
   ReRegistrations: Record<string, never>;
+  /** A payment's network references left out of its receipt: a claim or key change came between charge and seal. */
+  CardReferencesNotSealed: Record<string, never>;
 }
 
 export type MetricName = keyof MetricDimensions;

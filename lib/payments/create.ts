@@ -11,6 +11,7 @@ import { receiptOfFlattened } from '../receipts/flattened.js';
 import { sealedWithSignature, signingOf } from '../merchants/receipt-signature.js';
 import { putMapping } from '../transactions/transactions.js';
 import { openRecord, sealRecord } from '../crypto/sealed-record.js';
+import { sealCardTransaction } from './card-transaction.js';
 import { recordCreatedPayment } from './lifecycle.js';
 import type { CreatePaymentBody } from './schemas.js';
 
@@ -87,6 +88,8 @@ export function chargedAmount(kind: GatewayKind, body: CreatePaymentBody): numbe
   }
   if (body.totalAmount <= 0)
     fields.push({ field: 'totalAmount', message: 'must be greater than zero to charge a payment' });
+  if (kind !== 'gateway_a' && body.paymentMethodId !== undefined)
+    fields.push({ field: 'paymentMethodId', message: 'is for gateway_a only (gateway_b takes cardNonce)' });
   if (fields.length > 0) throw new InvalidRequestError('Invalid request body', fields);
   return body.totalAmount;
 }
@@ -220,7 +223,7 @@ export async function createPaymentWithReceipt(
   const { kind, body, caller } = input;
   const amount = chargedAmount(kind, body);
   const gateway = await configuredGateway(deps, kind);
-  const { amount: _amount, cardNonce, ...receiptFields } = body;
+  const { amount: _amount, cardNonce, paymentMethodId, ...receiptFields } = body;
   // The signature is checked before anything is stored or charged; what it signed is what is sealed.
   const signing = await signingOf(deps, caller, input.signature, input.requestId);
   const receipt = await sealedWithSignature(deps, signing, {
@@ -264,6 +267,7 @@ export async function createPaymentWithReceipt(
       })),
       taxAmount: body.taxAmount,
       ...(cardNonce ? { cardNonce } : {}),
+      ...(paymentMethodId ? { paymentMethod: paymentMethodId } : {}),
     })
     .catch(async (error: unknown) => {
       deps.telemetry.count('PaymentFailures', { gateway: kind, outcome: paymentFailure(error) });
@@ -285,6 +289,17 @@ export async function createPaymentWithReceipt(
     amount: created.amount,
     currency: created.currency,
   });
+  // Charged: the network's references go into the receipt the cardholder gets (absent when none yet).
+  if (created.references) {
+    await sealCardTransaction(deps, {
+      receipt,
+      gateway: kind,
+      references: created.references,
+      caller,
+      requestId: input.requestId,
+      recipientHashedPan: body.recipientHashedPan,
+    });
+  }
   await recordCreatedPayment(deps, { kind, created, receipt, caller });
   await deps.audit.record({
     action: 'payment.create',

@@ -23,6 +23,7 @@ import { statusRank, type PaymentStatus } from '../kernel/payment-status.js';
 import type { DigitalReceipt } from '../receipts/schemas.js';
 import { amountRefund, type Refunded } from './refund-amounts.js';
 import { basisOf, derivedUuid, openBasis, openReason, sealBasis } from './refund-basis.js';
+import { cardTransactionOf } from './card-transaction.js';
 import { sealRefundReceipt } from './refund-receipt.js';
 
 /**
@@ -298,6 +299,7 @@ export async function recordRefund(
               : undefined,
             createdAt: now,
             signed,
+            cardTransaction: refund.references ? cardTransactionOf(gateway, refund.references) : undefined,
           })
         : null;
     if (sealed) record.receiptId = sealed.stored.receiptId;

@@ -5,7 +5,7 @@ import type { RefundedLine } from '../db/payments.js';
 import type { ReceiptEnvelope, SaleChange, StoredReceipt } from '../db/receipts.js';
 import type { AppDeps } from '../app/deps.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
-import { digitalReceiptSchema, type DigitalReceipt } from '../receipts/schemas.js';
+import { digitalReceiptSchema, type CardTransaction, type DigitalReceipt } from '../receipts/schemas.js';
 import { refundReceiptOf as sdkRefundReceiptOf } from '@receipt-service/receipt-core';
 import type { MerchantSignature } from '../merchants/receipt-signature.js';
 import { sealReceipt } from '../receipts/seal.js';
@@ -28,6 +28,8 @@ export interface RefundReceiptInput {
   createdAt: Date;
   /** A signed refund: the time the merchant gave the receipt, and its checked signature. */
   signed?: { receiptDate: string; merchantSignature: MerchantSignature } | undefined;
+  /** The refund's network references as its provider gave them (not covered by a merchant's signature). */
+  cardTransaction?: CardTransaction | undefined;
 }
 
 /**
@@ -47,9 +49,11 @@ export function refundReceiptOf(input: RefundReceiptInput): DigitalReceipt {
     reason: input.reason,
     createdAt: input.signed?.receiptDate ?? input.createdAt,
   });
-  return digitalReceiptSchema.parse(
-    input.signed ? { ...receipt, merchantSignature: input.signed.merchantSignature } : receipt,
-  );
+  return digitalReceiptSchema.parse({
+    ...receipt,
+    ...(input.signed ? { merchantSignature: input.signed.merchantSignature } : {}),
+    ...(input.cardTransaction ? { cardTransaction: input.cardTransaction } : {}),
+  });
 }
 
 export interface SealedRefundReceipt {

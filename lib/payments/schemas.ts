@@ -9,13 +9,23 @@ export const createPaymentBody = z
     ...flattenedReceiptFields,
     amount: money.min(1).optional(),
     cardNonce: z.string().min(1).max(192).optional(),
+    paymentMethodId: z
+      .string()
+      .regex(/^pm_[A-Za-z0-9_]{1,255}$/, 'must be a gateway_a payment method id (pm_…)')
+      .optional()
+      .meta({
+        description:
+          'gateway_a only: a payment method to confirm the intent with at once (a card on file, a terminal). The ' +
+          "payment is then charged at create, and the receipt carries the charge's network references " +
+          '(cardTransaction). Without it the intent awaits confirmation with clientSecret and the receipt has none.',
+      }),
   })
   .superRefine(checkAmounts)
   .meta({
     id: 'CreatePaymentRequest',
     description:
-      'The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and ' +
-      'cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form.',
+      'The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount), ' +
+      'cardNonce (gateway_b) and paymentMethodId (gateway_a). Amounts must add up as in the flattened encrypt form.',
   });
 
 export type CreatePaymentBody = z.infer<typeof createPaymentBody>;

@@ -60,12 +60,16 @@ export const boundDigest = (requestDigest: string, cardTag: CardTag | null): str
 /** What a claim is matched on: the total, and the total before tip when there is a tip. */
 export function claimFactsOf(receipt: DigitalReceipt): ClaimFacts {
   const { total, tipAmount, currency } = receipt.summary;
-  const last4 = receipt.transaction.cardDetails?.last4;
+  const last4 = receipt.transaction.cardDetails?.last4 ?? receipt.cardTransaction?.last4;
+  // Only the references the service sealed from the provider, never the merchant's own authorizationCode.
+  const { authorizationCode, networkTransactionId } = receipt.cardTransaction ?? {};
   return {
     amounts: tipAmount ? [total, total - tipAmount] : [total],
     currency,
     at: new Date(receipt.transaction.datetime).toISOString(),
     ...(last4 ? { cardLast4: last4 } : {}),
+    ...(authorizationCode ? { authorizationCode } : {}),
+    ...(networkTransactionId ? { networkTransactionId } : {}),
   };
 }
 

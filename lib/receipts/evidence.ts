@@ -7,7 +7,16 @@
  * others share the window.
  */
 import type { CardTag, CardTagKeyring, ClaimFacts } from '../crypto/card-tag.js';
-import { evidenceIdsOf, lookupIdOf, openEvidence, sealEvidence } from '../crypto/evidence.js';
+import {
+  authorizationEvidenceId,
+  evidenceIdsOf,
+  lookupIdOf,
+  networkEvidenceId,
+  openEvidence,
+  sealEvidence,
+  type EvidenceFacts,
+  type EvidenceKind,
+} from '../crypto/evidence.js';
 import { receiptKeyOf, receiptRefOf, type EvidenceEntry } from '../db/evidence.js';
 import type { ReceiptKey, StoredReceipt } from '../db/receipts.js';
 import type { CoreDeps } from '../app/deps.js';
@@ -15,12 +24,18 @@ import { InvalidRequestError } from '../kernel/errors.js';
 
 export type EvidenceDeps = Pick<CoreDeps, 'config' | 'repos' | 'cardTags'>;
 
-/** A card transaction as a claim or a match names it. */
+/**
+ * A card transaction as a claim or a match names it: amount, currency and time; or its authorization
+ * code with amount and currency; or its network transaction id; any of them beside the others
+ * (lib/receipts/requests.ts checks that one of the three is whole). Every field given must match.
+ */
 export interface EvidenceTransaction {
-  amount: number;
-  currency: string;
-  transactionDate: string;
+  amount?: number | undefined;
+  currency?: string | undefined;
+  transactionDate?: string | undefined;
   cardLast4?: string | undefined;
+  authorizationCode?: string | undefined;
+  networkTransactionId?: string | undefined;
 }
 
 /** The card a look-up is for: a registered user's (its stored tag, maybe of an older key version). */
@@ -42,16 +57,30 @@ export function evidenceEntriesFor(
 ): EvidenceEntry[] {
   const tag = keyring.advance(input.tag);
   const receiptRef = receiptRefOf(input.receipt);
-  const { currency, at, cardLast4 } = input.facts;
-  return [...new Set(input.facts.amounts)].flatMap((amount) => {
-    const body = { tag, amount, currency, at, ...(cardLast4 ? { cardLast4 } : {}) };
-    return evidenceIdsOf(keyring, body, input.widthMs).map((evidenceId) => ({
+  const { currency, at, cardLast4, authorizationCode, networkTransactionId } = input.facts;
+  const amounts = [...new Set(input.facts.amounts)];
+  const entry = (body: EvidenceFacts): EvidenceEntry[] =>
+    evidenceIdsOf(keyring, body, input.widthMs).map((evidenceId) => ({
       evidenceId,
       receiptRef,
       sealed: sealEvidence(keyring, evidenceId, receiptRef, body),
       ttl: input.ttl,
     }));
-  });
+  const references = {
+    ...(authorizationCode ? { authorizationCode } : {}),
+    ...(networkTransactionId ? { networkTransactionId } : {}),
+  };
+  const base = (amount: number) => ({ tag, amount, currency, at, ...(cardLast4 ? { cardLast4 } : {}) });
+  return [
+    ...amounts.flatMap((amount) => entry(base(amount))),
+    // The network's references, when the service sealed them: keyed by each, both in each body.
+    ...(authorizationCode
+      ? amounts.flatMap((amount) => entry({ ...base(amount), kind: 'authorization', ...references }))
+      : []),
+    ...(networkTransactionId
+      ? entry({ ...base(amounts[0]!), kind: 'network', amounts, ...references })
+      : []),
+  ];
 }
 
 /** The tags a card's records may be under: the current version's, and its stored one while it lags. */
@@ -61,9 +90,38 @@ export function tagsOfCard(card: EvidenceCard, keyring: CardTagKeyring): CardTag
 }
 
 /**
- * Whether an entry's opened facts match the transaction, for this tag: same amount and currency, the
- * time within ± the window, and the last four digits when both sides have them. An entry that did not
- * open (another key, altered) matches nothing.
+ * The kind of entry a transaction is looked up by, the most specific it names: its network
+ * transaction id, else its authorization code (with amount and currency), else amount, currency and time.
+ */
+export const lookupKindOf = (transaction: EvidenceTransaction): EvidenceKind | undefined =>
+  transaction.networkTransactionId !== undefined
+    ? 'network'
+    : transaction.authorizationCode !== undefined
+      ? 'authorization'
+      : undefined;
+
+/** The one id a transaction is looked up by, for this tag. */
+export function lookupIdFor(
+  keyring: CardTagKeyring,
+  tag: CardTag,
+  transaction: EvidenceTransaction,
+  widthMs: number,
+): string {
+  const { amount, currency, transactionDate, authorizationCode, networkTransactionId } = transaction;
+  if (networkTransactionId !== undefined) return networkEvidenceId(keyring, tag, networkTransactionId);
+  if (authorizationCode !== undefined && amount !== undefined && currency !== undefined)
+    return authorizationEvidenceId(keyring, tag, { authorizationCode, amount, currency });
+  if (amount === undefined || currency === undefined || transactionDate === undefined)
+    throw new Error('a transaction names neither a reference nor amount, currency and time');
+  return lookupIdOf(keyring, tag, { amount, currency, at: transactionDate }, widthMs);
+}
+
+/**
+ * Whether an entry's opened facts match the transaction, for this tag: an entry of the kind looked up,
+ * and every field the transaction gives equal to the entry's (amount and currency, the time within ±
+ * the window, the authorization code and network transaction id), the last four digits when both
+ * sides have them. An entry that did not open (another key, altered) matches nothing; neither does a
+ * code the receipt does not carry.
  */
 export function evidenceMatches(
   facts: ReturnType<typeof openEvidence>,
@@ -71,22 +129,25 @@ export function evidenceMatches(
   transaction: EvidenceTransaction,
   widthMs: number,
 ): boolean {
+  if (facts === undefined || facts.tag !== tag || facts.kind !== lookupKindOf(transaction)) return false;
+  const { amount, currency, transactionDate, cardLast4, authorizationCode, networkTransactionId } = transaction;
+  const amounts = facts.amounts ?? [facts.amount];
   return (
-    facts !== undefined &&
-    facts.tag === tag &&
-    facts.amount === transaction.amount &&
-    facts.currency === transaction.currency &&
-    Math.abs(Date.parse(facts.at) - Date.parse(transaction.transactionDate)) <= widthMs &&
-    (transaction.cardLast4 === undefined ||
-      facts.cardLast4 === undefined ||
-      facts.cardLast4 === transaction.cardLast4)
+    (amount === undefined || amounts.includes(amount)) &&
+    (currency === undefined || facts.currency === currency) &&
+    (transactionDate === undefined ||
+      Math.abs(Date.parse(facts.at) - Date.parse(transactionDate)) <= widthMs) &&
+    (authorizationCode === undefined || facts.authorizationCode === authorizationCode) &&
+    (networkTransactionId === undefined || facts.networkTransactionId === networkTransactionId) &&
+    (cardLast4 === undefined || facts.cardLast4 === undefined || facts.cardLast4 === cardLast4)
   );
 }
 
 /**
  * Every stored receipt of this card whose evidence matches the transaction: same currency, the
  * amount equal to its total or its total before tip, its transaction time within ± the claim window,
- * and its last four digits when both sides have them. Escrowed or not: the caller decides which it
+ * and its last four digits when both sides have them; or the same by its authorization code or network
+ * transaction id, with whatever else the transaction gives. Escrowed or not: the caller decides which it
  * may act on (a claim releases escrowed ones, a match lists the user's own).
  */
 export async function findByEvidence(
@@ -96,14 +157,9 @@ export async function findByEvidence(
 ): Promise<StoredReceipt[]> {
   const keyring = await deps.cardTags.keyring();
   const widthMs = evidenceWidthMs(deps);
-  const query = {
-    amount: transaction.amount,
-    currency: transaction.currency,
-    at: transaction.transactionDate,
-  };
   const found = new Set<string>();
   for (const tag of tagsOfCard(card, keyring)) {
-    const id = lookupIdOf(keyring, tag, query, widthMs);
+    const id = lookupIdFor(keyring, tag, transaction, widthMs);
     for (const entry of await deps.repos.evidence.entries(id)) {
       const facts = openEvidence(keyring, id, entry.receiptRef, entry.sealed);
       if (evidenceMatches(facts, tag, transaction, widthMs)) found.add(entry.receiptRef);
@@ -132,6 +188,7 @@ export function checkTransactionDates(
   const earliest = new Date(now - keptDays * DAY_MS);
   const latest = new Date(now + DAY_MS);
   const fields = transactions.flatMap(({ transactionDate }, index) => {
+    if (transactionDate === undefined) return [];
     const at = Date.parse(transactionDate);
     return at >= earliest.getTime() && at <= latest.getTime()
       ? []

@@ -35,6 +35,14 @@ export const nestedEncryptBody = z
         message: 'is set by the service from the Receipt-Signature header: send the signature there',
       });
     }
+    // The network's references are the service's to attest, read from the provider after the charge.
+    if (body.receipt.cardTransaction !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['receipt', 'cardTransaction'],
+        message: "is set by the service from the provider's payment: a request may not send it",
+      });
+    }
   })
   .meta({
     id: 'NestedEncryptRequest',
@@ -90,24 +98,85 @@ export const decryptReceiptBody = z
 
 export const MAX_CLAIMED_TRANSACTIONS = 50;
 
+/** The card network's references as an issuer's authorization record has them: printable ASCII, no spaces. */
+export const authorizationCodeField = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,64}$/, 'must be 1 to 64 printable ASCII characters without spaces')
+  .meta({
+    description:
+      'The authorization code the issuer gave the transaction (Stripe `authorization_code`, Square ' +
+      '`auth_result_code`). Needs amount and currency beside it.',
+    examples: ['A1B2C3'],
+  });
+export const networkTransactionIdField = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable ASCII characters without spaces')
+  .meta({
+    description: "The card network's id of the transaction (Visa's transaction id, Mastercard's trace id).",
+    examples: ['581012345678901'],
+  });
+
+const claimedTransactionFields = {
+  amount: z
+    .number()
+    .int('must be an integer amount in the smallest currency unit')
+    .min(1, 'must be positive')
+    .optional(),
+  currency: currency.optional(),
+  transactionDate: dateTime.optional(),
+  cardLast4: z
+    .string()
+    .regex(/^\d{4}$/, 'must be the last 4 digits')
+    .optional(),
+  authorizationCode: authorizationCodeField.optional(),
+  networkTransactionId: networkTransactionIdField.optional(),
+};
+
+/**
+ * A transaction names enough to be looked up by: its network transaction id; or its authorization code
+ * with amount and currency; or amount, currency and time (DECISIONS, round 4, "Card-network
+ * references"). What is missing is named, so the caller knows what to add.
+ */
+function checkLookupFields(
+  transaction: {
+    amount?: number | undefined;
+    currency?: string | undefined;
+    transactionDate?: string | undefined;
+    authorizationCode?: string | undefined;
+    networkTransactionId?: string | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (transaction.networkTransactionId !== undefined) return;
+  const needed =
+    transaction.authorizationCode !== undefined
+      ? (['amount', 'currency'] as const)
+      : (['amount', 'currency', 'transactionDate'] as const);
+  for (const field of needed) {
+    if (transaction[field] === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: [field],
+        message:
+          transaction.authorizationCode !== undefined
+            ? 'is required beside authorizationCode'
+            : 'is required unless the transaction gives networkTransactionId, or authorizationCode with amount and currency',
+      });
+  }
+}
+
+const lookupDescription =
+  'Looked up by its networkTransactionId when given, else by its authorizationCode (with amount and ' +
+  'currency), else by amount, currency and transactionDate; every other field given must match too.';
+
 export const claimedTransactionSchema = z
-  .strictObject({
-    amount: z
-      .number()
-      .int('must be an integer amount in the smallest currency unit')
-      .min(1, 'must be positive'),
-    currency,
-    transactionDate: dateTime,
-    cardLast4: z
-      .string()
-      .regex(/^\d{4}$/, 'must be the last 4 digits')
-      .optional(),
-  })
+  .strictObject(claimedTransactionFields)
+  .superRefine(checkLookupFields)
   .meta({
     id: 'ClaimedTransaction',
     description:
       "A transaction on the user's card as the issuer's ledger has it: the amount in minor units, its currency, " +
-      'and when it was authorised.',
+      `and when it was authorised, and/or the network's references. ${lookupDescription}`,
   });
 
 export const claimReceiptsBody = z
@@ -133,12 +202,14 @@ export const ledgerReference = z
   });
 
 export const matchedTransactionSchema = z
-  .strictObject({ reference: ledgerReference, ...claimedTransactionSchema.shape })
+  .strictObject({ reference: ledgerReference, ...claimedTransactionFields })
+  .superRefine(checkLookupFields)
   .meta({
     id: 'MatchedTransaction',
     description:
       "A line of the user's card statement as the issuer's ledger has it: its reference, the amount in minor " +
-      'units, its currency, when it was authorised and, when known, the last four digits of the card.',
+      'units, its currency, when it was authorised and, when known, the last four digits of the card; and/or ' +
+      `its authorization code or network transaction id (a network-style lookup). ${lookupDescription}`,
   });
 
 export const matchReceiptsBody = z

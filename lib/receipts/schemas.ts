@@ -156,7 +156,7 @@ export const merchantSignatureSchema = z
       .meta({
         description:
           'Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt ' +
-          'without merchantSignature.',
+          'without merchantSignature and cardTransaction (the network references the service seals after the charge).',
       }),
   })
   .meta({
@@ -166,6 +166,59 @@ export const merchantSignatureSchema = z
       'and the key GET /api/v1/merchant-keys/{kid} gives. Set by the service from the Receipt-Signature header ' +
       'after checking it; a request may not put it in a receipt.',
   });
+
+const reference = (max: number) => z.string().min(1).max(max);
+
+/**
+ * The card network's references of the payment (or the refund) the service made, as the provider
+ * gave them after the charge (DECISIONS, round 4, "Card-network references"): sealed by the service
+ * beside merchantSignature and not covered by it (the merchant signs before the charge). A field the
+ * provider did not give is absent, never invented; a request may not set the block.
+ */
+export const cardTransactionSchema = z
+  .strictObject({
+    gateway: z.enum(['gateway_a', 'gateway_b']),
+    network: reference(32)
+      .optional()
+      .meta({ description: "The card network, lower case as the provider names it: 'visa', 'mastercard', …" }),
+    authorizationCode: reference(64)
+      .optional()
+      .meta({ description: "The issuer's authorization code (Stripe authorization_code, Square auth_result_code)." }),
+    networkTransactionId: reference(128)
+      .optional()
+      .meta({ description: "The network's id of the transaction (Stripe network_transaction_id)." }),
+    last4: z
+      .string()
+      .regex(/^\d{4}$/)
+      .optional(),
+    statementDescriptor: reference(128)
+      .optional()
+      .meta({ description: "How the charge appears on the cardholder's statement." }),
+    merchantCategoryCode: z
+      .string()
+      .regex(/^\d{4}$/)
+      .optional(),
+    acquirerReferenceNumber: reference(128)
+      .optional()
+      .meta({ description: "A refund: the acquirer's reference the network gives it (Stripe destination_details.card.reference)." }),
+    providerIds: z
+      .strictObject({
+        paymentIntentId: reference(255).optional(),
+        chargeId: reference(255).optional(),
+        paymentId: reference(255).optional(),
+        refundId: reference(255).optional(),
+      })
+      .meta({ description: "The provider's own ids: a gateway_a intent and charge, a gateway_b payment, a refund." }),
+  })
+  .meta({
+    id: 'CardTransaction',
+    description:
+      "The card network's references of this receipt's payment (or refund), as the provider gave them: sealed by " +
+      "the service after the charge, beside merchantSignature and not covered by it. Fields the provider did not " +
+      'give are absent.',
+  });
+
+export type CardTransaction = z.infer<typeof cardTransactionSchema>;
 
 /** The receipt schema version this service writes (the SDK's); receipts of "1.0" keep opening and validating. */
 export { RECEIPT_VERSION } from '@receipt-service/receipt-core';
@@ -191,6 +244,7 @@ export const digitalReceiptSchema = z
     metadata: z.record(z.string().max(128), z.unknown()).optional(),
     createdAt: dateTime,
     merchantSignature: merchantSignatureSchema.optional(),
+    cardTransaction: cardTransactionSchema.optional(),
   })
   .superRefine((receipt, ctx) => {
     const refund = receipt.type === 'refund';

@@ -55,6 +55,14 @@ export function randomId(length: number): string {
   return Array.from(randomBytes(length), (byte) => alphabet[byte % alphabet.length]).join('');
 }
 
+/** `length` random decimal digits: a network transaction id, an acquirer reference number. */
+export function randomDigits(length: number): string {
+  return Array.from(randomBytes(length), (byte) => String(byte % 10)).join('');
+}
+
+/** An issuer's authorization code as the networks give them: six upper-case letters and digits. */
+export const randomAuthorizationCode = (): string => randomId(6).toUpperCase();
+
 export function bearerToken(headers: IncomingHttpHeaders): string | null {
   const match = /^Bearer (\S+)$/.exec(headers.authorization ?? '');
   return match?.[1] ?? null;

@@ -1,4 +1,4 @@
-import { bearerToken, canonicalJson, IdempotencyStore, randomId } from './api.js';
+import { bearerToken, canonicalJson, IdempotencyStore, randomAuthorizationCode, randomId } from './api.js';
 import type { ApiRequest, ApiResponse, DashboardRefunds, ProviderApi, SandboxContext } from './api.js';
 import type { Store } from './journal.js';
 
@@ -54,6 +54,9 @@ function checkMetadata(metadata: unknown): ApiResponse | null {
   }
   return null;
 }
+
+/** What Square's `statement_description` gives for the sandbox's seller. */
+export const SQUARE_STATEMENT_DESCRIPTION = 'SQ *RECEIPTS SANDBOX';
 
 export function squareApi(context: SandboxContext): ProviderApi & DashboardRefunds {
   const orders = context.journal.store<Json>('square.orders');
@@ -240,9 +243,14 @@ export function squareApi(context: SandboxContext): ProviderApi & DashboardRefun
       approved_money: amount,
       status: completed ? 'COMPLETED' : 'APPROVED',
       source_type: 'CARD',
+      // As Square documents a card payment: the issuer's auth_result_code (distinct per payment) and
+      // the statement_description the cardholder's statement shows.
       card_details: {
         status: completed ? 'CAPTURED' : 'AUTHORIZED',
         card: { card_brand: 'VISA', last_4: '1111' },
+        entry_method: 'KEYED',
+        auth_result_code: randomAuthorizationCode(),
+        statement_description: SQUARE_STATEMENT_DESCRIPTION,
       },
       location_id: locationId,
       ...(order ? { order_id: order.id } : {}),
@@ -307,6 +315,15 @@ export function squareApi(context: SandboxContext): ProviderApi & DashboardRefun
       ...(typeof body.reason === 'string' ? { reason: body.reason } : {}),
       created_at: timestamp,
       updated_at: timestamp,
+      destination_type: 'CARD',
+      // As Square documents a card refund: the card and the issuer's code approving the refund.
+      destination_details: {
+        card_details: {
+          card: (payment.card_details as Json | undefined)?.card ?? { card_brand: 'VISA', last_4: '1111' },
+          entry_method: 'KEYED',
+          auth_result_code: randomAuthorizationCode(),
+        },
+      },
     };
     const refundIds = [...list(payment.refund_ids), refund.id];
     refunds.set(refund.id as string, refund);

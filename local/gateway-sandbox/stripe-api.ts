@@ -1,4 +1,11 @@
-import { bearerToken, canonicalJson, IdempotencyStore, randomId } from './api.js';
+import {
+  bearerToken,
+  canonicalJson,
+  IdempotencyStore,
+  randomAuthorizationCode,
+  randomDigits,
+  randomId,
+} from './api.js';
 import type { ApiRequest, ApiResponse, DashboardRefunds, ProviderApi, SandboxContext } from './api.js';
 
 /**
@@ -76,6 +83,20 @@ function checkMetadata(metadata: FormValue | undefined): ApiResponse | null {
 
 type Json = Record<string, unknown>;
 
+/** The card behind each test payment method the sandbox knows; any other `pm_card_…` is a Visa. */
+const TEST_CARDS: Record<string, { network: string; brand: string; last4: string }> = {
+  pm_card_visa: { network: 'visa', brand: 'visa', last4: '4242' },
+  pm_card_mastercard: { network: 'mastercard', brand: 'mastercard', last4: '4444' },
+  pm_card_amex: { network: 'amex', brand: 'amex', last4: '8431' },
+};
+
+/** The account's statement descriptor: what Stripe's `calculated_statement_descriptor` gives. */
+export const SANDBOX_STATEMENT_DESCRIPTOR = 'RECEIPTS SANDBOX';
+
+/** Whether a request asks for an object expanded (`expand[0]=latest_charge`). */
+const expands = (params: FormObject, field: string): boolean =>
+  typeof params.expand === 'object' && Object.values(params.expand).includes(field);
+
 export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefunds {
   const intents = context.journal.store<Json>('stripe.paymentIntents');
   const charges = context.journal.store<Json>('stripe.charges');
@@ -141,8 +162,19 @@ export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefun
         message: 'Your card was declined.',
       });
     }
+    return ok(chargeIntent(intent, method, params));
+  }
+
+  /**
+   * The charge of a confirmed intent, with its card's network references as Stripe documents them
+   * (`payment_method_details.card`: network, authorization_code, network_transaction_id, last4; the
+   * charge's calculated_statement_descriptor), distinct per charge. The intent is `succeeded`.
+   */
+  function chargeIntent(intent: Json, method: string, params: FormObject): Json {
+    const id = String(intent.id);
+    const card = TEST_CARDS[method] ?? { network: 'visa', brand: 'visa', last4: '4242' };
     const chargeId = `ch_${randomId(24)}`;
-    charges.set(chargeId, {
+    const charge = {
       id: chargeId,
       object: 'charge',
       amount: intent.amount,
@@ -150,13 +182,29 @@ export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefun
       amount_refunded: 0,
       currency: intent.currency,
       payment_intent: id,
+      payment_method: method,
       paid: true,
       refunded: false,
       status: 'succeeded',
       created: now(),
       livemode: false,
       metadata: intent.metadata,
-    });
+      calculated_statement_descriptor: SANDBOX_STATEMENT_DESCRIPTOR,
+      payment_method_details: {
+        type: 'card',
+        card: {
+          brand: card.brand,
+          network: card.network,
+          last4: card.last4,
+          exp_month: 12,
+          exp_year: 2030,
+          funding: 'credit',
+          authorization_code: randomAuthorizationCode(),
+          network_transaction_id: randomDigits(15),
+        },
+      },
+    };
+    charges.set(chargeId, charge);
     const succeeded = {
       ...intent,
       status: 'succeeded',
@@ -167,7 +215,7 @@ export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefun
     };
     intents.set(id, succeeded);
     context.events.stripe('payment_intent.succeeded', succeeded);
-    return ok(succeeded);
+    return expands(params, 'latest_charge') ? { ...succeeded, latest_charge: charge } : succeeded;
   }
 
   function cancelIntent(id: string): ApiResponse {
@@ -244,6 +292,16 @@ export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefun
       reason: null,
       created: now(),
       metadata: typeof params.metadata === 'object' ? params.metadata : {},
+      // Stripe's refund to a card: the acquirer reference number the network gives it.
+      destination_details: {
+        type: 'card',
+        card: {
+          reference: randomDigits(23),
+          reference_status: 'available',
+          reference_type: 'acquirer_reference_number',
+          type: 'refund',
+        },
+      },
     };
     refunds.set(refund.id, refund);
     intentRefunds.set(id, [...(intentRefunds.get(id) ?? []), refund.id]);
@@ -305,6 +363,8 @@ export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefun
     };
     intents.set(id, intent);
     context.stats.paymentsCreated.gateway_a += 1;
+    // `confirm=true` with a payment method: confirmed at once, as Stripe does server-side.
+    if (params.confirm === 'true') return confirmIntent(id, params, false);
     return { status: 200, body: intent, headers: { 'Request-Id': `req_${randomId(14)}` } };
   }
 
@@ -364,9 +424,17 @@ export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefun
         method: 'GET',
         pattern: /^\/v1\/payment_intents\/([^/]+)$/,
         operation: 'stripe.paymentIntents.retrieve',
-        handle: ({ params: [id = ''] }) => {
+        handle: ({ params: [id = ''], query }) => {
           const intent = intents.get(id);
-          if (intent) return { status: 200, body: intent, headers: { 'Request-Id': `req_${randomId(14)}` } };
+          // `expand[]=latest_charge`, as the stripe SDK sends `expand: ['latest_charge']`.
+          const expand = [...query].some(([key, value]) => key.startsWith('expand') && value === 'latest_charge');
+          const charge = expand ? charges.get(String(intent?.latest_charge ?? '')) : undefined;
+          if (intent)
+            return {
+              status: 200,
+              body: charge ? { ...intent, latest_charge: charge } : intent,
+              headers: { 'Request-Id': `req_${randomId(14)}` },
+            };
           return stripeError(404, {
             type: 'invalid_request_error',
             code: 'resource_missing',

@@ -13,6 +13,7 @@ import { createPaymentBody } from '../../lib/payments/schemas.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { logsWhile } from '../support/logs.js';
+import { dumpTables as dumpStackTables } from '../support/tables.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 interface Data<T> {
@@ -58,22 +59,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     await stack?.close();
   });
 
-  /** Every item of every table, as text. */
-  const dumpTables = async (): Promise<string> => {
-    const dumps: string[] = [];
-    for (const table of Object.values(requireAllTables(stack.config))) {
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const page = await stack.deps.dynamo.doc.send(
-          new ScanCommand({ TableName: table, ExclusiveStartKey: startKey }),
-        );
-        dumps.push(JSON.stringify(page.Items ?? []));
-        startKey = page.LastEvaluatedKey;
-      } while (startKey);
-      // Index projections are the same items; nothing else is stored.
-    }
-    return dumps.join('\n');
-  };
+  const dumpTables = (): Promise<string> => dumpStackTables(stack);
 
   const encrypt = async (hashedPan: string, receipt = sampleReceipt()) => {
     const reply = await stack.request<Data<Envelope>>('POST', '/api/v1/receipts/encrypt', {

@@ -408,7 +408,10 @@ describe.each(kinds)('a signed payment on %s', (kind) => {
       expect(created.status).toBe(200);
       expect(stack.sandbox!.stats.paymentsCreated[kind]).toBe(1);
       const sealed = await opened(body.receiptId);
-      expect(sealed).toEqual({ ...receipt, merchantSignature: { kid: key.kid, jws } });
+      // gateway_b charges at create: the service adds the network's references, outside the signature.
+      const references =
+        kind === 'gateway_b' ? { cardTransaction: expect.objectContaining({ gateway: kind }) } : {};
+      expect(sealed).toEqual({ ...receipt, merchantSignature: { kid: key.kid, jws }, ...references });
       const published = await publishedKey(sealed.merchantSignature!.kid);
       expect(await verifyReceiptSignature(sealed, published.publicKey)).toEqual({
         kid: key.kid,
@@ -592,7 +595,13 @@ describe.each(kinds)('a signed refund on %s', (kind) => {
     expect(made.status).toBe(201);
     expect(made.json.data.receiptId).toBe(signedRefundReceiptId(sale.receiptId, first.refundId));
     const sealedFirst = await opened(made.json.data.receiptId!);
-    expect(sealedFirst).toEqual({ ...firstReceipt, merchantSignature: { kid: till.kid, jws: firstJws } });
+    // The refund's network references are the service's, sealed beside the signature and outside it.
+    const references = { cardTransaction: expect.objectContaining({ gateway: kind }) };
+    expect(sealedFirst).toEqual({
+      ...firstReceipt,
+      merchantSignature: { kid: till.kid, jws: firstJws },
+      ...references,
+    });
     expect(await verifyReceiptSignature(sealedFirst, published)).toMatchObject({ kid: till.kid });
 
     // What is left depends on what went before: the second refund is computed knowing the first.
@@ -631,7 +640,11 @@ describe.each(kinds)('a signed refund on %s', (kind) => {
     const madeSecond = await refund(paymentId, second, signedHeader(secondJws));
     expect(madeSecond.status).toBe(201);
     const sealedSecond = await opened(madeSecond.json.data.receiptId!);
-    expect(sealedSecond).toEqual({ ...secondReceipt, merchantSignature: { kid: till.kid, jws: secondJws } });
+    expect(sealedSecond).toEqual({
+      ...secondReceipt,
+      merchantSignature: { kid: till.kid, jws: secondJws },
+      ...references,
+    });
     expect(await verifyReceiptSignature(sealedSecond, published)).toMatchObject({ kid: till.kid });
     expect(stack.sandbox!.stats.refundsCreated[kind]).toBe(refusedBefore + 1);
     // An unsigned refund still makes the service's own refund receipt, unsigned.

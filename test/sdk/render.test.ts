@@ -248,3 +248,53 @@ describe('renderReceiptPdf', () => {
     expect(runs[runs.indexOf('Total') + 1]).toBe('$630.00');
   });
 });
+
+describe("the card network's references (cardTransaction)", () => {
+  const withNetwork: Receipt = {
+    ...sale,
+    transaction: { ...sale.transaction, authorizationCode: 'TYPED1' },
+    cardTransaction: {
+      gateway: 'gateway_a',
+      network: 'mastercard',
+      authorizationCode: 'A1B2C3',
+      networkTransactionId: '581012345678901',
+      last4: '4444',
+      statementDescriptor: 'CORNER COFFEE SF',
+      providerIds: { paymentIntentId: 'pi_1', chargeId: 'ch_1' },
+    },
+  };
+  const expected = [
+    'Appears on your statement as',
+    'CORNER COFFEE SF',
+    'Mastercard •••• 4444',
+    'A1B2C3',
+    '581012345678901',
+  ];
+
+  it('shows how the charge appears on the statement and the network references, in text, HTML and PDF', async () => {
+    digitalReceiptSchema.parse(withNetwork);
+    const text = renderReceiptText(withNetwork, en);
+    const html = renderReceiptHtml(withNetwork, en);
+    const runs = (await pdfText(await renderReceiptPdf(withNetwork, en))).join('\n');
+    for (const rendered of [text, html, runs]) {
+      expect(expected.filter((value) => !rendered.includes(value))).toEqual([]);
+      // The network's authorization code is the one shown, not one the merchant typed.
+      expect(rendered).not.toContain('TYPED1');
+    }
+  });
+
+  it("shows a refund's acquirer reference, and a receipt without references as before", () => {
+    const refundWithReference: Receipt = {
+      ...refund,
+      cardTransaction: {
+        gateway: 'gateway_a',
+        acquirerReferenceNumber: '74567890123456789012345',
+        providerIds: {},
+      },
+    };
+    expect(renderReceiptText(refundWithReference, en)).toContain('74567890123456789012345');
+    const plain = renderReceiptText(sale, en);
+    expect(plain).not.toContain('Appears on your statement as');
+    expect(plain).not.toContain('Card network');
+  });
+});

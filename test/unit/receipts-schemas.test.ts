@@ -81,6 +81,22 @@ describe('encrypt request forms', () => {
     expect(flattened.form).toBe('flattened');
   });
 
+  it("refuses a request's own cardTransaction: the network's references are the service's to seal", () => {
+    const forged = encryptBody.safeParse({
+      receipt: {
+        ...sampleReceipt(),
+        cardTransaction: { gateway: 'gateway_a', authorizationCode: 'A1B2C3', providerIds: {} },
+      },
+      recipientIdentifier: { type: 'email', value: 'a@b.c' },
+    });
+    expect(fieldsOf(forged)).toEqual(['receipt.cardTransaction']);
+    // The flattened forms have no such field at all; a gateway_a payment method id is checked for shape.
+    expect(encryptBody.safeParse({ ...flattenedReceipt(), cardTransaction: {} }).success).toBe(false);
+    expect(
+      fieldsOf(createPaymentBody.safeParse({ ...flattenedReceipt(), paymentMethodId: 'card_1' })),
+    ).toEqual(['paymentMethodId']);
+  });
+
   it('names the fields of the form the caller meant', () => {
     const nested = encryptBody.safeParse({ receipt: { receiptId: 'x' } });
     expect(fieldsOf(nested)).toEqual(expect.arrayContaining(['receipt.receiptId', 'recipientIdentifier']));

@@ -423,7 +423,8 @@ function showReceipt(title: string, id: string, receipt: Receipt): Step {
 }
 
 /**
- * The issuer's view: the card transaction on the user's statement, matched to receipts. The match
+ * The issuer's view: the card transaction on the user's statement, matched to receipts (by its
+ * authorization code when the receipt carries the network's references). The match
  * endpoint is newer than some services this console may run against: a 404 there says so.
  */
 async function matchStatementLine(issuer: ApiKey, userId: string, receipt: Receipt): Promise<void> {
@@ -435,7 +436,11 @@ async function matchStatementLine(issuer: ApiKey, userId: string, receipt: Recei
         reference,
         amount: receipt.summary.total,
         currency: receipt.summary.currency,
-        transactionDate: receipt.transaction.datetime,
+        // The issuer's ledger holds the authorization code it gave: a line named by it finds its own
+        // receipt even beside a same-amount sale of the same minute. Without one, amount and time.
+        ...(receipt.cardTransaction?.authorizationCode
+          ? { authorizationCode: receipt.cardTransaction.authorizationCode }
+          : { transactionDate: receipt.transaction.datetime }),
         ...(receipt.transaction.cardDetails?.last4
           ? { cardLast4: receipt.transaction.cardDetails.last4 }
           : {}),

@@ -80,11 +80,14 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The bytes a merchant's signature covers: `receipt` less `merchantSignature`, as RFC 8785 canonical
- * JSON (canonicalJson) in UTF-8.
+ * The bytes a merchant's signature covers: `receipt` less `merchantSignature` and less
+ * `cardTransaction` (the network's references, which the service seals after the charge the merchant
+ * signed before), as RFC 8785 canonical JSON (canonicalJson) in UTF-8.
  */
-export function signedReceiptBytes(receipt: SignableReceipt): Uint8Array<ArrayBuffer> {
-  const { merchantSignature: _signature, ...signed } = receipt;
+export function signedReceiptBytes(
+  receipt: SignableReceipt & { cardTransaction?: unknown },
+): Uint8Array<ArrayBuffer> {
+  const { merchantSignature: _signature, cardTransaction: _references, ...signed } = receipt;
   return ascii(canonicalJson(signed));
 }
 

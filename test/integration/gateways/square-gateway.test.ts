@@ -73,6 +73,14 @@ describe('SquareGateway (gateway_b) with the real square SDK against the sandbox
       amount: request.amount,
       currency: 'USD',
       livemode: false,
+      // As Square documents them on the payment's card_details.
+      references: {
+        network: 'visa',
+        authorizationCode: expect.stringMatching(/^[A-Z0-9]{6}$/),
+        last4: '1111',
+        statementDescriptor: 'SQ *RECEIPTS SANDBOX',
+        providerIds: { paymentId: created.paymentId },
+      },
     });
     // Plain numbers, not the SDK's bigint: results must survive JSON.
     expect(() => JSON.stringify(created)).not.toThrow();

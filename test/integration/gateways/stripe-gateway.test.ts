@@ -32,6 +32,40 @@ describe('StripeGateway (gateway_a) with the real stripe SDK against the sandbox
   afterAll(() => sandbox.stop());
   beforeEach(() => sandbox.reset());
 
+  it("confirms at create with a payment method and reads the charge's network references", async () => {
+    const first = await gateway.createPayment(paymentRequest({ paymentMethod: 'pm_card_mastercard' }));
+    const second = await gateway.createPayment(paymentRequest({ paymentMethod: 'pm_card_visa' }));
+
+    expect(first).toMatchObject({ status: 'succeeded', state: 'succeeded', clientSecret: expect.any(String) });
+    expect(first.references).toEqual({
+      network: 'mastercard',
+      authorizationCode: expect.stringMatching(/^[A-Z0-9]{6}$/),
+      networkTransactionId: expect.stringMatching(/^\d{15}$/),
+      last4: '4444',
+      statementDescriptor: 'RECEIPTS SANDBOX',
+      providerIds: { paymentIntentId: first.paymentId, chargeId: expect.stringMatching(/^ch_/) },
+    });
+    // Each charge has its own.
+    expect(second.references?.authorizationCode).not.toBe(first.references?.authorizationCode);
+    expect(second.references?.networkTransactionId).not.toBe(first.references?.networkTransactionId);
+    // A refund carries the acquirer reference number the network gives it.
+    const refund = await gateway.refund({
+      paymentId: first.paymentId,
+      amount: 100,
+      currency: 'USD',
+      idempotencyKey: 'refund-references',
+      refundId: 'r-1',
+    });
+    expect(refund.references).toEqual({
+      acquirerReferenceNumber: expect.stringMatching(/^\d{23}$/),
+      providerIds: {
+        paymentIntentId: first.paymentId,
+        chargeId: first.references?.providerIds.chargeId,
+        refundId: refund.providerRefundId,
+      },
+    });
+  });
+
   it('creates a PaymentIntent carrying the pointers and reads them back', async () => {
     const request = paymentRequest({ amount: 4_250, currency: 'eur' });
     const created = await gateway.createPayment(request);
@@ -46,6 +80,8 @@ describe('StripeGateway (gateway_a) with the real stripe SDK against the sandbox
       currency: 'EUR',
       // The intent's own answer: the sandbox is a test-mode account.
       livemode: false,
+      // Nothing is charged until the intent is confirmed: no network references yet.
+      references: null,
     });
     await expect(gateway.retrievePayment(created.paymentId)).resolves.toEqual({
       paymentId: created.paymentId,

@@ -2,13 +2,16 @@ import { createHmac, hkdfSync } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { CardTagKeyring, newCardTagKey } from '../../../lib/crypto/card-tag.js';
 import {
+  authorizationEvidenceId,
   bucketOf,
   evidenceId,
   evidenceIdsOf,
   lookupIdOf,
+  networkEvidenceId,
   openEvidence,
   sealEvidence,
 } from '../../../lib/crypto/evidence.js';
+import { evidenceEntriesFor, evidenceMatches, lookupIdFor } from '../../../lib/receipts/evidence.js';
 
 const WIDTH = 15 * 60_000;
 const pan = 'b'.repeat(64);
@@ -84,5 +87,76 @@ describe('the keyed evidence index', () => {
     expect(oldIds.every((id) => id.startsWith('v1.'))).toBe(true);
     expect(newIds.every((id) => id.startsWith('v2.'))).toBe(true);
     expect(oldIds).toEqual(evidenceIdsOf(keyring, { tag, amount: 1748, currency: 'USD', at }, WIDTH));
+  });
+
+  describe("the card network's references (issue 38)", () => {
+    const facts = {
+      amounts: [1748, 1548],
+      currency: 'USD',
+      at,
+      cardLast4: '4242',
+      authorizationCode: 'A1B2C3',
+      networkTransactionId: '581012345678901',
+    };
+    const receipt = { merchantClientId: 'client-1', receiptId: '3f0e8c0a-1f6b-4f7e-9d53-9d1c2a1b4c5d' };
+    const entries = evidenceEntriesFor(keyring, { tag, facts, receipt, ttl: 1, widthMs: WIDTH });
+    const opened = (id: string) =>
+      entries
+        .filter((entry) => entry.evidenceId === id)
+        .map((entry) => openEvidence(keyring, id, entry.receiptRef, entry.sealed));
+
+    it('keys an entry per amount by (card, code, amount, currency) and one by (card, network transaction id), beside the time entries', () => {
+      const key = Buffer.from(hkdfSync('sha256', k1, Buffer.alloc(0), 'receipt-evidence-index', 32));
+      const mac = (parts: (string | number)[]) =>
+        `v1.${createHmac('sha256', key).update(parts.join('\n')).digest('base64url')}`;
+      const byCode = authorizationEvidenceId(keyring, tag, {
+        authorizationCode: 'A1B2C3',
+        amount: 1548,
+        currency: 'USD',
+      });
+      expect(byCode).toBe(mac(['authorization', tag, 'A1B2C3', 1548, 'USD']));
+      expect(networkEvidenceId(keyring, tag, '581012345678901')).toBe(
+        mac(['network', tag, '581012345678901']),
+      );
+      // 2 amounts × 3 buckets, 2 amounts by code, 1 by network id.
+      expect(entries).toHaveLength(9);
+      expect(entries.map((entry) => entry.evidenceId)).toContain(byCode);
+      // Neither code is in an entry in clear: only in its sealed body.
+      expect(JSON.stringify(entries)).not.toMatch(/A1B2C3|581012345678901/);
+    });
+
+    it('finds by the code alone (with amount and currency) or the network id alone, and a wrong one finds nothing', () => {
+      const byCode = { authorizationCode: 'A1B2C3', amount: 1548, currency: 'USD' };
+      const byNetwork = { networkTransactionId: '581012345678901' };
+      for (const transaction of [byCode, byNetwork, { ...byNetwork, amount: 1748, cardLast4: '4242' }]) {
+        const id = lookupIdFor(keyring, tag, transaction, WIDTH);
+        expect(opened(id).map((body) => evidenceMatches(body, tag, transaction, WIDTH))).toEqual([true]);
+      }
+      for (const wrong of [
+        { ...byCode, authorizationCode: 'A1B2C4' },
+        { ...byCode, amount: 1549 },
+        { networkTransactionId: '581012345678902' },
+      ])
+        expect(opened(lookupIdFor(keyring, tag, wrong, WIDTH))).toEqual([]);
+      // Every field given must match, even beside the reference that found the entry.
+      const id = lookupIdFor(keyring, tag, byNetwork, WIDTH);
+      for (const mismatch of [
+        { ...byNetwork, amount: 1 },
+        { ...byNetwork, authorizationCode: 'ZZZZZZ' },
+        { ...byNetwork, transactionDate: '2026-11-22T09:15:00.000Z' },
+        { ...byNetwork, cardLast4: '0000' },
+      ])
+        expect(opened(id).map((body) => evidenceMatches(body, tag, mismatch, WIDTH))).toEqual([false]);
+      // A time look-up never matches a reference entry, nor a reference look-up a time entry.
+      const timeId = lookupIdFor(keyring, tag, { amount: 1548, currency: 'USD', transactionDate: at }, WIDTH);
+      expect(opened(timeId).map((body) => evidenceMatches(body, tag, byCode, WIDTH))).toEqual([false]);
+    });
+
+    it('re-keys a reference entry from its opened body alone (card-key rotate)', () => {
+      for (const entry of entries) {
+        const body = openEvidence(keyring, entry.evidenceId, entry.receiptRef, entry.sealed)!;
+        expect(evidenceIdsOf(keyring, body, WIDTH)).toContain(entry.evidenceId);
+      }
+    });
   });
 });

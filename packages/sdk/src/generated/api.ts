@@ -910,17 +910,51 @@ export interface components {
       expiryMonth?: number;
       expiryYear?: number;
     };
-    /** @description A transaction on the user's card as the issuer's ledger has it: the amount in minor units, its currency, and when it was authorised. */
+    /** @description The card network's references of this receipt's payment (or refund), as the provider gave them: sealed by the service after the charge, beside merchantSignature and not covered by it. Fields the provider did not give are absent. */
+    CardTransaction: {
+      /** @enum {string} */
+      gateway: 'gateway_a' | 'gateway_b';
+      /** @description The card network, lower case as the provider names it: 'visa', 'mastercard', … */
+      network?: string;
+      /** @description The issuer's authorization code (Stripe authorization_code, Square auth_result_code). */
+      authorizationCode?: string;
+      /** @description The network's id of the transaction (Stripe network_transaction_id). */
+      networkTransactionId?: string;
+      last4?: string;
+      /** @description How the charge appears on the cardholder's statement. */
+      statementDescriptor?: string;
+      merchantCategoryCode?: string;
+      /** @description A refund: the acquirer's reference the network gives it (Stripe destination_details.card.reference). */
+      acquirerReferenceNumber?: string;
+      /** @description The provider's own ids: a gateway_a intent and charge, a gateway_b payment, a refund. */
+      providerIds: {
+        paymentIntentId?: string;
+        chargeId?: string;
+        paymentId?: string;
+        refundId?: string;
+      };
+    };
+    /** @description A transaction on the user's card as the issuer's ledger has it: the amount in minor units, its currency, and when it was authorised, and/or the network's references. Looked up by its networkTransactionId when given, else by its authorizationCode (with amount and currency), else by amount, currency and transactionDate; every other field given must match too. */
     ClaimedTransaction: {
-      amount: number;
+      amount?: number;
       /**
        * @description ISO 4217 currency code, upper case.
        * @example USD
        */
-      currency: string;
+      currency?: string;
       /** Format: date-time */
-      transactionDate: string;
+      transactionDate?: string;
       cardLast4?: string;
+      /**
+       * @description The authorization code the issuer gave the transaction (Stripe `authorization_code`, Square `auth_result_code`). Needs amount and currency beside it.
+       * @example A1B2C3
+       */
+      authorizationCode?: string;
+      /**
+       * @description The card network's id of the transaction (Visa's transaction id, Mastercard's trace id).
+       * @example 581012345678901
+       */
+      networkTransactionId?: string;
     };
     ClaimReceiptsRequest: {
       /** Format: uuid */
@@ -947,7 +981,7 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
     };
-    /** @description The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount) and cardNonce (gateway_b). Amounts must add up as in the flattened encrypt form. */
+    /** @description The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount), cardNonce (gateway_b) and paymentMethodId (gateway_a). Amounts must add up as in the flattened encrypt form. */
     CreatePaymentRequest: {
       /** @default 1.1 */
       version?: string;
@@ -1001,6 +1035,8 @@ export interface components {
       recipientHashedPan?: string;
       amount?: number;
       cardNonce?: string;
+      /** @description gateway_a only: a payment method to confirm the intent with at once (a card on file, a terminal). The payment is then charged at create, and the receipt carries the charge's network references (cardTransaction). Without it the intent awaits confirmation with clientSecret and the receipt has none. */
+      paymentMethodId?: string;
     };
     /** @description A full, partial or itemised refund. The amount of an itemised refund is derived from the sale lines and their share of tax (docs/API.md, "Refunds"). */
     CreateRefundRequest: {
@@ -1091,6 +1127,7 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       merchantSignature?: components['schemas']['MerchantSignature'];
+      cardTransaction?: components['schemas']['CardTransaction'];
     };
     /** @description An encrypted receipt. Decrypt it with receipts/decrypt, or with any JOSE library as a flattened JWE after converting ciphertext, iv, authTag and keyBundle.encryptedAesKey from base64 to base64url and, unless the protected header has alg, adding the per-recipient header {alg: keyBundle.algorithm, epk: keyBundle.epk} (docs/ENVELOPE.md). */
     EncryptedReceiptEnvelope: {
@@ -1482,22 +1519,32 @@ export interface components {
       pointsBalance?: number;
       memberNumber?: string;
     } | null;
-    /** @description A line of the user's card statement as the issuer's ledger has it: its reference, the amount in minor units, its currency, when it was authorised and, when known, the last four digits of the card. */
+    /** @description A line of the user's card statement as the issuer's ledger has it: its reference, the amount in minor units, its currency, when it was authorised and, when known, the last four digits of the card; and/or its authorization code or network transaction id (a network-style lookup). Looked up by its networkTransactionId when given, else by its authorizationCode (with amount and currency), else by amount, currency and transactionDate; every other field given must match too. */
     MatchedTransaction: {
       /**
        * @description The issuer's own id of the ledger line (1 to 128 printable ASCII characters), echoed back with its matches. Not stored: only counts are audited.
        * @example ledger-2026-11-21-000042
        */
       reference: string;
-      amount: number;
+      amount?: number;
       /**
        * @description ISO 4217 currency code, upper case.
        * @example USD
        */
-      currency: string;
+      currency?: string;
       /** Format: date-time */
-      transactionDate: string;
+      transactionDate?: string;
       cardLast4?: string;
+      /**
+       * @description The authorization code the issuer gave the transaction (Stripe `authorization_code`, Square `auth_result_code`). Needs amount and currency beside it.
+       * @example A1B2C3
+       */
+      authorizationCode?: string;
+      /**
+       * @description The card network's id of the transaction (Visa's transaction id, Mastercard's trace id).
+       * @example 581012345678901
+       */
+      networkTransactionId?: string;
     };
     MatchReceiptsRequest: {
       transactions: components['schemas']['MatchedTransaction'][];
@@ -1518,7 +1565,7 @@ export interface components {
     MerchantSignature: {
       /** @description The signing key (GET /api/v1/merchant-keys/{kid}). */
       kid: string;
-      /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature. */
+      /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature and cardTransaction (the network references the service seals after the charge). */
       jws: string;
     };
     /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. */

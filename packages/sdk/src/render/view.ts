@@ -128,6 +128,43 @@ function payment(transaction: Receipt['transaction']): string {
   return card.last4 ? `${brand} •••• ${card.last4}` : brand;
 }
 
+const NETWORKS: Record<string, string> = {
+  ...CARD_BRANDS,
+  american_express: 'American Express',
+  jcb: 'JCB',
+  unionpay: 'UnionPay',
+  china_unionpay: 'UnionPay',
+  diners: 'Diners Club',
+  cartes_bancaires: 'Cartes Bancaires',
+  interac: 'Interac',
+};
+
+/**
+ * The card network's references the service sealed (`cardTransaction`): how the charge appears on the
+ * statement first, as that is what a cardholder compares; then the network and its codes. The
+ * authorization code the network gave wins over one the merchant typed.
+ */
+function networkRows(receipt: Receipt): Row[] {
+  const network = receipt.cardTransaction;
+  const rows: Row[] = [];
+  if (present(network?.statementDescriptor))
+    rows.push({ label: 'Appears on your statement as', value: network.statementDescriptor });
+  if (present(network?.network)) {
+    const name = NETWORKS[network.network] ?? network.network.toUpperCase();
+    rows.push({
+      label: 'Card network',
+      value: present(network.last4) ? `${name} •••• ${network.last4}` : name,
+    });
+  }
+  const code = network?.authorizationCode ?? receipt.transaction.authorizationCode;
+  if (present(code)) rows.push({ label: 'Authorization', value: code });
+  if (present(network?.networkTransactionId))
+    rows.push({ label: 'Network transaction', value: network.networkTransactionId });
+  if (present(network?.acquirerReferenceNumber))
+    rows.push({ label: 'Acquirer reference', value: network.acquirerReferenceNumber });
+  return rows;
+}
+
 /**
  * The view of a receipt. `display: 'code'` is for renderers whose fonts lack a currency's symbol;
  * `encodable` tells whether a formatted amount can be shown as it is.
@@ -156,9 +193,7 @@ export function receiptView(
     { label: 'Date', value: date(receipt.transaction.datetime) },
     { label: 'Payment', value: payment(receipt.transaction) },
   ];
-  if (present(receipt.transaction.authorizationCode)) {
-    details.push({ label: 'Authorization', value: receipt.transaction.authorizationCode });
-  }
+  details.push(...networkRows(receipt));
   details.push(
     { label: refund ? 'Refund receipt' : 'Receipt', value: receipt.receiptId },
     { label: 'Transaction', value: receipt.transaction.transactionId },
