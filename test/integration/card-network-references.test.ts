@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type Stripe from 'stripe';
-import { MATCH_PATH } from '../../lib/openapi/description.js';
+import { matchReceiptsRoute } from '../../functions/receipts/match-receipts/route.js';
 import { createSquareClient, loadSquareSdk } from '../../lib/gateways/square-client.js';
 import { newHashedPan } from '../support/fixtures.js';
 import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js';
@@ -9,6 +9,8 @@ import { fetchReceipt, pay, sandboxStripe, type Kind, type Paid } from '../suppo
 import { logsWhile } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import { dumpTables } from '../support/tables.js';
+
+const MATCH_PATH = matchReceiptsRoute.path;
 
 interface Data<T> {
   success: true;

@@ -35,6 +35,7 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       merchantSignature?: components['schemas']['MerchantSignature'];
+      cardTransaction?: components['schemas']['CardTransaction'];
     };
     ReceiptMerchant: {
       /** Format: uuid */
@@ -132,8 +133,32 @@ export interface components {
     MerchantSignature: {
       /** @description The signing key (GET /api/v1/merchant-keys/{kid}). */
       kid: string;
-      /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature. */
+      /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature and cardTransaction (the network references the service seals after the charge). */
       jws: string;
+    };
+    /** @description The card network's references of this receipt's payment (or refund), as the provider gave them: sealed by the service after the charge, beside merchantSignature and not covered by it. Fields the provider did not give are absent. */
+    CardTransaction: {
+      /** @enum {string} */
+      gateway: 'gateway_a' | 'gateway_b';
+      /** @description The card network, lower case as the provider names it: 'visa', 'mastercard', … */
+      network?: string;
+      /** @description The issuer's authorization code (Stripe authorization_code, Square auth_result_code). */
+      authorizationCode?: string;
+      /** @description The network's id of the transaction (Stripe network_transaction_id). */
+      networkTransactionId?: string;
+      last4?: string;
+      /** @description How the charge appears on the cardholder's statement. */
+      statementDescriptor?: string;
+      merchantCategoryCode?: string;
+      /** @description A refund: the acquirer's reference the network gives it (Stripe destination_details.card.reference). */
+      acquirerReferenceNumber?: string;
+      /** @description The provider's own ids: a gateway_a intent and charge, a gateway_b payment, a refund. */
+      providerIds: {
+        paymentIntentId?: string;
+        chargeId?: string;
+        paymentId?: string;
+        refundId?: string;
+      };
     };
     /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
