@@ -120,6 +120,7 @@ describe('gateway_a: stripe.webhooks.constructEvent', () => {
         kind: 'refund',
         refund: {
           providerRefundId: 're_1',
+          references: { providerIds: { paymentIntentId: 'pi_1', refundId: 're_1' } },
           paymentId: 'pi_1',
           amount: 250,
           currency: 'USD',
@@ -154,6 +155,7 @@ describe("gateway_b: the square SDK's WebhooksHelper", () => {
         kind: 'refund',
         refund: {
           providerRefundId: 'PAY_rf1',
+          references: { providerIds: { paymentId: 'PAY', refundId: 'PAY_rf1' } },
           paymentId: 'PAY',
           amount: 300,
           currency: 'USD',
