@@ -61,8 +61,12 @@ function awsTarget(): MerchantTarget {
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** `merchants …`: returns what it printed (for --json, the policy). */
-export async function runMerchantCommand(argv: string[], target?: MerchantTarget): Promise<unknown> {
+/** `merchants …`: returns what it printed (for --json, the policy); `print` is the console's unless a test keeps it. */
+export async function runMerchantCommand(
+  argv: string[],
+  target?: MerchantTarget,
+  print: (line: string) => void = (line) => console.log(line),
+): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -95,7 +99,7 @@ export async function runMerchantCommand(argv: string[], target?: MerchantTarget
         requestId: `admin-${Date.now()}`,
       });
       const result = { clientId: values.client, ...reset };
-      console.log(
+      print(
         values.json
           ? JSON.stringify(result)
           : `Merchant client ${values.client}: ${reset.revokedKids.length} signing key(s) revoked, signatures no ` +
@@ -110,7 +114,7 @@ export async function runMerchantCommand(argv: string[], target?: MerchantTarget
       authority: 'operator',
     });
     const result = { clientId: values.client, ...policy };
-    console.log(
+    print(
       values.json
         ? JSON.stringify(result)
         : policy.requireSignatures

@@ -349,10 +349,13 @@ describe('a merchant with an active key', () => {
         webhookDeliveries: stack.config.tables.webhookDeliveries!,
       },
     };
+    const printed: string[] = [];
     const result = await runMerchantCommand(
       ['merchants', 'reset-keys', '--client', merchant.clientId, '--json'],
       target,
+      (line) => printed.push(line),
     );
+    expect(printed.map((line) => JSON.parse(line) as unknown)).toEqual([result]);
     expect(result).toMatchObject({ revokedKids: [lost.kid], requireSignatures: false });
     const listed = await keys(merchant.apiKey);
     expect(listed.requireSignatures).toBe(false);

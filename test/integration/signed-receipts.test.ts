@@ -721,7 +721,9 @@ describe('an operator requires signatures with the admin CLI', () => {
       runMerchantCommand(
         ['merchants', 'require-signatures', '--client', client.clientId, '--json', ...args],
         target,
+        (line) => printed.push(line),
       );
+    const printed: string[] = [];
     // Not without a key: every request of the client would be refused.
     await expect(cli()).rejects.toThrow(MerchantUsageError);
     const key = await registeredKey(client.apiKey);
@@ -739,6 +741,7 @@ describe('an operator requires signatures with the admin CLI', () => {
     expect(signed.status).toBe(200);
     expect(await cli('--off')).toMatchObject({ requireSignatures: false });
     expect((await encrypt(receiptFields(), {}, client.apiKey)).status).toBe(200);
+    expect(printed).toHaveLength(2);
     await expect(
       runMerchantCommand(['merchants', 'require-signatures', '--client', 'not-a-client'], target),
     ).rejects.toThrow('--client CLIENT_ID');
