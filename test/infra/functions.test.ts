@@ -113,6 +113,10 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
   merchantKeys: { read: ['dynamodb:GetItem'], write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  keyLog: {
+    read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
 };
 
 const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =>
