@@ -1,9 +1,13 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { GetPublicKeyCommand, KMSClient, SignCommand } from '@aws-sdk/client-kms';
 import { mockClient } from 'aws-sdk-client-mock';
 import { signTreeHead, verifyTreeHead } from '../../../lib/key-log/tree-head.js';
 import { KmsLogSigningKey } from '../../../lib/wiring/kms-log-key.js';
+import { LocalLogSigningKey } from '../../../local/log-signing-key.js';
 
 /**
  * Signed tree heads through the KMS adapter. KMS cannot run here, so aws-sdk-client-mock answers as
@@ -50,5 +54,20 @@ describe('signed tree heads', () => {
     expect(await verifyTreeHead(`${header}.${forged}.${signature}`, jwk)).toBeNull();
     const other = kmsWith();
     expect(await verifyTreeHead(await signTreeHead(other, head), jwk)).toBeNull();
+  });
+});
+
+describe('the local log signing key file', () => {
+  it('signs heads jose verifies, and a second start reads the same key (0600)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'key-log-'));
+    try {
+      const key = await LocalLogSigningKey.loadOrCreate(dir);
+      const again = await LocalLogSigningKey.loadOrCreate(dir);
+      expect(await again.publicJwk()).toEqual(await key.publicJwk());
+      expect((await stat(join(dir, 'log-signing-key.pem'))).mode & 0o777).toBe(0o600);
+      expect(await verifyTreeHead(await signTreeHead(key, head), await again.publicJwk())).toEqual(head);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
