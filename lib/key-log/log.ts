@@ -1,6 +1,17 @@
 import canonicalize from 'canonicalize';
 import type { CoreDeps } from '../app/deps.js';
-import { closedNodes, leafHash, rangeHash, siblingsToClose, type NodeRef } from './merkle.js';
+import { InvalidRequestError } from '../kernel/errors.js';
+import {
+  closedNodes,
+  consistencyRanges,
+  inclusionRanges,
+  leafHash,
+  nodesFor,
+  rangeHash,
+  siblingsToClose,
+  type LeafRange,
+  type NodeRef,
+} from './merkle.js';
 
 /** A leaf of the key log (DECISIONS, Round 4): its JCS is what is hashed. */
 export interface KeyLogLeaf {
@@ -72,4 +83,37 @@ export async function appendKeyEvent(
     }
     index += 1;
   }
+}
+
+const badRange = (field: string, message: string) =>
+  new InvalidRequestError(`The key log has no such range: ${field} ${message}`, [{ field, message }]);
+
+/** Hashes of the ranges a proof names, read in one batch of O(log n) stored nodes. */
+async function hashesOf(deps: KeyLogDeps, ranges: LeafRange[]): Promise<string[]> {
+  const lookup = lookupIn(await deps.repos.keyLog.nodes(nodesFor(ranges)));
+  return ranges.map((range) => rangeHash(range, lookup).toString('base64'));
+}
+
+/** The audit path of the leaf at `index` in the tree of `treeSize` leaves (≤ the current head). */
+export async function inclusionProof(
+  deps: KeyLogDeps,
+  input: { index: number; treeSize: number },
+): Promise<{ index: number; treeSize: number; proof: string[] }> {
+  const head = await deps.repos.keyLog.head();
+  if (input.treeSize < 1 || input.treeSize > head.treeSize)
+    throw badRange('treeSize', `must be between 1 and the head's size (${head.treeSize})`);
+  if (input.index < 0 || input.index >= input.treeSize) throw badRange('index', 'must be below treeSize');
+  return { ...input, proof: await hashesOf(deps, inclusionRanges(input.index, input.treeSize)) };
+}
+
+/** The proof that the tree of `second` leaves extends the tree of `first` (0 < first ≤ second ≤ head). */
+export async function consistencyProof(
+  deps: KeyLogDeps,
+  input: { first: number; second: number },
+): Promise<{ first: number; second: number; proof: string[] }> {
+  const head = await deps.repos.keyLog.head();
+  if (input.second > head.treeSize)
+    throw badRange('second', `must not exceed the head's size (${head.treeSize})`);
+  if (input.first < 1 || input.first > input.second) throw badRange('first', 'must be between 1 and second');
+  return { ...input, proof: await hashesOf(deps, consistencyRanges(input.first, input.second)) };
 }

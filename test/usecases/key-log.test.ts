@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { appendKeyEvent } from '../../lib/key-log/log.js';
+import { InvalidRequestError } from '../../lib/kernel/errors.js';
+import { appendKeyEvent, consistencyProof, inclusionProof } from '../../lib/key-log/log.js';
 import {
   consistencyRanges,
   inclusionRanges,
@@ -53,6 +54,29 @@ describe('key log appends', () => {
     }
     const consistency = await proofFrom(consistencyRanges(1, 7));
     expect(verifyConsistency(1, 7, consistency, Buffer.from(firstHead.rootHash, 'base64'), root)).toBe(true);
+  });
+
+  it('serves proofs that verify, and refuses ranges past the head with a 400 error', async () => {
+    const head = await useCases.deps.repos.keyLog.head();
+    const root = Buffer.from(head.rootHash, 'base64');
+    const [leaf] = await useCases.deps.repos.keyLog.leaves(4, 5);
+    const inclusion = await inclusionProof(useCases.deps, { index: 4, treeSize: head.treeSize });
+    const proof = inclusion.proof.map((h) => Buffer.from(h, 'base64'));
+    expect(verifyInclusion(4, head.treeSize, leafHash(Buffer.from(leaf!.leaf)), proof, root)).toBe(true);
+    const consistency = await consistencyProof(useCases.deps, { first: 3, second: head.treeSize });
+    expect(consistency.proof.length).toBeGreaterThan(0);
+    await expect(
+      inclusionProof(useCases.deps, { index: 0, treeSize: head.treeSize + 1 }),
+    ).rejects.toBeInstanceOf(InvalidRequestError);
+    await expect(
+      inclusionProof(useCases.deps, { index: head.treeSize, treeSize: head.treeSize }),
+    ).rejects.toBeInstanceOf(InvalidRequestError);
+    await expect(consistencyProof(useCases.deps, { first: 0, second: 2 })).rejects.toBeInstanceOf(
+      InvalidRequestError,
+    );
+    await expect(
+      consistencyProof(useCases.deps, { first: 3, second: head.treeSize + 1 }),
+    ).rejects.toBeInstanceOf(InvalidRequestError);
   });
 
   it('refuses a second claim of a taken index (append-only)', async () => {
