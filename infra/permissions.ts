@@ -115,6 +115,12 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     indexRead: ['dynamodb:Query'],
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   },
+  // Append-only: no DeleteItem, ever. Proofs read their nodes in one BatchGetItem.
+  keyLog: {
+    read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
+    indexRead: [],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
 };
 
 export const canRead = (access: TableAccess): boolean => access === 'read' || access === 'readWrite';

@@ -11,6 +11,7 @@ import { AuditLog } from '../db/audit.js';
 import { ClaimQuota } from '../db/claim-quota.js';
 import { EvidenceRepository } from '../db/evidence.js';
 import type { DynamoClients } from '../db/client.js';
+import { KeyLogRepository } from '../db/key-log.js';
 import { KeyPairRepository } from '../db/key-pairs.js';
 import { MerchantRepository } from '../db/merchants.js';
 import { MerchantKeyRepository } from '../db/merchant-keys.js';
@@ -46,6 +47,8 @@ export interface Repositories {
   evidence: EvidenceRepository;
   /** Merchant signing keys and each merchant client's signing policy. */
   merchantKeys: MerchantKeyRepository;
+  /** The transparency log of merchant key events (lib/key-log). */
+  keyLog: KeyLogRepository;
 }
 
 /** What every endpoint's middleware needs, whatever the endpoint does. */
@@ -120,6 +123,7 @@ export function createCoreDeps(input: {
     payments: () => new PaymentRepository(doc, table('payments')),
     evidence: () => new EvidenceRepository(doc, table('evidence')),
     merchantKeys: () => new MerchantKeyRepository(doc, table('merchantKeys')),
+    keyLog: () => new KeyLogRepository(doc, table('keyLog')),
   });
   const { cardTagKeys, cardTagKeysMaxAgeMs, cursorKey, resolveHost, ...rest } = input;
   return {

@@ -111,6 +111,9 @@ export const tableDefinitions = {
     durable: true,
     indexes: [{ name: 'by-client', partitionKey: 'clientId', sortKey: 'createdAt' }],
   },
+  // The transparency log of merchant key events (lib/key-log): `LEAF#<index>` (claimed by a conditional
+  // put), `NODE#<level>#<index>` (complete subtrees' hashes, for O(log n) proofs) and `HEAD`. Never deleted.
+  keyLog: { name: 'key-log', partitionKey: 'pk', durable: true },
 } as const satisfies Record<string, TableDefinition>;
 
 export type TableKey = keyof typeof tableDefinitions;

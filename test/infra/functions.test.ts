@@ -116,6 +116,10 @@ const expectedTableActions: Record<TableKey, { read: string[]; write: string[] }
     read: ['dynamodb:GetItem'],
     write: ['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
+  keyLog: {
+    read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
+    write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
 };
 
 const expectedFor = (key: TableKey, access: TableAccess | undefined): string[] =>

@@ -70,12 +70,13 @@ const functionsAddedSinceTheSplit = [
 const addedSinceTheSplit: Record<string, number> = {
   // The payments table (payment status and refunds, lib/db/payments.ts), the evidence table (the
   // keyed evidence index, lib/db/evidence.ts) and the merchant-keys table (merchant signing keys and
-  // signing policies, lib/db/merchant-keys.ts) ...
-  'AWS::DynamoDB::Table': 3,
+  // signing policies, lib/db/merchant-keys.ts) and the key-log table (the transparency log of merchant
+  // key events, lib/db/key-log.ts) ...
+  'AWS::DynamoDB::Table': 4,
   // ... with a throttling alarm each, as every table has (infra/monitoring.ts); the webhook-deliver
   // function's errors and duration alarms; its dead-letter queue's; re-registrations and recipient
   // seal failures (cardholder trust, round 3); refund events in another currency (round 4).
-  'AWS::CloudWatch::Alarm': 3 + 2 + 1 + 2 + 1,
+  'AWS::CloudWatch::Alarm': 4 + 2 + 1 + 2 + 1,
   // webhook-deliver: its role, policy, log group, the two metric filters every function's log has,
   // and its queue's event source mapping; the delivery queue (SQS FIFO, one message group per
   // webhook) and its dead-letter queue, each with its TLS-only policy.
