@@ -37,7 +37,8 @@ export const floors = [
     users: 'key rotation and erasure',
     payments: 'payment creation with its receipt, decrypt by payment, idempotency',
     merchants: "merchant signing keys, the signing policy, and the check of a request's Receipt-Signature",
-    'key-log': 'the transparency log of merchant key events: the RFC 9162 Merkle tree, its proofs and signed tree heads',
+    'key-log':
+      'the transparency log of merchant key events: the RFC 9162 Merkle tree, its proofs and signed tree heads',
   },
   {
     http: 'the Middy pipeline, one file per middleware: headers, API key + role + rate limit, body limit, validation, error envelope',

@@ -109,8 +109,11 @@ export const authorizationEvidenceId = (
   referenceId(keyring, tag, ['authorization', tag, query.authorizationCode, query.amount, query.currency]);
 
 /** The id of a card's entry for one network transaction id. */
-export const networkEvidenceId = (keyring: CardTagKeyring, tag: CardTag, networkTransactionId: string): string =>
-  referenceId(keyring, tag, ['network', tag, networkTransactionId]);
+export const networkEvidenceId = (
+  keyring: CardTagKeyring,
+  tag: CardTag,
+  networkTransactionId: string,
+): string => referenceId(keyring, tag, ['network', tag, networkTransactionId]);
 
 /**
  * The ids an entry with these facts is written under: a time entry's bucket and the two beside it; a
@@ -125,7 +128,9 @@ export function evidenceIdsOf(
   widthMs: number,
 ): string[] {
   if (facts.kind === 'authorization' && facts.authorizationCode)
-    return [authorizationEvidenceId(keyring, facts.tag, { ...facts, authorizationCode: facts.authorizationCode })];
+    return [
+      authorizationEvidenceId(keyring, facts.tag, { ...facts, authorizationCode: facts.authorizationCode }),
+    ];
   if (facts.kind === 'network' && facts.networkTransactionId)
     return [networkEvidenceId(keyring, facts.tag, facts.networkTransactionId)];
   if (facts.kind !== undefined) throw new Error('a reference entry without its reference');

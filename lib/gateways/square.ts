@@ -98,7 +98,10 @@ const wireRefund = z.object({
         .object({
           auth_result_code: z.string().nullable().optional(),
           card: z
-            .object({ card_brand: z.string().nullable().optional(), last_4: z.string().nullable().optional() })
+            .object({
+              card_brand: z.string().nullable().optional(),
+              last_4: z.string().nullable().optional(),
+            })
             .nullable()
             .optional(),
         })

@@ -1,4 +1,4 @@
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '@receipt-service/receipt-core';
 import type { CoreDeps } from '../app/deps.js';
 import { InvalidRequestError } from '../kernel/errors.js';
 import {
@@ -76,7 +76,7 @@ export async function appendKeyEvent(
   let index = (await deps.repos.keyLog.head()).treeSize;
   for (;;) {
     const leaf: KeyLogLeaf = { index, ...event };
-    if (await deps.repos.keyLog.claim(index, canonicalize(leaf)!)) {
+    if (await deps.repos.keyLog.claim(index, canonicalJson(leaf))) {
       let head = await advance(deps);
       while (head.treeSize <= index) head = await advance(deps);
       return { leaf, treeSize: head.treeSize };

@@ -77,9 +77,7 @@ export function evidenceEntriesFor(
     ...(authorizationCode
       ? amounts.flatMap((amount) => entry({ ...base(amount), kind: 'authorization', ...references }))
       : []),
-    ...(networkTransactionId
-      ? entry({ ...base(amounts[0]!), kind: 'network', amounts, ...references })
-      : []),
+    ...(networkTransactionId ? entry({ ...base(amounts[0]!), kind: 'network', amounts, ...references }) : []),
   ];
 }
 
@@ -130,7 +128,8 @@ export function evidenceMatches(
   widthMs: number,
 ): boolean {
   if (facts === undefined || facts.tag !== tag || facts.kind !== lookupKindOf(transaction)) return false;
-  const { amount, currency, transactionDate, cardLast4, authorizationCode, networkTransactionId } = transaction;
+  const { amount, currency, transactionDate, cardLast4, authorizationCode, networkTransactionId } =
+    transaction;
   const amounts = facts.amounts ?? [facts.amount];
   return (
     (amount === undefined || amounts.includes(amount)) &&

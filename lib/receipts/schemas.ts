@@ -178,12 +178,12 @@ const reference = (max: number) => z.string().min(1).max(max);
 export const cardTransactionSchema = z
   .strictObject({
     gateway: z.enum(['gateway_a', 'gateway_b']),
-    network: reference(32)
-      .optional()
-      .meta({ description: "The card network, lower case as the provider names it: 'visa', 'mastercard', …" }),
-    authorizationCode: reference(64)
-      .optional()
-      .meta({ description: "The issuer's authorization code (Stripe authorization_code, Square auth_result_code)." }),
+    network: reference(32).optional().meta({
+      description: "The card network, lower case as the provider names it: 'visa', 'mastercard', …",
+    }),
+    authorizationCode: reference(64).optional().meta({
+      description: "The issuer's authorization code (Stripe authorization_code, Square auth_result_code).",
+    }),
     networkTransactionId: reference(128)
       .optional()
       .meta({ description: "The network's id of the transaction (Stripe network_transaction_id)." }),
@@ -198,9 +198,10 @@ export const cardTransactionSchema = z
       .string()
       .regex(/^\d{4}$/)
       .optional(),
-    acquirerReferenceNumber: reference(128)
-      .optional()
-      .meta({ description: "A refund: the acquirer's reference the network gives it (Stripe destination_details.card.reference)." }),
+    acquirerReferenceNumber: reference(128).optional().meta({
+      description:
+        "A refund: the acquirer's reference the network gives it (Stripe destination_details.card.reference).",
+    }),
     providerIds: z
       .strictObject({
         paymentIntentId: reference(255).optional(),
@@ -208,13 +209,15 @@ export const cardTransactionSchema = z
         paymentId: reference(255).optional(),
         refundId: reference(255).optional(),
       })
-      .meta({ description: "The provider's own ids: a gateway_a intent and charge, a gateway_b payment, a refund." }),
+      .meta({
+        description: "The provider's own ids: a gateway_a intent and charge, a gateway_b payment, a refund.",
+      }),
   })
   .meta({
     id: 'CardTransaction',
     description:
       "The card network's references of this receipt's payment (or refund), as the provider gave them: sealed by " +
-      "the service after the charge, beside merchantSignature and not covered by it. Fields the provider did not " +
+      'the service after the charge, beside merchantSignature and not covered by it. Fields the provider did not ' +
       'give are absent.',
   });
 

@@ -427,7 +427,9 @@ export function stripeApi(context: SandboxContext): ProviderApi & DashboardRefun
         handle: ({ params: [id = ''], query }) => {
           const intent = intents.get(id);
           // `expand[]=latest_charge`, as the stripe SDK sends `expand: ['latest_charge']`.
-          const expand = [...query].some(([key, value]) => key.startsWith('expand') && value === 'latest_charge');
+          const expand = [...query].some(
+            ([key, value]) => key.startsWith('expand') && value === 'latest_charge',
+          );
           const charge = expand ? charges.get(String(intent?.latest_charge ?? '')) : undefined;
           if (intent)
             return {

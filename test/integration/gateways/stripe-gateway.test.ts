@@ -36,7 +36,11 @@ describe('StripeGateway (gateway_a) with the real stripe SDK against the sandbox
     const first = await gateway.createPayment(paymentRequest({ paymentMethod: 'pm_card_mastercard' }));
     const second = await gateway.createPayment(paymentRequest({ paymentMethod: 'pm_card_visa' }));
 
-    expect(first).toMatchObject({ status: 'succeeded', state: 'succeeded', clientSecret: expect.any(String) });
+    expect(first).toMatchObject({
+      status: 'succeeded',
+      state: 'succeeded',
+      clientSecret: expect.any(String),
+    });
     expect(first.references).toEqual({
       network: 'mastercard',
       authorizationCode: expect.stringMatching(/^[A-Z0-9]{6}$/),
