@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { routes } from '../../functions/routes.js';
 import { tierNames, tiers } from '../../lib/kernel/tiers.js';
@@ -348,7 +348,17 @@ describe('usage plans', () => {
   });
 
   it('follows tier overrides given as context, and warns that the service limiter does not', () => {
-    const variant = synthVariant({ context: { tiers: '{"free":{"burst":7}}' } });
+    // CDK prints a synthesis's warnings to the console; this one is expected, so it is read, not shown.
+    const printed: unknown[] = [];
+    const spy = jest.spyOn(console, 'error').mockImplementation((...args) => void printed.push(...args));
+    const variant = (() => {
+      try {
+        return synthVariant({ context: { tiers: '{"free":{"burst":7}}' } });
+      } finally {
+        spy.mockRestore();
+      }
+    })();
+    expect(printed.join(' ')).toContain('Usage plans differ from lib/kernel/tiers.ts');
     const [stack, overridden] = [variant.service, variant.templates.template];
     overridden.hasResourceProperties('AWS::ApiGateway::UsagePlan', {
       UsagePlanName: 'receipt-service-test-free',
