@@ -8,6 +8,7 @@ import {
   leafHash,
   nodesFor,
   rangeHash,
+  rangeNodes,
   siblingsToClose,
   type LeafRange,
   type NodeRef,
@@ -48,22 +49,10 @@ async function advance(deps: KeyLogDeps): Promise<{ treeSize: number; rootHash: 
     const closed = closedNodes(index, leafHash(Buffer.from(next.leaf)), lookupIn(found));
     await deps.repos.keyLog.putNodes(closed.map((node) => ({ ...node, hash: node.hash.toString('base64') })));
     const size = index + 1;
-    const root = rangeHash({ start: 0, size }, lookupIn(await deps.repos.keyLog.nodes(rangeNodesOf(size))));
+    const root = rangeHash({ start: 0, size }, lookupIn(await deps.repos.keyLog.nodes(rangeNodes(0, size))));
     await deps.repos.keyLog.advanceHead(index, root.toString('base64'));
   }
 }
-
-const rangeNodesOf = (size: number): NodeRef[] => {
-  const nodes: NodeRef[] = [];
-  let start = 0;
-  while (start < size) {
-    let width = 1;
-    while (start % (width * 2) === 0 && start + width * 2 <= size) width *= 2;
-    nodes.push({ level: Math.log2(width), index: start / width });
-    start += width;
-  }
-  return nodes;
-};
 
 /**
  * Appends a key event: the next free index is claimed by a conditional put (two appenders never hold
