@@ -12,9 +12,10 @@ export interface ReceiptServiceMonitoringStackProps extends StackProps {
 }
 
 /**
- * Alarms, the metric filters they count from, the alarm topic and the dashboard of one stage: about
- * four resources per function, kept apart so the service stack stays far below CloudFormation's 500.
- * It reads the service and data stacks and nothing reads it.
+ * Alarms, the access log's metric filters, the alarm topic and the dashboard of one stage, kept apart
+ * so the service stack stays far below CloudFormation's 500. The alarms read the metrics the functions
+ * publish (EMF) and Lambda's own, ten functions to an alarm, so a function adds no resource here until
+ * its group is full (docs/DEPLOY.md, "Alarms"). It reads the service and data stacks and nothing reads it.
  */
 export class ReceiptServiceMonitoringStack extends Stack {
   readonly settings: ServiceSettings;
@@ -31,6 +32,7 @@ export class ReceiptServiceMonitoringStack extends Stack {
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
       resourcePrefix: settings.resourcePrefix,
+      metricNamespace: settings.metricNamespace,
       stage: service.api.api.deploymentStage,
       accessLogGroup: service.api.accessLogGroup,
       functions: service.monitoredFunctions,

@@ -14,17 +14,16 @@ import {
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { FilterPattern, MetricFilter, type IFilterPattern, type ILogGroup } from 'aws-cdk-lib/aws-logs';
+import { FilterPattern, MetricFilter, type ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import type { MetricName } from '../lib/kernel/telemetry.js';
 
 export interface MonitoredFunction {
   name: string;
   fn: IFunction;
-  /** Where the function's JSON log lines go (lib/kernel/log.ts). */
-  logGroup: ILogGroup;
   timeoutSeconds: number;
 }
 
@@ -41,6 +40,8 @@ export interface SecurityThresholds {
 
 export interface MonitoringProps {
   resourcePrefix: string;
+  /** Where the stage's functions publish their counts (POWERTOOLS_METRICS_NAMESPACE, infra/settings.ts). */
+  metricNamespace: string;
   stage: Stage;
   accessLogGroup: ILogGroup;
   functions: readonly MonitoredFunction[];
@@ -52,12 +53,19 @@ export interface MonitoringProps {
   webhooks?: { deadLetterQueue: IQueue; deliveryDeadLetterQueue?: IQueue };
 }
 
+/** Where the counts taken from the API's access log go (the functions' own counts: MonitoringProps). */
 export const METRIC_NAMESPACE = 'ReceiptService';
 
-/** The function whose 409 answers are registration disputes (issue: register conflicts). */
-export const REGISTER_ROUTE = 'register';
-
 const FIVE_MINUTES = Duration.minutes(5);
+
+/** CloudWatch's limit on the metrics one metric-math alarm reads (a hard limit). */
+export const METRICS_PER_ALARM = 10;
+
+/** `items` in runs of at most `size`, in order. */
+const chunks = <T>(items: readonly T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, index) =>
+    items.slice(index * size, (index + 1) * size),
+  );
 
 /** Thresholds, with the reasoning each one encodes. */
 export const thresholds = {
@@ -130,24 +138,8 @@ export class Monitoring extends Construct {
     });
 
     const securityMetrics = this.securityAlarms(props);
-    if (props.webhooks) this.webhookAlarms(prefix, props.webhooks);
-
-    for (const { name, fn, timeoutSeconds } of props.functions) {
-      this.alarm(`${name}-Errors`, {
-        alarmName: `${prefix}-${name}-errors`,
-        alarmDescription: `${name}: unhandled errors or timeouts`,
-        metric: fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
-        threshold: thresholds.lambdaErrors,
-        evaluationPeriods: 1,
-      });
-      this.alarm(`${name}-Duration`, {
-        alarmName: `${prefix}-${name}-duration-p99`,
-        alarmDescription: `${name}: p99 duration above ${thresholds.durationShareOfTimeout * 100}% of its ${timeoutSeconds} s timeout`,
-        metric: fn.metricDuration({ period: FIVE_MINUTES, statistic: 'p99' }),
-        threshold: Math.round(timeoutSeconds * 1000 * thresholds.durationShareOfTimeout),
-        evaluationPeriods: 3,
-      });
-    }
+    if (props.webhooks) this.webhookAlarms(props, props.webhooks);
+    this.functionAlarms(prefix, props.functions);
 
     const throttleMetrics: IMetric[] = [];
     for (const [key, table] of Object.entries(props.tables)) {
@@ -209,42 +201,21 @@ export class Monitoring extends Construct {
    * Spikes of refusals: key guessing or a leaked key used from elsewhere (401, 403), token or private
    * key probing (DECRYPTION_ERROR), token hoarding or user enumeration (GRANT_ERROR), and any
    * registration dispute (a 409 from register: a card claimed by two issuers). 401 and 403 come from
-   * the access log, which also has the ones API Gateway answers itself; the error codes and the
-   * register conflicts from the functions' JSON logs. Metric filters with one metric name sum across
-   * log groups, so each alarm watches every function at once.
+   * the access log, which also has the ones API Gateway answers itself (the authorizer, the usage
+   * plans); the rest are counts the functions publish (lib/kernel/telemetry.ts, EMF): the error
+   * codes counted by the error envelope whichever endpoint answers, the others by their use cases.
+   * One metric each for every function at once, so no function's log needs a filter of its own.
    */
   private securityAlarms(props: MonitoringProps): IMetric[] {
     const prefix = props.resourcePrefix;
     const limits = props.security;
-    const metricOf = (metricName: string) =>
-      new Metric({ namespace: METRIC_NAMESPACE, metricName, period: FIVE_MINUTES, statistic: 'Sum' });
-    const countFrom = (
-      id: string,
-      logGroups: readonly ILogGroup[],
-      filterPattern: IFilterPattern,
-      metricName: string,
-    ) =>
-      logGroups.forEach(
-        (logGroup, index) =>
-          new MetricFilter(this, `${id}Filter${index}`, {
-            logGroup,
-            filterPattern,
-            metricNamespace: METRIC_NAMESPACE,
-            metricName,
-            metricValue: '1',
-          }),
-      );
-    const functionLogs = props.functions.map((monitored) => monitored.logGroup);
-    const register = props.functions.find((monitored) => monitored.name === REGISTER_ROUTE);
-
-    const watched = [
+    const fromAccessLog = [
       {
         id: 'Unauthorized',
         alarmName: `${prefix}-api-401`,
         metricName: `${prefix}-unauthorized`,
         description: 'requests answered 401 (missing, unknown or revoked API keys)',
-        logGroups: [props.accessLogGroup],
-        pattern: FilterPattern.stringValue('$.status', '=', '401'),
+        status: '401',
         threshold: limits.unauthorized,
       },
       {
@@ -252,102 +223,159 @@ export class Monitoring extends Construct {
         alarmName: `${prefix}-api-403`,
         metricName: `${prefix}-forbidden`,
         description: 'requests answered 403 (wrong role, foreign resources, refused decryptions)',
-        logGroups: [props.accessLogGroup],
-        pattern: FilterPattern.stringValue('$.status', '=', '403'),
+        status: '403',
         threshold: limits.forbidden,
       },
-      {
-        id: 'DecryptionErrors',
-        alarmName: `${prefix}-decryption-errors`,
-        metricName: `${prefix}-decryption-errors`,
-        description: 'DECRYPTION_ERROR answers (bad tokens or private keys, foreign or escrowed receipts)',
-        logGroups: functionLogs,
-        pattern: FilterPattern.stringValue('$.code', '=', 'DECRYPTION_ERROR'),
-        threshold: limits.decryptionErrors,
-      },
-      {
-        id: 'GrantErrors',
-        alarmName: `${prefix}-grant-errors`,
-        metricName: `${prefix}-grant-errors`,
-        description: 'GRANT_ERROR answers (token limit reached, unknown or foreign users)',
-        logGroups: functionLogs,
-        pattern: FilterPattern.stringValue('$.code', '=', 'GRANT_ERROR'),
-        threshold: limits.grantErrors,
-      },
-      ...(register
-        ? [
-            {
-              id: 'RegisterConflicts',
-              alarmName: `${prefix}-register-conflicts`,
-              metricName: `${prefix}-register-conflicts`,
-              description: 'registrations answered 409 (a card already registered, maybe by another issuer)',
-              logGroups: [register.logGroup],
-              // The access line lib/http/pipeline.ts writes once per request.
-              pattern: FilterPattern.all(
-                FilterPattern.stringValue('$.message', '=', 'request'),
-                FilterPattern.numberValue('$.status', '=', 409),
-              ),
-              threshold: limits.registerConflicts,
-            },
-          ]
-        : []),
-    ];
-    // One alarm per watched count; a label would turn the alarm into a metric-math alarm, so the
-    // dashboard gets the labelled copy.
-    const alarmOn = (
-      id: string,
-      alarmName: string,
-      description: string,
-      threshold: number,
-      metric: Metric,
-    ) => {
-      this.alarm(id, {
-        alarmName,
-        alarmDescription: `At least ${threshold} ${description} in five minutes`,
-        metric,
-        threshold,
-        evaluationPeriods: 1,
+    ].map(({ id, alarmName, metricName, description, status, threshold }) => {
+      new MetricFilter(this, `${id}Filter0`, {
+        logGroup: props.accessLogGroup,
+        filterPattern: FilterPattern.stringValue('$.status', '=', status),
+        metricNamespace: METRIC_NAMESPACE,
+        metricName,
+        metricValue: '1',
       });
-      return metric.with({ label: id });
-    };
-    const fromLogs = watched.map(
-      ({ id, alarmName, metricName, description, logGroups, pattern, threshold }) => {
-        countFrom(id, logGroups, pattern, metricName);
-        return alarmOn(id, alarmName, description, threshold, metricOf(metricName));
-      },
+      const metric = new Metric({
+        namespace: METRIC_NAMESPACE,
+        metricName,
+        period: FIVE_MINUTES,
+        statistic: 'Sum',
+      });
+      return this.countAlarm(id, alarmName, description, threshold, metric);
+    });
+    const counted = (
+      [
+        {
+          id: 'DecryptionErrors',
+          alarmName: `${prefix}-decryption-errors`,
+          description: 'DECRYPTION_ERROR answers (bad tokens or private keys, foreign or escrowed receipts)',
+          threshold: limits.decryptionErrors,
+          metricName: 'DecryptionErrorAnswers',
+        },
+        {
+          id: 'GrantErrors',
+          alarmName: `${prefix}-grant-errors`,
+          description: 'GRANT_ERROR answers (token limit reached, unknown or foreign users)',
+          threshold: limits.grantErrors,
+          metricName: 'GrantErrorAnswers',
+        },
+        {
+          id: 'RegisterConflicts',
+          alarmName: `${prefix}-register-conflicts`,
+          description: 'registrations answered 409 (a card already registered, maybe by another issuer)',
+          threshold: limits.registerConflicts,
+          metricName: 'RegisterConflicts',
+        },
+        {
+          id: 'ReRegistrations',
+          alarmName: `${prefix}-re-registrations`,
+          description:
+            'cards registered again by the client that erased their user 30 days or less before (claim allowance grinding, or a cardholder back)',
+          threshold: limits.reRegistrations,
+          metricName: 'ReRegistrations',
+        },
+        {
+          id: 'RecipientSealFailures',
+          alarmName: `${prefix}-recipient-seal-failures`,
+          description:
+            "receipts escrowed because their registered recipient's stored key could not be sealed to",
+          threshold: thresholds.recipientSealFailures,
+          metricName: 'RecipientSealFailures',
+        },
+        {
+          id: 'RefundCurrencyMismatches',
+          alarmName: `${prefix}-refund-currency-mismatches`,
+          description: "gateway refund events refused because their currency is not their payment's",
+          threshold: thresholds.refundCurrencyMismatches,
+          metricName: 'RefundCurrencyMismatches',
+        },
+      ] satisfies { metricName: MetricName; [field: string]: unknown }[]
+    ).map(({ id, alarmName, description, threshold, metricName }) =>
+      this.countAlarm(id, alarmName, description, threshold, this.serviceCount(props, metricName)),
     );
-    // Counted by the use cases themselves (lib/kernel/telemetry.ts, EMF with the service dimension).
-    const counted = [
-      {
-        id: 'ReRegistrations',
-        alarmName: `${prefix}-re-registrations`,
-        description:
-          'cards registered again by the client that erased their user 30 days or less before (claim allowance grinding, or a cardholder back)',
-        threshold: limits.reRegistrations,
-      },
-      {
-        id: 'RecipientSealFailures',
-        alarmName: `${prefix}-recipient-seal-failures`,
-        description:
-          "receipts escrowed because their registered recipient's stored key could not be sealed to",
-        threshold: thresholds.recipientSealFailures,
-      },
-      {
-        id: 'RefundCurrencyMismatches',
-        alarmName: `${prefix}-refund-currency-mismatches`,
-        description: "gateway refund events refused because their currency is not their payment's",
-        threshold: thresholds.refundCurrencyMismatches,
-      },
-    ].map(({ id, alarmName, description, threshold }) =>
-      alarmOn(id, alarmName, description, threshold, this.serviceCount(id)),
-    );
-    return [...fromLogs, ...counted];
+    return [...fromAccessLog, ...counted];
   }
 
-  /** A count a use case makes (lib/kernel/telemetry.ts), as EMF publishes it: the service dimension alone. */
-  private serviceCount(metricName: string): Metric {
+  /**
+   * One alarm per watched count; a label would turn a plain metric's alarm into a metric-math alarm,
+   * so the dashboard gets the labelled copy.
+   */
+  private countAlarm(
+    id: string,
+    alarmName: string,
+    description: string,
+    threshold: number,
+    metric: Metric,
+  ): IMetric {
+    this.alarm(id, {
+      alarmName,
+      alarmDescription: `At least ${threshold} ${description} in five minutes`,
+      metric,
+      threshold,
+      evaluationPeriods: 1,
+    });
+    return metric.with({ label: id });
+  }
+
+  /**
+   * Lambda's own errors (crashes and timeouts, which no code of ours can count) and p99 durations,
+   * read per function and summed (errors) or maxed (durations) in metric-math alarms of at most ten
+   * functions each, CloudWatch's limit: a function fires its group's alarm exactly when it would have
+   * fired an alarm of its own. Durations are grouped by timeout, so that one threshold fits the group.
+   * Missing points (a function not invoked) count as 0, so one idle function hides no other's.
+   */
+  private functionAlarms(prefix: string, functions: readonly MonitoredFunction[]): void {
+    const names = (group: readonly MonitoredFunction[]) => group.map(({ name }) => name).join(', ');
+    chunks(functions, METRICS_PER_ALARM).forEach((group, index) => {
+      this.alarm(`LambdaErrors${index + 1}`, {
+        alarmName: `${prefix}-lambda-errors-${index + 1}`,
+        alarmDescription: `Unhandled errors or timeouts (at least ${thresholds.lambdaErrors} in five minutes) in one of: ${names(group)}`,
+        metric: new MathExpression({
+          expression: 'SUM(FILL(METRICS(), 0))',
+          usingMetrics: Object.fromEntries(
+            group.map(({ fn }, at) => [
+              `e${at}`,
+              fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+            ]),
+          ),
+          period: FIVE_MINUTES,
+        }),
+        threshold: thresholds.lambdaErrors,
+        evaluationPeriods: 1,
+      });
+    });
+    const timeouts = [...new Set(functions.map(({ timeoutSeconds }) => timeoutSeconds))].sort(
+      (a, b) => a - b,
+    );
+    for (const timeoutSeconds of timeouts) {
+      const sameTimeout = functions.filter((monitored) => monitored.timeoutSeconds === timeoutSeconds);
+      chunks(sameTimeout, METRICS_PER_ALARM).forEach((group, index) => {
+        this.alarm(`LambdaDuration${timeoutSeconds}s${index + 1}`, {
+          alarmName: `${prefix}-lambda-duration-p99-${timeoutSeconds}s-${index + 1}`,
+          alarmDescription: `p99 duration above ${thresholds.durationShareOfTimeout * 100}% of the ${timeoutSeconds} s timeout in one of: ${names(group)}`,
+          metric: new MathExpression({
+            expression: 'MAX(FILL(METRICS(), 0))',
+            usingMetrics: Object.fromEntries(
+              group.map(({ fn }, at) => [
+                `d${at}`,
+                fn.metricDuration({ period: FIVE_MINUTES, statistic: 'p99' }),
+              ]),
+            ),
+            period: FIVE_MINUTES,
+          }),
+          threshold: Math.round(timeoutSeconds * 1000 * thresholds.durationShareOfTimeout),
+          evaluationPeriods: 3,
+        });
+      });
+    }
+  }
+
+  /**
+   * A count the functions make (lib/kernel/telemetry.ts), as EMF publishes it in the stage's
+   * namespace: the service dimension alone, which a count with dimensions is published under too.
+   */
+  private serviceCount(props: MonitoringProps, metricName: MetricName): Metric {
     return new Metric({
-      namespace: METRIC_NAMESPACE,
+      namespace: props.metricNamespace,
       metricName,
       dimensionsMap: { service: 'receipt-service' },
       period: FIVE_MINUTES,
@@ -361,9 +389,10 @@ export class Monitoring extends Construct {
    * Both need a person: the deliveries API retries the first, the queue's position replays the second.
    */
   private webhookAlarms(
-    prefix: string,
+    props: MonitoringProps,
     { deadLetterQueue, deliveryDeadLetterQueue }: NonNullable<MonitoringProps['webhooks']>,
   ): void {
+    const prefix = props.resourcePrefix;
     if (deliveryDeadLetterQueue) {
       this.alarm('WebhookDeliveryDeadLetters', {
         alarmName: `${prefix}-webhook-delivery-dlq`,
@@ -381,7 +410,7 @@ export class Monitoring extends Construct {
       alarmName: `${prefix}-webhook-deliveries-failed`,
       alarmDescription: 'Webhook deliveries marked failed after their last attempt',
       // The count lib/webhooks/send.ts makes (EMF, the service dimension alone).
-      metric: this.serviceCount('WebhookDeliveriesFailed'),
+      metric: this.serviceCount(props, 'WebhookDeliveriesFailed'),
       threshold: 1,
       evaluationPeriods: 1,
     });

@@ -208,13 +208,11 @@ export class ReceiptServiceStack extends Stack {
       ...routes.map((route) => ({
         name: route.name,
         fn: (functions.get(route.name) as ServiceFunction).function,
-        logGroup: (functions.get(route.name) as ServiceFunction).logGroup,
         timeoutSeconds: route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
       })),
       ...deliveryFunctions.map(({ definition, fn }) => ({
         name: definition.name,
         fn: fn.function,
-        logGroup: fn.logGroup,
         timeoutSeconds: definition.timeoutSeconds,
       })),
     ];
@@ -228,6 +226,7 @@ export class ReceiptServiceStack extends Stack {
   private environmentFor(route: FunctionDefinition, settings: ServiceSettings): Record<string, string> {
     const environment: Record<string, string> = {
       STAGE: settings.stage,
+      POWERTOOLS_METRICS_NAMESPACE: settings.metricNamespace,
       LOG_LEVEL: settings.logLevel,
       TOKEN_TTL_SECONDS: String(settings.tokenTtlSeconds),
       API_KEY_CACHE_TTL_SECONDS: String(settings.apiKeyCacheTtlSeconds),

@@ -8,6 +8,7 @@ import {
   serviceEnvSchema,
   type ApiKeyEnvironment,
 } from '../lib/kernel/config.js';
+import { METRIC_NAMESPACE } from '../lib/kernel/telemetry.js';
 import { rateGroups, tierNames, tiers as serviceTiers, type TierTable } from '../lib/kernel/tiers.js';
 
 /**
@@ -134,6 +135,11 @@ export interface ServiceSettings extends Omit<
   squareWebhookSecretName: string;
   /** Resource names start with this; DynamoDB tables are `${resourcePrefix}-${table}`. */
   resourcePrefix: string;
+  /**
+   * The CloudWatch namespace the functions publish their counts in (POWERTOOLS_METRICS_NAMESPACE), one
+   * per stage, so that two stages in one account never add to each other's alarms.
+   */
+  metricNamespace: string;
   /** From the stage, never set apart from it, so the admin CLI derives the same (lib/kernel/config.ts). */
   apiKeyEnvironment: Exclude<ApiKeyEnvironment, 'local'>;
 }
@@ -203,6 +209,7 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
     squareWebhookSecretName:
       values.squareWebhookSecretName ?? `/${values.stage}/receipt-service/square-webhook-signature-key`,
     resourcePrefix: `receipt-service-${values.stage}`,
+    metricNamespace: `${METRIC_NAMESPACE}/${values.stage}`,
     apiKeyEnvironment: deployedApiKeyEnvironment(values.stage),
   };
 }

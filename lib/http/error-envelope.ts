@@ -9,6 +9,7 @@ import {
   ServiceUnavailableError,
 } from '../kernel/errors.js';
 import type { Logger } from '../kernel/log.js';
+import type { Telemetry } from '../kernel/telemetry.js';
 
 /** The one place an error becomes an HTTP response. 5xx details never leave the service. */
 export interface ErrorBody {
@@ -92,9 +93,24 @@ function fromCrypto(error: cryptoErrors.CryptoError): AppError | undefined {
   return undefined;
 }
 
-export function errorResponse(error: unknown, requestId: string, now: Date, logger?: Logger): HttpResponse {
+/**
+ * Answers counted by their code, whichever endpoint gives them: the operator's alarms on probing
+ * (DECRYPTION_ERROR) and on token hoarding or user enumeration (GRANT_ERROR) read these metrics.
+ */
+const countedCodes = new Map<string, 'DecryptionErrorAnswers' | 'GrantErrorAnswers'>([
+  ['DECRYPTION_ERROR', 'DecryptionErrorAnswers'],
+  ['GRANT_ERROR', 'GrantErrorAnswers'],
+]);
+
+export function errorResponse(
+  error: unknown,
+  requestId: string,
+  now: Date,
+  logger?: Logger,
+  telemetry?: Pick<Telemetry, 'count'>,
+): HttpResponse {
   const translated = error instanceof cryptoErrors.CryptoError ? fromCrypto(error) : undefined;
-  if (translated) return errorResponse(translated, requestId, now, logger);
+  if (translated) return errorResponse(translated, requestId, now, logger, telemetry);
   let status: number;
   let code: string;
   let message: string;
@@ -121,8 +137,10 @@ export function errorResponse(error: unknown, requestId: string, now: Date, logg
     // dependency is down) and never carry the cause.
     if (status === 500) details = undefined;
   }
-  // One line per refusal carrying its code: the DECRYPTION_ERROR and GRANT_ERROR alarms count these.
+  // One line per refusal carrying its code, for whoever reads the log; the alarms read the counts.
   if (status < 500) logger?.info('request refused', { status, code });
+  const counted = countedCodes.get(code);
+  if (counted) telemetry?.count(counted);
   const body: ErrorBody = {
     success: false,
     error: {

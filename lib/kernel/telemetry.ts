@@ -17,6 +17,10 @@ export interface MetricDimensions {
   DecryptRefusals: { reason: DecryptRefusal };
   /** A grant refused because the user already holds the maximum number of live tokens. */
   GrantLimitRefusals: Record<string, never>;
+  /** An error answer with the code DECRYPTION_ERROR, from any endpoint (lib/http/error-envelope.ts; alarmed). */
+  DecryptionErrorAnswers: Record<string, never>;
+  /** An error answer with the code GRANT_ERROR, its 403 or its 429 (lib/http/error-envelope.ts; alarmed). */
+  GrantErrorAnswers: Record<string, never>;
   /** A payment the gateway declined or failed to make. */
   PaymentFailures: { gateway: GatewayKind; outcome: PaymentFailure };
   /** A registration answered 409: the card (or key) is already registered, maybe by another issuer. */

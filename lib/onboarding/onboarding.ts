@@ -125,8 +125,11 @@ export async function registerUser(
   const keyPair = await deps.repos.keyPairs.get(input.keyId);
   // Another client's key is reported exactly like a missing one.
   if (!keyPair || keyPair.clientId !== caller.clientId) throw new KeyNotFoundError();
-  if (keyPair.userId)
+  if (keyPair.userId) {
+    // Every 409 of register is counted, as the register-conflicts alarm reads it (infra/monitoring.ts).
+    deps.telemetry.count('RegisterConflicts');
     throw new AlreadyRegisteredError('This keyId is already bound to a user', { field: 'keyId' });
+  }
   const presented = publicKeyDer(parsePublicKey(input.publicKey)).toString('base64');
   if (presented !== keyPair.publicKey) {
     throw new InvalidRequestError('publicKey is not the public key generated for this keyId', [

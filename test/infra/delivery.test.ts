@@ -301,7 +301,8 @@ describe('alarms', () => {
     const alarm = alarms().find((candidate) => candidate.Properties.MetricName === 'WebhookDeliveriesFailed');
     expect(alarm?.Properties).toMatchObject({
       AlarmName: 'receipt-service-test-webhook-deliveries-failed',
-      Namespace: 'ReceiptService',
+      // The stage's own namespace, where its functions publish (infra/settings.ts).
+      Namespace: 'ReceiptService/test',
       Dimensions: [{ Name: 'service', Value: 'receipt-service' }],
       Statistic: 'Sum',
       Threshold: 1,
@@ -327,13 +328,15 @@ describe('alarms', () => {
     );
   });
 
-  it('watches the dispatcher and the sweeper for errors like every function', () => {
-    const names = alarms().map((alarm) => alarm.Properties.AlarmName);
-    expect(names).toEqual(
-      expect.arrayContaining([
-        'receipt-service-test-webhook-dispatch-errors',
-        'receipt-service-test-webhook-sweep-errors',
-      ]),
-    );
+  it('watches the dispatcher, the sweeper and the deliverer for errors like every function', () => {
+    const watched = alarms()
+      .filter((alarm) => String(alarm.Properties.AlarmName).startsWith('receipt-service-test-lambda-errors-'))
+      .map((alarm) => JSON.stringify(alarm.Properties.Metrics));
+    for (const name of ['webhook-dispatch', 'webhook-sweep', 'webhook-deliver']) {
+      expect([name, watched.filter((metrics) => metrics.includes(`"${fnId(name)}"`))]).toEqual([
+        name,
+        [expect.stringContaining('"MetricName":"Errors"')],
+      ]);
+    }
   });
 });

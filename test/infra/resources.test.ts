@@ -265,15 +265,6 @@ describe('operations', () => {
     const [stage] = Object.values(resourcesOf(template, 'AWS::ApiGateway::Stage'));
     return !!logGroupId && JSON.stringify(stage?.Properties.AccessLogSetting).includes(`"${logGroupId}"`);
   };
-  const functionLogGroupId = (name: string) =>
-    referencedId(
-      (
-        functionByName(template, `receipt-service-test-${name}`)[1].Properties.LoggingConfig as {
-          LogGroup: unknown;
-        }
-      ).LogGroup,
-    );
-
   it.each([
     ['401', 'api-401', 'unauthorized', 50],
     ['403', 'api-403', 'forbidden', 50],
@@ -294,42 +285,51 @@ describe('operations', () => {
     expect(isAccessLogGroup(referencedId(counting[0]?.Properties.LogGroupName))).toBe(true);
   });
 
-  it.each([
-    ['DECRYPTION_ERROR', 'decryption-errors', 20],
-    ['GRANT_ERROR', 'grant-errors', 20],
-  ])('alarms on a spike of %s answers, counted from every function log', (code, name, threshold) => {
-    expect(alarmNamed(`receipt-service-test-${name}`)?.Properties).toMatchObject({
-      MetricName: `receipt-service-test-${name}`,
-      Namespace: 'ReceiptService',
-      Statistic: 'Sum',
-      Threshold: threshold,
-    });
-    const counting = filters().filter(
-      (filter) => metricOf(filter)?.MetricName === `receipt-service-test-${name}`,
-    );
-    expect(counting.length).toBeGreaterThan(0);
-    for (const filter of counting) expect(filter.Properties.FilterPattern).toBe(`{ $.code = "${code}" }`);
-    // Every function's log, the background ones too: a code written by any handler is counted.
-    const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction, webhookDeliverFunction];
-    expect(counting.map((filter) => referencedId(filter.Properties.LogGroupName)).sort()).toEqual(
-      everyFunction.map((definition) => functionLogGroupId(definition.name)).sort(),
-    );
+  /** The stage's own namespace, where the functions publish their counts (EMF, infra/settings.ts). */
+  const stageNamespace = 'ReceiptService/test';
+  const everyFunction = [...routes, webhookDispatchFunction, webhookSweepFunction, webhookDeliverFunction];
+  /** The metrics a metric-math alarm reads. */
+  const metricsRead = (alarm: Resource | undefined) =>
+    ((alarm?.Properties.Metrics ?? []) as { MetricStat?: { Metric: Record<string, unknown> } }[])
+      .map((query) => query.MetricStat?.Metric)
+      .filter((metric): metric is Record<string, unknown> => metric !== undefined);
+
+  it("counts nothing from the functions' logs: the access log's are the only metric filters", () => {
+    const counted = filters().map((filter) => referencedId(filter.Properties.LogGroupName));
+    expect(counted).toHaveLength(3);
+    for (const logGroupId of counted) expect(isAccessLogGroup(logGroupId)).toBe(true);
   });
 
-  it("alarms on any register conflict, counted from the register function's access lines", () => {
-    expect(alarmNamed('receipt-service-test-register-conflicts')?.Properties).toMatchObject({
-      MetricName: 'receipt-service-test-register-conflicts',
-      Namespace: 'ReceiptService',
-      Statistic: 'Sum',
-      Threshold: 1,
-    });
-    const counting = filters().filter(
-      (filter) => metricOf(filter)?.MetricName === 'receipt-service-test-register-conflicts',
-    );
-    expect(counting).toHaveLength(1);
-    expect(counting[0]?.Properties.FilterPattern).toBe('{ ($.message = "request") && ($.status = 409) }');
-    expect(referencedId(counting[0]?.Properties.LogGroupName)).toBe(functionLogGroupId('register'));
+  it("has every function publish its counts in the stage's own namespace", () => {
+    for (const definition of everyFunction) {
+      const { Variables } = functionByName(template, `receipt-service-test-${definition.name}`)[1].Properties
+        .Environment as { Variables: Record<string, unknown> };
+      expect([definition.name, Variables.POWERTOOLS_METRICS_NAMESPACE]).toEqual([
+        definition.name,
+        stageNamespace,
+      ]);
+    }
   });
+
+  it.each([
+    ['DECRYPTION_ERROR answers', 'decryption-errors', 'DecryptionErrorAnswers', 20],
+    ['GRANT_ERROR answers', 'grant-errors', 'GrantErrorAnswers', 20],
+    ['register 409s', 'register-conflicts', 'RegisterConflicts', 1],
+  ])(
+    'alarms on %s as the functions count them (EMF, every function at once)',
+    (_, name, metric, threshold) => {
+      expect(alarmNamed(`receipt-service-test-${name}`)?.Properties).toMatchObject({
+        MetricName: metric,
+        Namespace: stageNamespace,
+        Dimensions: [{ Name: 'service', Value: 'receipt-service' }],
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: threshold,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      });
+    },
+  );
 
   it.each([
     ['ReRegistrations', 're-registrations'],
@@ -338,7 +338,7 @@ describe('operations', () => {
   ])('alarms on the first %s, as the use cases count them', (metric, name) => {
     expect(alarmNamed(`receipt-service-test-${name}`)?.Properties).toMatchObject({
       MetricName: metric,
-      Namespace: 'ReceiptService',
+      Namespace: stageNamespace,
       Dimensions: [{ Name: 'service', Value: 'receipt-service' }],
       Statistic: 'Sum',
       Threshold: 1,
@@ -374,19 +374,64 @@ describe('operations', () => {
     });
   });
 
-  it('alarms on each function: errors, and p99 duration near its timeout', () => {
-    expect(routes.length).toBeGreaterThan(0);
-    for (const route of routes) {
-      expect(alarmNamed(`receipt-service-test-${route.name}-errors`)?.Properties).toMatchObject({
-        MetricName: 'Errors',
-        Threshold: 1,
-      });
-      expect(alarmNamed(`receipt-service-test-${route.name}-duration-p99`)?.Properties).toMatchObject({
-        MetricName: 'Duration',
-        ExtendedStatistic: 'p99',
-        Threshold: (route.timeoutSeconds ?? 10) * 800,
-      });
+  it('alarms on every function: errors, and p99 duration near its timeout, ten functions to an alarm', () => {
+    const functionIdOf = (metric: Record<string, unknown>) =>
+      referencedId((metric.Dimensions as { Name: string; Value: unknown }[])[0]?.Value) ?? '';
+    const functionId = (name: string) => functionByName(template, `receipt-service-test-${name}`)[0];
+    const named = (kind: string) =>
+      alarms().filter((alarm) =>
+        String(alarm.Properties.AlarmName).startsWith(`receipt-service-test-lambda-${kind}-`),
+      );
+    const expressionOf = (alarm: Resource) =>
+      (alarm.Properties.Metrics as { Expression?: string; ReturnData?: boolean }[]).filter(
+        (query) => query.Expression,
+      );
+
+    // Errors: each function in exactly one alarm, which fires on its first error.
+    const errorAlarms = named('errors');
+    expect(errorAlarms).toHaveLength(Math.ceil(everyFunction.length / 10));
+    const watched: string[] = [];
+    for (const alarm of errorAlarms) {
+      expect(alarm.Properties).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
+      expect(expressionOf(alarm)).toEqual([
+        expect.objectContaining({ Expression: 'SUM(FILL(METRICS(), 0))', ReturnData: true }),
+      ]);
+      const metrics = metricsRead(alarm);
+      expect(metrics.length).toBeLessThanOrEqual(10);
+      for (const metric of metrics) {
+        expect(metric).toMatchObject({ MetricName: 'Errors', Namespace: 'AWS/Lambda' });
+        watched.push(functionIdOf(metric));
+      }
+      for (const query of alarm.Properties.Metrics as { MetricStat?: { Stat: string; Period: number } }[])
+        if (query.MetricStat) expect(query.MetricStat).toMatchObject({ Stat: 'Sum', Period: 300 });
     }
+    expect(watched.sort()).toEqual(everyFunction.map((definition) => functionId(definition.name)).sort());
+
+    // Durations: each function in exactly one alarm of functions with its timeout, at 80 % of it.
+    const thresholdOf = new Map<string, unknown>();
+    for (const alarm of named('duration-p99')) {
+      expect(alarm.Properties.EvaluationPeriods).toBe(3);
+      expect(expressionOf(alarm)).toEqual([
+        expect.objectContaining({ Expression: 'MAX(FILL(METRICS(), 0))', ReturnData: true }),
+      ]);
+      const metrics = metricsRead(alarm);
+      expect(metrics.length).toBeLessThanOrEqual(10);
+      for (const query of alarm.Properties.Metrics as { MetricStat?: { Stat: string; Period: number } }[])
+        if (query.MetricStat) expect(query.MetricStat).toMatchObject({ Stat: 'p99', Period: 300 });
+      for (const metric of metrics) {
+        expect(metric).toMatchObject({ MetricName: 'Duration', Namespace: 'AWS/Lambda' });
+        expect(thresholdOf.has(functionIdOf(metric))).toBe(false);
+        thresholdOf.set(functionIdOf(metric), alarm.Properties.Threshold);
+      }
+    }
+    expect(Object.fromEntries(thresholdOf)).toEqual(
+      Object.fromEntries(
+        everyFunction.map((definition) => [
+          functionId(definition.name),
+          (definition.timeoutSeconds ?? 10) * 800,
+        ]),
+      ),
+    );
   });
 
   it('alarms on throttling of each table', () => {

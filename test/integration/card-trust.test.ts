@@ -564,6 +564,10 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     expect(rightful.status).toBe(200);
     const { envelope } = await encrypt(hashedPan);
     expect([envelope.isEscrowed, envelope.keyId]).toEqual([false, keys.json.data.keyId]);
+    // Every 409 of register is counted, a key already bound too: the alarm reads this count alone.
+    const repeated = await register();
+    expect([repeated.status, repeated.json.error.code]).toEqual([409, 'ALREADY_REGISTERED']);
+    expect(telemetry.total('RegisterConflicts')).toBe(before + 2);
   });
 
   it('finds records written under card-tag key version 1 after rotating to version 2 and re-tagging', async () => {

@@ -111,12 +111,15 @@ describe('operator metrics over HTTP', () => {
     const bodies = new Set<string>();
     for (const [reason, attempt] of refusals) {
       const before = telemetry.total('DecryptRefusals', { reason });
+      const answered = telemetry.total('DecryptionErrorAnswers');
       const reply = await attempt();
 
       expect([reason, reply.status]).toEqual([reason, 403]);
       expect(reply.text).not.toContain(reason);
       bodies.add(JSON.stringify(withoutRequestIdentity(reply.text)));
       expect([reason, telemetry.total('DecryptRefusals', { reason })]).toEqual([reason, before + 1]);
+      // And the answer itself, by its code, once: what the decryption-errors alarm reads.
+      expect([reason, telemetry.total('DecryptionErrorAnswers')]).toEqual([reason, answered + 1]);
       expect(metricLines()).toContainEqual(
         expect.objectContaining({ metric: 'DecryptRefusals', reason, count: 1 }),
       );
@@ -133,6 +136,7 @@ describe('operator metrics over HTTP', () => {
     for (let granted = 0; granted < stack.config.maxActiveTokens; granted += 1)
       await grantToken(stack, issuer.apiKey, fresh);
     const before = telemetry.total('GrantLimitRefusals');
+    const answered = telemetry.total('GrantErrorAnswers');
 
     const refused = await stack.request<{ error: { code: string } }>('POST', '/api/v1/keys/grant-access', {
       apiKey: issuer.apiKey,
@@ -141,6 +145,7 @@ describe('operator metrics over HTTP', () => {
 
     expect([refused.status, refused.json.error.code]).toEqual([429, 'GRANT_ERROR']);
     expect(telemetry.total('GrantLimitRefusals')).toBe(before + 1);
+    expect(telemetry.total('GrantErrorAnswers')).toBe(answered + 1);
   });
 
   it('counts payment failures per gateway: a decline on gateway_b', async () => {
