@@ -50,8 +50,8 @@ export const floors = [
 /** On the use-case floor: which features each may import (none by default). */
 /** @type {Record<string, string[]>} */
 export const featureImports = {
-  receipts: ['transactions'],
-  users: ['access'],
+  receipts: ['transactions', 'merchants'],
+  users: ['access', 'onboarding'],
   payments: ['receipts', 'transactions', 'merchants'],
   merchants: ['webhooks'],
 };

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../api-keys/authenticator.js';
 import type { AuditAction, AuditLog } from '../db/audit.js';
 import type { AppDeps } from '../app/deps.js';
-import { GrantForbiddenError, GrantLimitError, NotFoundError } from '../kernel/errors.js';
+import { NotFoundError } from '../kernel/errors.js';
+import { GrantForbiddenError, GrantLimitError } from './vocabulary.js';
 import { redactEverywhere } from '../kernel/log.js';
 
 export interface AccessToken {

@@ -1,14 +1,8 @@
 // Type-only: the SDK (about 0.5 s to import) is loaded by the registry on first use.
 import type { Square, SquareClient, WebhooksHelper } from 'square';
 import * as z from 'zod';
-import {
-  AppError,
-  ConflictError,
-  GatewayError,
-  InvalidRequestError,
-  InvalidSignatureError,
-  PaymentDeclinedError,
-} from '../kernel/errors.js';
+import { AppError, ConflictError, InvalidRequestError } from '../kernel/errors.js';
+import { GatewayError, InvalidSignatureError, PaymentDeclinedError } from './vocabulary.js';
 import {
   cardReferencesOf,
   assertMinorUnits,

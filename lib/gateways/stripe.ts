@@ -1,14 +1,8 @@
 // Type-only: the SDK itself is loaded by the registry on first use, so cold starts that never pay skip it.
 import type Stripe from 'stripe';
 import * as z from 'zod';
-import {
-  AppError,
-  ConflictError,
-  GatewayError,
-  InvalidRequestError,
-  InvalidSignatureError,
-  PaymentDeclinedError,
-} from '../kernel/errors.js';
+import { AppError, ConflictError, InvalidRequestError } from '../kernel/errors.js';
+import { GatewayError, InvalidSignatureError, PaymentDeclinedError } from './vocabulary.js';
 import {
   assertMinorUnits,
   cardReferencesOf,

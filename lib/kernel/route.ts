@@ -14,12 +14,15 @@ export type Tag =
   'health' | 'onboarding' | 'keys' | 'receipts' | 'transactions' | 'payments' | 'webhooks' | 'merchants';
 
 /** Codes beyond the platform ones of a status, checked against lib/kernel/errors.ts's catalogue. */
-export type ErrorDoc<S extends ErrorStatus> = {
+export type ErrorDoc<S extends ErrorStatus> = CodedErrorDoc<EndpointCode<S>>;
+// A status's codes come from the registered error classes (a conditional type, whose variance tsc
+// cannot measure): the doc is generic in the codes themselves, so ErrorDoc<400> is an ErrorDoc<ErrorStatus>.
+interface CodedErrorDoc<Code extends string> {
   description: string;
-  codes?: EndpointCode<S>[];
+  codes?: Code[];
   /** A schema component for `error.details`, by name. */
   details?: string;
-};
+}
 export type RouteErrors = { [S in ErrorStatus]?: ErrorDoc<S> };
 
 /** What the infrastructure needs of a route: the CDK stack and the local server read only this. */

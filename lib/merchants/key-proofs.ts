@@ -5,7 +5,8 @@ import { canonicalJson } from '@receipt-service/receipt-core';
 import type { CoreDeps } from '../app/deps.js';
 import type { SigningAlgorithm, SigningJwk } from '../db/merchant-keys.js';
 import { epochSeconds } from '../kernel/clock.js';
-import { InvalidRequestError, KeyChangeProofRequiredError } from '../kernel/errors.js';
+import { InvalidRequestError } from '../kernel/errors.js';
+import { KeyChangeProofRequiredError } from './vocabulary.js';
 
 /**
  * Proofs over a merchant's signing keys (DECISIONS, Round 4, "Merchant keys and gateway events"):

@@ -9,7 +9,7 @@ import {
 } from '@receipt-service/receipt-core';
 import type { Caller } from '../api-keys/authenticator.js';
 import type { CoreDeps } from '../app/deps.js';
-import { ReceiptSignatureRefusedError } from '../kernel/errors.js';
+import { ReceiptSignatureRefusedError } from './vocabulary.js';
 import { isHighS } from './key-proofs.js';
 
 /**

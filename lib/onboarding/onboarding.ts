@@ -15,12 +15,8 @@ import type { KeyPairRecord } from '../db/key-pairs.js';
 import { ERASED_CARD_DAYS, type UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import type { registerBody } from './schemas.js';
-import {
-  AlreadyRegisteredError,
-  InvalidRequestError,
-  KeyGenerationError,
-  KeyNotFoundError,
-} from '../kernel/errors.js';
+import { InvalidRequestError, KeyGenerationError } from '../kernel/errors.js';
+import { AlreadyRegisteredError, KeyNotFoundError } from './vocabulary.js';
 
 export interface GeneratedKeyPair {
   keyId: string;

@@ -10,13 +10,9 @@ import {
   type SignedRefund,
 } from '../db/payments.js';
 import type { GatewayKind, RefundState } from '../gateways/port.js';
-import {
-  ConflictError,
-  InvalidRequestError,
-  NotFoundError,
-  ReceiptSignatureRefusedError,
-  RefundExceedsPaymentError,
-} from '../kernel/errors.js';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../kernel/errors.js';
+import { ReceiptSignatureRefusedError } from '../merchants/vocabulary.js';
+import { RefundExceedsPaymentError } from './vocabulary.js';
 import { checkReceiptSignature, signingOf, type SignatureDeps } from '../merchants/receipt-signature.js';
 import { refundReceiptOf, signedRefundReceiptId } from '@receipt-service/receipt-core';
 import { dateTime, money, uuid, wellFormedText } from '../kernel/fields.js';

@@ -2,7 +2,8 @@ import type { Caller } from '../api-keys/authenticator.js';
 import type { AuditAction } from '../db/audit.js';
 import type { UserRecord } from '../db/users.js';
 import type { CoreDeps } from '../app/deps.js';
-import { ClaimLimitError, NotFoundError } from '../kernel/errors.js';
+import { NotFoundError } from '../kernel/errors.js';
+import { ClaimLimitError } from './vocabulary.js';
 import { checkTransactionDates, type EvidenceTransaction } from './evidence.js';
 
 export type CardRequestDeps = Pick<

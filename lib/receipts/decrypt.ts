@@ -6,7 +6,7 @@ import type { AuditAction } from '../db/audit.js';
 import type { AppDeps } from '../app/deps.js';
 import { DecryptionError } from '../crypto/errors.js';
 import { redactEverywhere } from '../kernel/log.js';
-import type { DecryptRefusal } from '../kernel/telemetry.js';
+import type { DecryptRefusal } from './vocabulary.js';
 
 import type { decryptReceiptBody } from './requests.js';
 import { digitalReceiptSchema, type DigitalReceipt } from './schemas.js';

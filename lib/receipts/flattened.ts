@@ -5,7 +5,7 @@ import {
   toDigitalReceipt as sdkToDigitalReceipt,
 } from '@receipt-service/receipt-core';
 import { amountProblems } from './amounts.js';
-import { ReceiptSignatureRefusedError } from '../kernel/errors.js';
+import { ReceiptSignatureRefusedError } from '../merchants/vocabulary.js';
 import { countryCode, currency, dateTime, hashedPan, money, uuid } from '../kernel/fields.js';
 import {
   cardBrands,

@@ -1,6 +1,6 @@
 import { sealEnvelope, type Recipient, type SealedEnvelope } from '../crypto/envelope.js';
 import type { AppDeps } from '../app/deps.js';
-import { EncryptionError } from '../kernel/errors.js';
+import { EncryptionError } from './vocabulary.js';
 import type { DigitalReceipt } from './schemas.js';
 
 /**

@@ -2,7 +2,8 @@ import type { Caller } from '../api-keys/authenticator.js';
 import type { ReceiptKey } from '../db/receipts.js';
 import type { ErasedUserRecord, UserRecord } from '../db/users.js';
 import type { CoreDeps } from '../app/deps.js';
-import { AlreadyRegisteredError, ConflictError, KeyNotFoundError, NotFoundError } from '../kernel/errors.js';
+import { ConflictError, NotFoundError } from '../kernel/errors.js';
+import { AlreadyRegisteredError, KeyNotFoundError } from '../onboarding/vocabulary.js';
 import { auditorFor } from '../access/tokens.js';
 
 type LifecycleDeps = Pick<CoreDeps, 'clock' | 'repos' | 'audit'>;

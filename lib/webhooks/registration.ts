@@ -3,7 +3,8 @@ import type { Caller } from '../api-keys/authenticator.js';
 import type { Role } from '../kernel/route.js';
 import { WebhookLimitReached, type WebhookEvent, type WebhookRecord } from '../db/webhooks.js';
 import type { CoreDeps } from '../app/deps.js';
-import { ForbiddenError, InvalidRequestError, NotFoundError, WebhookLimitError } from '../kernel/errors.js';
+import { ForbiddenError, InvalidRequestError, NotFoundError } from '../kernel/errors.js';
+import { WebhookLimitError } from './vocabulary.js';
 import { base32 } from './base32.js';
 import { webhookUrlGuardOf } from './url-guard.js';
 

@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { SquareClient, WebhooksHelper } from 'square';
 import Stripe from 'stripe';
-import { InvalidSignatureError } from '../../lib/kernel/errors.js';
+import { InvalidSignatureError } from '../../lib/gateways/vocabulary.js';
 import { SQUARE_EVENT_MAX_AGE_SECONDS, SquareGateway } from '../../lib/gateways/square.js';
 import { StripeGateway } from '../../lib/gateways/stripe.js';
 import { EVENT_TOLERANCE_SECONDS, type SignedEvent } from '../../lib/gateways/port.js';

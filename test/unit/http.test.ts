@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   DecryptionError,
-  EncryptionError,
   InvalidRequestError,
   RateLimitExceededError,
   ServiceUnavailableError,
 } from '../../lib/kernel/errors.js';
+import { EncryptionError } from '../../lib/receipts/vocabulary.js';
 import { errorResponse } from '../../lib/http/error-envelope.js';
 import { REDACTED, redactingReplacer } from '../../lib/kernel/log.js';
 

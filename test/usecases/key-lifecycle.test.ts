@@ -7,13 +7,9 @@ import { DecryptionError } from '../../lib/crypto/errors.js';
 import { decodePrivateKey } from '../../lib/crypto/keys.js';
 import type { ReceiptEnvelope } from '../../lib/db/receipts.js';
 import type { EnvelopeInput } from '../../lib/kernel/envelope-input.js';
-import {
-  AlreadyRegisteredError,
-  GrantForbiddenError,
-  InvalidRequestError,
-  KeyNotFoundError,
-  NotFoundError,
-} from '../../lib/kernel/errors.js';
+import { InvalidRequestError, NotFoundError } from '../../lib/kernel/errors.js';
+import { AlreadyRegisteredError, KeyNotFoundError } from '../../lib/onboarding/vocabulary.js';
+import { GrantForbiddenError } from '../../lib/access/vocabulary.js';
 import { generateKeyPairFor, registerUser } from '../../lib/onboarding/onboarding.js';
 import { decryptForCaller } from '../../lib/receipts/decrypt.js';
 import { getReceipt, listUserReceipts } from '../../lib/receipts/inbox.js';

@@ -8,11 +8,10 @@ import { requireTable } from '../../lib/kernel/config.js';
 import {
   ConflictError,
   ForbiddenError,
-  GatewayError,
   InvalidRequestError,
   NotFoundError,
-  PaymentDeclinedError,
 } from '../../lib/kernel/errors.js';
+import { GatewayError, PaymentDeclinedError } from '../../lib/gateways/vocabulary.js';
 import { createPaymentWithReceipt, type PaymentResult } from '../../lib/payments/create.js';
 import { idempotent } from '../../lib/payments/idempotency.js';
 import { createPaymentBody, type CreatePaymentBody } from '../../lib/payments/schemas.js';

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ManualClock } from '../../../lib/kernel/clock.js';
 import { ConfigError } from '../../../lib/kernel/config.js';
-import { GatewayError, ServiceUnavailableError } from '../../../lib/kernel/errors.js';
+import { ServiceUnavailableError } from '../../../lib/kernel/errors.js';
+import { GatewayError } from '../../../lib/gateways/vocabulary.js';
 import { parseGatewayKind } from '../../../lib/gateways/port.js';
 import {
   createGatewayRegistry,

@@ -1,10 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import {
-  ConflictError,
-  GatewayError,
-  InvalidRequestError,
-  PaymentDeclinedError,
-} from '../../../lib/kernel/errors.js';
+import { ConflictError, InvalidRequestError } from '../../../lib/kernel/errors.js';
+import { GatewayError, PaymentDeclinedError } from '../../../lib/gateways/vocabulary.js';
 import type { PaymentGateway } from '../../../lib/gateways/port.js';
 import { validateStripeMetadata } from '../../../lib/gateways/stripe.js';
 import { startGatewaySandbox, type GatewaySandbox } from '../../../local/gateway-sandbox/index.js';
