@@ -107,6 +107,7 @@ export class ReceiptServiceStack extends Stack {
     });
 
     const functions = new Map<string, ServiceFunction>();
+    const reserved = new Map<string, number>(Object.entries(settings.paymentReservedConcurrency));
     for (const route of routes) {
       const fn = new ServiceFunction(this, `${pascal(route.name)}Function`, {
         route,
@@ -117,6 +118,7 @@ export class ReceiptServiceStack extends Stack {
         tracingPolicy,
         // The escrow key's policy names these roles, so they are made beside the key.
         role: data.escrowRoles.get(route.name),
+        reservedConcurrency: reserved.get(route.name),
       });
       this.grantRoute(fn, route, settings);
       functions.set(route.name, fn);

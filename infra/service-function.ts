@@ -28,6 +28,8 @@ export interface ServiceFunctionProps {
    * escrow users (infra/data-stack.ts). Its permissions are still this construct's, in this stack.
    */
   role?: IRole;
+  /** Reserved concurrent executions (a payment function's, from the stage's settings): its floor and its cap. */
+  reservedConcurrency?: number;
 }
 
 export const DEFAULT_MEMORY_MB = 512;
@@ -103,6 +105,9 @@ export class ServiceFunction extends Construct {
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       memorySize: route.memoryMb ?? DEFAULT_MEMORY_MB,
+      ...(props.reservedConcurrency === undefined
+        ? {}
+        : { reservedConcurrentExecutions: props.reservedConcurrency }),
       timeout: Duration.seconds(route.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS),
       role: this.role,
       logGroup: this.logGroup,

@@ -4,6 +4,7 @@ import * as z from 'zod';
 import {
   deployedApiKeyEnvironment,
   isLiveStripeKey,
+  isProductionStage,
   liveGatewayCredentialRefusal,
   serviceEnvSchema,
   type ApiKeyEnvironment,
@@ -41,6 +42,33 @@ const tierSchema = z.object({
 const tierOverrides = z.preprocess(
   fromText,
   z.strictObject(Object.fromEntries(tierNames.map((tier) => [tier, tierSchema.partial().optional()]))),
+);
+
+/**
+ * The functions that take a card payment, a refund or the provider's word on one: reserved concurrency
+ * keeps a flood of other requests (encrypts, decrypts) from taking the account's executions from them.
+ */
+export const paymentFunctionNames = ['create-payment', 'create-refund', 'gateway-events'] as const;
+export type PaymentFunctionName = (typeof paymentFunctionNames)[number];
+
+/**
+ * What a production stage reserves when the setting is not given (docs/SCALE.md, "Lambda concurrency"):
+ * one enterprise merchant's payment allowance (250 a second) at ~450 ms a payment is ~113 executions,
+ * so 150 with room; refunds and the providers' events are a fraction of that and fast.
+ */
+export const defaultPaymentReservedConcurrency: Readonly<Record<PaymentFunctionName, number>> = {
+  'create-payment': 150,
+  'create-refund': 20,
+  'gateway-events': 30,
+};
+
+const reservedConcurrency = z.preprocess(
+  fromText,
+  z.strictObject(
+    Object.fromEntries(
+      paymentFunctionNames.map((name) => [name, z.number().int().min(1).max(10_000).optional()]),
+    ) as Record<PaymentFunctionName, z.ZodOptional<z.ZodNumber>>,
+  ),
 );
 
 const alarmThreshold = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
@@ -103,6 +131,13 @@ const settingsSchema = z.object({
    */
   gatewayEventSourceCidrs: z.preprocess(fromText, z.array(z.cidrv4()).max(1_000)).default([]),
   dashboard: flag.default(true),
+  /**
+   * Reserved concurrent executions per payment function (`-c paymentReservedConcurrency='{"create-payment":300}'`,
+   * `'{}'` for none). Unset: a production stage reserves defaultPaymentReservedConcurrency, any other
+   * stage nothing (a test account's concurrency quota is often too small to reserve from: Lambda keeps
+   * 100 executions unreserved).
+   */
+  paymentReservedConcurrency: reservedConcurrency.optional(),
   /** Security alarms: answers (or refusals) in five minutes at which someone should look. */
   unauthorizedAlarmThreshold: alarmThreshold(50),
   forbiddenAlarmThreshold: alarmThreshold(50),
@@ -124,6 +159,7 @@ export interface ServiceSettings extends Omit<
   | 'stripeWebhookSecretName'
   | 'squareWebhookSecretName'
   | 'logRetentionDays'
+  | 'paymentReservedConcurrency'
 > {
   tiers: TierTable;
   /** True when the usage plans differ from lib/kernel/tiers.ts, which the service's own limiter still reads. */
@@ -142,6 +178,8 @@ export interface ServiceSettings extends Omit<
   metricNamespace: string;
   /** From the stage, never set apart from it, so the admin CLI derives the same (lib/kernel/config.ts). */
   apiKeyEnvironment: Exclude<ApiKeyEnvironment, 'local'>;
+  /** Reserved concurrent executions of the payment functions that have one. */
+  paymentReservedConcurrency: Partial<Record<PaymentFunctionName, number>>;
 }
 
 export const settingKeys = Object.keys(settingsSchema.shape) as (keyof SettingsInput)[];
@@ -191,7 +229,7 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
   const credentialProblems = liveCredentialProblems(parsed.data);
   if (credentialProblems.length > 0)
     throw new SettingsError(`Invalid receipt-service settings: ${credentialProblems.join('; ')}`);
-  const { tiers: overriddenTiers, ...values } = parsed.data;
+  const { tiers: overriddenTiers, paymentReservedConcurrency, ...values } = parsed.data;
   const tiers = Object.fromEntries(
     tierNames.map((tier) => [tier, { ...serviceTiers[tier], ...overriddenTiers?.[tier] }]),
   ) as TierTable;
@@ -211,5 +249,8 @@ export function resolveSettings(scope: Construct, overrides: SettingsInput = {})
     resourcePrefix: `receipt-service-${values.stage}`,
     metricNamespace: `${METRIC_NAMESPACE}/${values.stage}`,
     apiKeyEnvironment: deployedApiKeyEnvironment(values.stage),
+    paymentReservedConcurrency:
+      paymentReservedConcurrency ??
+      (isProductionStage(values.stage) ? { ...defaultPaymentReservedConcurrency } : {}),
   };
 }

@@ -67,6 +67,7 @@ export class WebhookDelivery extends Construct {
       eventSourceArn: streamArn,
       startingPosition: StartingPosition.TRIM_HORIZON,
       batchSize: dispatchStream.batchSize,
+      parallelizationFactor: dispatchStream.parallelizationFactor,
       bisectBatchOnError: true,
       retryAttempts: dispatchStream.retryAttempts,
       maxRecordAge: Duration.hours(dispatchStream.maxRecordAgeHours),

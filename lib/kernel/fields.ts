@@ -42,7 +42,8 @@ export const hashedPan = z
     examples: ['a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8'],
   });
 
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
+// Made on first use: building ICU's region names takes ~11 ms, a sixth of a bare handler's import.
+let regionNames: Intl.DisplayNames | undefined;
 /** ISO 3166-1 alpha-2, as the runtime's ICU knows the regions: `US`, not `USA` or `United States`. */
 export const countryCode = z
   .string()
@@ -50,6 +51,7 @@ export const countryCode = z
   .refine((code) => {
     // The pattern above reports a badly formed code; ICU throws on one.
     if (!/^[A-Z]{2}$/.test(code)) return true;
+    regionNames ??= new Intl.DisplayNames(['en'], { type: 'region' });
     const name = regionNames.of(code);
     return name !== undefined && name !== code && name !== 'Unknown Region';
   }, 'is not an ISO 3166-1 country code')

@@ -75,6 +75,7 @@ describe('the receipts stream', () => {
     expect(mapping.Properties).toMatchObject({
       StartingPosition: 'TRIM_HORIZON',
       BatchSize: dispatchStream.batchSize,
+      ParallelizationFactor: dispatchStream.parallelizationFactor,
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: dispatchStream.retryAttempts,
       MaximumRecordAgeInSeconds: dispatchStream.maxRecordAgeHours * 3_600,

@@ -340,6 +340,50 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
     });
   });
 
+  it('lets no slow receiver hold the stream or another receiver: the batch is answered and the other webhook served while the slow one holds its first request', async () => {
+    // Issue 40 (docs/SCALE.md, "The receipts stream"): a shard is read by up to four batches at once,
+    // and a batch only writes deliveries and queues their attempts, so its time is never a receiver's.
+    const slow = await startReceiver(200, ['hold']);
+    const fast = await startReceiver(200);
+    const held = await merchantWithWebhook(slow.url);
+    const served = await merchantWithWebhook(fast.url);
+    for (let index = 0; index < 3; index += 1) {
+      await storeReceipt(useCases.deps, held.merchant, undefined);
+      await storeReceipt(useCases.deps, served.merchant, undefined);
+    }
+    const records = await stream.next();
+    expect(records).toHaveLength(6);
+
+    // Answered, every record processed, with the slow receiver's request not yet answered (it is
+    // released only below: a batch that waited for it would never return).
+    const { batchItemFailures } = await dispatchReceiptStream(
+      { Records: records as Parameters<typeof dispatchReceiptStream>[0]['Records'] },
+      dispatchDeps,
+    );
+    expect(batchItemFailures).toEqual([]);
+    await waitFor(fast, 3);
+    await waitFor(slow, 1);
+    // The other webhook has all three; the slow one its first, held, the other two queued behind it.
+    expect(fast.received).toHaveLength(3);
+    expect(slow.received).toHaveLength(1);
+
+    slow.release(200);
+    await (dispatchDeps.queue as LocalDeliveryQueue).drain();
+    expect(slow.received).toHaveLength(3);
+    for (const { merchant, webhook } of [held, served]) {
+      const { repos } = useCases.deps;
+      const { deliveries } = await listDeliveries(
+        { ...useCases.deps, webhooks: repos.webhooks, deliveries: repos.webhookDeliveries },
+        { webhookId: webhook.webhookId, clientId: merchant.clientId, limit: 10 },
+      );
+      expect(deliveries.map((delivery) => [delivery.status, delivery.attemptCount])).toEqual([
+        ['succeeded', 1],
+        ['succeeded', 1],
+        ['succeeded', 1],
+      ]);
+    }
+  });
+
   it('sends nothing more for a webhook deleted while its delivery was pending', async () => {
     const receiver = await startReceiver(503);
     const { merchant, webhook } = await escrowedDelivery(receiver.url);
