@@ -177,7 +177,7 @@ export async function signReceipt(
 const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
 
 /** An ES256 signature (r ‖ s) in low-S form (s ≤ n/2); WebCrypto gives either form. */
-function lowS(alg: SigningAlgorithm, signature: Uint8Array): Uint8Array {
+export function lowS(alg: SigningAlgorithm, signature: Uint8Array): Uint8Array {
   if (alg !== 'ES256' || signature.length !== 64) return signature;
   let s = 0n;
   for (const byte of signature.subarray(32)) s = (s << 8n) | BigInt(byte);
