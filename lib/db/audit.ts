@@ -35,7 +35,8 @@ export type AuditAction =
   | 'signing-policy.set'
   | 'signing-key.take-over'
   | 'signing-key.reset'
-  | 'receipt.signature';
+  | 'receipt.signature'
+  | 'receipt.credential';
 
 /**
  * One audited operation. Never a key, a token id, any part of a hashedPan or receipt content: only

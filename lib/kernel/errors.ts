@@ -110,6 +110,19 @@ export class ReceiptSignatureRefusedError extends AppError<400> {
   }
 }
 
+/**
+ * A merchant's receiptCredential that does not stand (lib/merchants/receipt-credential.ts): a bad
+ * signature, a key that is not the caller's active one, or claims that are not this receipt's. The
+ * signature family's code, naming the body field; refused before anything is charged or stored.
+ */
+export class ReceiptCredentialRefusedError extends AppError<400> {
+  readonly status = 400 as const;
+  readonly code = 'invalid_signature';
+  constructor(message: string, reason: string, extra: ErrorDetails = {}) {
+    super(message, { reason, ...extra, fields: [{ field: 'receiptCredential', message }] });
+  }
+}
+
 /** A refund larger than what is left of the payment; refused before the gateway is called. */
 export class RefundExceedsPaymentError extends AppError<400> {
   readonly status = 400 as const;

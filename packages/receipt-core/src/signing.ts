@@ -80,14 +80,20 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The bytes a merchant's signature covers: `receipt` less `merchantSignature` and less
+ * The bytes a merchant's signature covers: `receipt` less `merchantSignature`, less
  * `cardTransaction` (the network's references, which the service seals after the charge the merchant
- * signed before), as RFC 8785 canonical JSON (canonicalJson) in UTF-8.
+ * signed before) and less `receiptCredential` (the merchant's SD-JWT VC of the receipt, signed by its own
+ * key), as RFC 8785 canonical JSON (canonicalJson) in UTF-8.
  */
 export function signedReceiptBytes(
-  receipt: SignableReceipt & { cardTransaction?: unknown },
+  receipt: SignableReceipt & { cardTransaction?: unknown; receiptCredential?: unknown },
 ): Uint8Array<ArrayBuffer> {
-  const { merchantSignature: _signature, cardTransaction: _references, ...signed } = receipt;
+  const {
+    merchantSignature: _signature,
+    cardTransaction: _references,
+    receiptCredential: _credential,
+    ...signed
+  } = receipt;
   return ascii(canonicalJson(signed));
 }
 
