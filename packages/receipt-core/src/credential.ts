@@ -6,16 +6,19 @@
  * JWKS. The claims carry the vReceipt names (toVReceipt, EWC ds011) where a receipt has them; every
  * claim below the top-level groups is selectively disclosable, and so is every group.
  *
- * The SD-JWT mechanics are @sd-jwt's (SDJwtVcInstance: issue, present, verify); the JWS check is jose's
+ * The SD-JWT mechanics are @sd-jwt/core's (issue, present, verify); the JWS check is jose's
  * (the JWKS key the header's kid names, ES256 only; `typ` checked after it); WebCrypto hashes, salts and signs.
  * No holder binding: a presentation proves the merchant issued the receipt, not who shows it.
  *
  * An entry point of its own (`@receipt-service/receipt-core/credential`, the SDK's
- * `@receipt-service/sdk/credential`): @sd-jwt/sd-jwt-vc and jose are optional peer dependencies, so
- * an app that does not present receipts installs neither.
+ * `@receipt-service/sdk/credential`): @sd-jwt/core, @sd-jwt/decode and jose are optional peer
+ * dependencies, so an app that does not present receipts installs none of them. @sd-jwt/core rather than
+ * @sd-jwt/sd-jwt-vc: the latter adds zod (whose eval probe a strict Content-Security-Policy reports),
+ * a status-list client and pako, none of which a receipt uses; the `typ`, `vct` and `iss` it would check
+ * are checked here.
  */
 import { decodeSdJwt, unpack } from '@sd-jwt/decode';
-import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc';
+import { SDJwtInstance, type SdJwtPayload } from '@sd-jwt/core';
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { encodeBase64Url } from './base64.js';
 import { currencyExponent, decimalAmount, localDate, type DigitalReceipt12 } from './formats/receipt.js';
@@ -37,6 +40,11 @@ export const RECEIPT_PRESENTATION_BASICS: readonly string[] = [
 /** The path of a merchant client's JWKS on a deployment: a credential's `iss` is the absolute URL of it. */
 export const merchantJwksPath = (merchantClientId: string): string =>
   `/api/v1/merchants/${encodeURIComponent(merchantClientId)}/jwks.json`;
+
+/** @sd-jwt/core's instance, its JWS `typ` that of an SD-JWT VC. */
+class ReceiptSdJwt extends SDJwtInstance<SdJwtPayload> {
+  protected override type = RECEIPT_CREDENTIAL_TYP;
+}
 
 export class ReceiptCredentialError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -201,7 +209,7 @@ export async function issueReceiptCredential(
     throw new ReceiptCredentialError("The issuer must be the merchant's JWKS URL");
   }
   const claims = receiptCredentialClaims(receipt);
-  const sdjwt = new SDJwtVcInstance({
+  const sdjwt = new ReceiptSdJwt({
     hasher,
     hashAlg: 'sha-256',
     saltGenerator,
@@ -234,7 +242,7 @@ export async function issueReceiptCredential(
   );
 }
 
-const presenter = () => new SDJwtVcInstance({ hasher });
+const presenter = () => new ReceiptSdJwt({ hasher });
 
 /** The dotted paths a credential can disclose (`PurchaseReceipt.issueDate`, `PurchaseReceiptLine.0.quantity`, …). */
 export async function presentableReceiptClaims(credential: string): Promise<string[]> {
@@ -318,7 +326,7 @@ export async function verifyReceiptPresentation(
 ): Promise<VerifiedPresentation> {
   const keys = createLocalJWKSet(jwks);
   let kid = '';
-  const verifier = new SDJwtVcInstance({
+  const verifier = new ReceiptSdJwt({
     hasher,
     verifier: async (data: string, signature: string) => {
       const { protectedHeader } = await compactVerify(`${data}.${signature}`, keys, {

@@ -2,7 +2,7 @@
  * `@receipt-service/sdk/credential`: presentable receipts (SD-JWT VCs). The till issues one with
  * issueReceiptCredential and sends it as `receiptCredential`; the cardholder's app presents part of the
  * sealed one with presentReceipt; anyone checks a presentation with verifyReceiptPresentation and the
- * merchant's JWKS. An entry point of its own because @sd-jwt/sd-jwt-vc, @sd-jwt/decode and jose are
+ * merchant's JWKS. An entry point of its own because @sd-jwt/core, @sd-jwt/decode and jose are
  * optional peer dependencies: an app that presents receipts installs them beside the SDK.
  */
 export {
@@ -19,3 +19,5 @@ export {
   type ReceiptCredentialClaims,
   type VerifiedPresentation,
 } from '@receipt-service/receipt-core/credential';
+/** The wallet labels of the vReceipt claims, for showing what a presentation discloses and hides. */
+export { VRECEIPT_CLAIM_LABELS } from '@receipt-service/receipt-core';
