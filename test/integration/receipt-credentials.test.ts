@@ -105,11 +105,9 @@ const jwksUrl = (clientId: string) => `${stack.url}/api/v1/merchants/${clientId}
 async function merchantJwks(...kids: string[]) {
   const keys = await Promise.all(
     kids.map(async (kid) => {
-      const reply = await stack.request<Data<{ publicKey: Record<string, string> }>>(
-        'GET',
-        `/api/v1/merchant-keys/${kid}`,
-        { apiKey: issuer },
-      );
+      const reply = await stack.request<
+        Data<{ publicKey: { kty: string; crv: string; x: string; y: string } }>
+      >('GET', `/api/v1/merchant-keys/${kid}`, { apiKey: issuer });
       expect(reply.status).toBe(200);
       return { ...reply.json.data.publicKey, kid, alg: 'ES256', use: 'sig' };
     }),

@@ -415,7 +415,9 @@ async function showPresentation(credential: string, issuer: ApiKey): Promise<voi
   const encodedHeader = credential.slice(0, credential.indexOf('.'));
   const { kid } = JSON.parse(atob(encodedHeader.replace(/-/g, '+').replace(/_/g, '/'))) as { kid: string };
   const fetched = await send('GET', `/merchant-keys/${encodeURIComponent(kid)}`, issuer);
-  const publicKey = (fetched.body as { data?: { publicKey?: Record<string, string> } }).data?.publicKey;
+  const publicKey = (
+    fetched.body as { data?: { publicKey?: { kty: string; crv?: string; x?: string; y?: string } } }
+  ).data?.publicKey;
   const line = step.say('', 'presented');
   try {
     if (!publicKey) throw new Error(`GET /merchant-keys/${kid} answered ${fetched.status}`);

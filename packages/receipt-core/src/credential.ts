@@ -284,6 +284,14 @@ export async function presentReceipt(
   return presenter().present(credential, frame as never);
 }
 
+/**
+ * A JWK Set (RFC 7517 §5) as GET /api/v1/merchants/{merchantClientId}/jwks.json serves it. Declared here,
+ * not as jose's type, so an app's declarations compile without the optional peers installed.
+ */
+export interface ReceiptJwks {
+  keys: { kty: string; kid?: string; alg?: string; use?: string; crv?: string; x?: string; y?: string }[];
+}
+
 export interface VerifiedPresentation {
   /** The claims the presentation discloses, vReceipt-named, with the JWT's `iss`, `iat` and `vct`. */
   claims: Partial<ReceiptCredentialClaims> & { iss: string; iat?: number; vct: string };
@@ -322,9 +330,9 @@ async function referencedDisclosures(presentation: string): Promise<string[]> {
  */
 export async function verifyReceiptPresentation(
   presentation: string,
-  jwks: JSONWebKeySet,
+  jwks: ReceiptJwks,
 ): Promise<VerifiedPresentation> {
-  const keys = createLocalJWKSet(jwks);
+  const keys = createLocalJWKSet(jwks as JSONWebKeySet);
   let kid = '';
   const verifier = new ReceiptSdJwt({
     hasher,

@@ -16,6 +16,7 @@ export {
   receiptCredentialClaims,
   verifyReceiptPresentation,
   type IssueOptions,
+  type ReceiptJwks,
   type ReceiptCredentialClaims,
   type VerifiedPresentation,
 } from '@receipt-service/receipt-core/credential';
