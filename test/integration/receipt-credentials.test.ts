@@ -218,6 +218,37 @@ describe('a receipt credential that does not stand is 400 invalid_signature, and
       'credential_signature',
     ],
     [
+      'signed by a key the merchant has revoked',
+      async (body) => {
+        // A second key, added with a proof by the first and revoked with one: it signed before, not now.
+        const key = await generateSigningKey({ algorithm: 'ES256' });
+        const proven = async (statement: Record<string, string>, signer: SigningKey) => {
+          const { nonce, clientId } = (
+            await stack.request<Data<{ nonce: string; clientId: string }>>(
+              'POST',
+              '/api/v1/merchants/signing-keys/challenges',
+              { apiKey: merchant.apiKey },
+            )
+          ).json.data;
+          return signKeyProof({ ...statement, clientId, nonce } as never, signer.privateKey, signer.kid);
+        };
+        const added = await stack.request('POST', '/api/v1/merchants/signing-keys', {
+          apiKey: merchant.apiKey,
+          body: { publicKey: key.publicJwk, proof: await proven({ action: 'register', kid: key.kid }, key) },
+          headers: { 'Key-Change-Proof': await proven({ action: 'add-key', target: key.kid }, till) },
+        });
+        expect(added.status).toBe(201);
+        const credential = await credentialFor(body, key);
+        const revoked = await stack.request('DELETE', `/api/v1/merchants/signing-keys/${key.kid}`, {
+          apiKey: merchant.apiKey,
+          headers: { 'Key-Change-Proof': await proven({ action: 'revoke-key', target: key.kid }, till) },
+        });
+        expect(revoked.status).toBe(200);
+        return credential;
+      },
+      'credential_signature',
+    ],
+    [
       "signed by another merchant client's key",
       (body) => credentialFor(body, otherTill, jwksUrl(other.clientId)),
       'credential_signature',

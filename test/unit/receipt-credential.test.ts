@@ -158,6 +158,29 @@ describe('presentReceipt and verifyReceiptPresentation', () => {
     ).rejects.toThrow(ReceiptCredentialError);
   });
 
+  it('fails for a JWT of another typ, even when signed by the key the JWKS holds', async () => {
+    // The same signed payload under a header saying `typ: JWT`, re-signed by the merchant's own key.
+    const [jwt, ...disclosures] = credential.split('~');
+    const [, payload] = jwt!.split('.') as [string, string];
+    const header = Buffer.from(JSON.stringify({ typ: 'JWT', alg: 'ES256', kid: merchant.kid })).toString(
+      'base64url',
+    );
+    const signature = new Uint8Array(
+      await crypto.subtle.sign(
+        { name: 'ECDSA', hash: 'SHA-256' },
+        merchant.privateKey,
+        new TextEncoder().encode(`${header}.${payload}`),
+      ),
+    );
+    const retyped = [
+      `${header}.${payload}.${Buffer.from(signature).toString('base64url')}`,
+      ...disclosures,
+    ].join('~');
+    await expect(verifyReceiptPresentation(retyped, jwksOf(merchant))).rejects.toThrow(
+      /typ is not dc\+sd-jwt/,
+    );
+  });
+
   it('fails against a JWKS whose key under that kid is another key', async () => {
     const presentation = await presentReceipt(credential);
     const impostor = { keys: [{ ...other.publicJwk, kid: merchant.kid, alg: 'ES256', use: 'sig' }] };
