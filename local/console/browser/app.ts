@@ -400,8 +400,22 @@ async function merchantClientId(merchant: ApiKey): Promise<string> {
   return clientId;
 }
 
+/** The ds011 groups have no wallet label of their own; these name them for a reader. */
+const GROUP_LABELS: Record<string, string> = {
+  PurchaseReceipt: 'Receipt',
+  MonetaryTotal: 'Totals',
+  TaxTotal: 'VAT',
+  Party: 'Seller',
+  PurchaseReceiptLine: 'Every line (how many, too)',
+  CardAccount: 'Card',
+  Payment: 'Payment and its transaction',
+};
+
 const claimLabel = (path: string): string =>
-  VRECEIPT_CLAIM_LABELS[path.replace(/\.\d+(?=\.|$)/g, '')] ?? VRECEIPT_CLAIM_LABELS[`${path}.name`] ?? path;
+  GROUP_LABELS[path] ??
+  VRECEIPT_CLAIM_LABELS[path.replace(/\.\d+(?=\.|$)/g, '')] ??
+  VRECEIPT_CLAIM_LABELS[`${path}.name`] ??
+  path;
 
 /**
  * The cardholder's presentation of the sealed credential: merchant, date and total only, checked here
