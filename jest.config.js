@@ -86,8 +86,10 @@ const shared = {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     // The workspace packages by name, from their sources (tsconfig.json's paths say the same).
     '^@receipt-service/receipt-core$': '<rootDir>/packages/receipt-core/src/index.ts',
+    '^@receipt-service/receipt-core/credential$': '<rootDir>/packages/receipt-core/src/credential.ts',
     '^@receipt-service/sdk$': '<rootDir>/packages/sdk/src/index.ts',
     '^@receipt-service/sdk/pdf$': '<rootDir>/packages/sdk/src/pdf.ts',
+    '^@receipt-service/sdk/credential$': '<rootDir>/packages/sdk/src/credential.ts',
     // Middy's packages export an `import` condition only, which Jest's CommonJS resolver does not match.
     '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js',
     // The payment SDKs as a deployed function loads them, one bundled file each (test/support/payment-sdks.js).

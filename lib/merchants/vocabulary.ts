@@ -9,6 +9,7 @@ declare module '../kernel/errors.js' {
   interface ErrorRegistry {
     ReceiptSignatureRefusedError: ReceiptSignatureRefusedError;
     KeyChangeProofRequiredError: KeyChangeProofRequiredError;
+    ReceiptCredentialRefusedError: ReceiptCredentialRefusedError;
   }
 }
 
@@ -20,6 +21,7 @@ declare module '../db/audit.js' {
     'signing-key.take-over': true;
     'signing-key.reset': true;
     'receipt.signature': true;
+    'receipt.credential': true;
   }
 }
 
@@ -46,5 +48,18 @@ export class KeyChangeProofRequiredError extends AppError<403> {
   readonly code = 'KEY_CHANGE_PROOF_REQUIRED';
   constructor(message: string, reason: string) {
     super(message, { reason, fields: [{ field: 'Key-Change-Proof', message }] });
+  }
+}
+
+/**
+ * A merchant's receiptCredential that does not stand (lib/merchants/receipt-credential.ts): a bad
+ * signature, a key that is not the caller's active one, or claims that are not this receipt's. The
+ * signature family's code, naming the body field; refused before anything is charged or stored.
+ */
+export class ReceiptCredentialRefusedError extends AppError<400> {
+  readonly status = 400 as const;
+  readonly code = 'invalid_signature';
+  constructor(message: string, reason: string, extra: ErrorDetails = {}) {
+    super(message, { reason, ...extra, fields: [{ field: 'receiptCredential', message }] });
   }
 }

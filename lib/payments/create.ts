@@ -10,6 +10,7 @@ import type { PaymentFailure } from './vocabulary.js';
 import { digestOf, encryptAndStore } from '../receipts/encrypt.js';
 import { receiptOfFlattened } from '../receipts/flattened.js';
 import { sealedWithSignature, signingOf } from '../merchants/receipt-signature.js';
+import { sealedWithCredential } from '../merchants/receipt-credential.js';
 import { putMapping } from '../transactions/transactions.js';
 import { openRecord, sealRecord } from '../crypto/sealed-record.js';
 import { sealCardTransaction } from './card-transaction.js';
@@ -224,12 +225,18 @@ export async function createPaymentWithReceipt(
   const { kind, body, caller } = input;
   const amount = chargedAmount(kind, body);
   const gateway = await configuredGateway(deps, kind);
-  const { amount: _amount, cardNonce, paymentMethodId, ...receiptFields } = body;
+  const { amount: _amount, cardNonce, paymentMethodId, receiptCredential, ...receiptFields } = body;
   // The signature is checked before anything is stored or charged; what it signed is what is sealed.
   const signing = await signingOf(deps, caller, input.signature, input.requestId);
-  const receipt = await sealedWithSignature(deps, signing, {
+  const signed = await sealedWithSignature(deps, signing, {
     caller,
     receipt: receiptOfFlattened(receiptFields, signing !== null, deps.clock.now()),
+    requestId: input.requestId,
+  });
+  // The receipt credential is checked over the same receipt, before anything is stored or charged.
+  const receipt = await sealedWithCredential(deps, receiptCredential, {
+    caller,
+    receipt: signed,
     requestId: input.requestId,
   });
   const { envelope } = await encryptAndStore(deps, {
@@ -237,7 +244,7 @@ export async function createPaymentWithReceipt(
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
     caller,
     requestId: input.requestId,
-    requestDigest: digestOf({ ...receiptFields, recipientHashedPan: undefined }),
+    requestDigest: digestOf({ ...receiptFields, receiptCredential, recipientHashedPan: undefined }),
     paymentStatus: 'pending',
   });
   const pointers = {

@@ -5,6 +5,7 @@ import {
   toDigitalReceipt as sdkToDigitalReceipt,
 } from '@receipt-service/receipt-core';
 import { amountProblems } from './amounts.js';
+import { receiptCredentialSchema } from './credential-field.js';
 import { ReceiptSignatureRefusedError } from '../merchants/vocabulary.js';
 import { countryCode, currency, dateTime, hashedPan, money, uuid } from '../kernel/fields.js';
 import {
@@ -77,6 +78,8 @@ export const flattenedReceiptFields = {
   items: z.array(flattenedItemSchema).max(MAX_ITEMS).default([]),
   mockItems: z.boolean().default(FLATTENED_DEFAULTS.mockItems),
   recipientHashedPan: hashedPan.optional(),
+  // Issue 39: the receipt as an SD-JWT VC; checked and sealed, never part of the DigitalReceipt mapping.
+  receiptCredential: receiptCredentialSchema.optional(),
 };
 
 export const flattenedReceiptSchema = z.strictObject(flattenedReceiptFields);

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { hashedPan } from '../kernel/fields.js';
+import { receiptCredentialSchema } from './credential-field.js';
 import { checkAmounts, flattenedReceiptSchema } from './flattened.js';
 import { digitalReceiptSchema } from './schemas.js';
 import { envelopeInputSchema } from '../kernel/envelope-input.js';
@@ -24,6 +25,7 @@ export const nestedEncryptBody = z
     receipt: digitalReceiptSchema,
     recipientIdentifier: recipientIdentifierSchema,
     recipientHashedPan: hashedPan.optional(),
+    receiptCredential: receiptCredentialSchema.optional(),
   })
   .superRefine((body, ctx) => {
     // The service seals a signature it has checked, from the header; one written into the body would
@@ -33,6 +35,13 @@ export const nestedEncryptBody = z
         code: 'custom',
         path: ['receipt', 'merchantSignature'],
         message: 'is set by the service from the Receipt-Signature header: send the signature there',
+      });
+    }
+    if (body.receipt.receiptCredential !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['receipt', 'receiptCredential'],
+        message: "is sealed by the service from the body's receiptCredential once checked: send it there",
       });
     }
     // The network's references are the service's to attest, read from the provider after the charge.

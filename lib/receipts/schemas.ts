@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { receiptCredentialSchema } from './credential-field.js';
 import { countryCode, currency, dateTime, httpsUrl, money, uuid } from '../kernel/fields.js';
 import { expectedLineTotal, sumOfLines, type LineAmounts } from './amounts.js';
 
@@ -247,6 +248,7 @@ export const digitalReceiptSchema = z
     metadata: z.record(z.string().max(128), z.unknown()).optional(),
     createdAt: dateTime,
     merchantSignature: merchantSignatureSchema.optional(),
+    receiptCredential: receiptCredentialSchema.optional(),
     cardTransaction: cardTransactionSchema.optional(),
   })
   .superRefine((receipt, ctx) => {

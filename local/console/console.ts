@@ -176,6 +176,11 @@ details summary { cursor: pointer; margin: 8px 0 4px; color: #1d4f91; font-weigh
 .status { font-weight: 600; }
 .signature { font-weight: 600; color: #1e8449; overflow-wrap: anywhere; }
 .signature.problem { color: #a61b1b; }
+.presented { font-weight: 600; color: #1e8449; overflow-wrap: anywhere; }
+.presented.problem { color: #a61b1b; }
+.disclosed { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; margin: 0.5rem 0; }
+.disclosed dt { color: #555; }
+.disclosed dd { margin: 0; font-weight: 600; }
 .step.refused { border-color: #a61b1b; }
 .step.refused h2::before { content: '✗ '; color: #a61b1b; }
 @media (max-width: 720px) {
@@ -230,6 +235,11 @@ function consolePage(nonce: string): string {
 <option value="EdDSA">Signed with Ed25519 (a key made on this page)</option>
 <option value="ES256">Signed with P-256 (a key made on this page)</option>
 <option value="none">Not signed</option>
+</select>
+<label for="credential">Presentable receipt</label>
+<select id="credential">
+<option value="sd-jwt">Issued at the till as an SD-JWT VC (P-256)</option>
+<option value="none">None</option>
 </select>
 <label for="gateway">Gateway</label>
 <select id="gateway">

@@ -248,6 +248,54 @@ describe('developer console in a browser', () => {
       state: 'verified',
       text: `signed by Corner Coffee (kid ${kid}), verified on this device`,
     });
+    // The presentable receipt (issue 39): issued at the till as an SD-JWT VC and sealed in the receipt,
+    // presented with merchant, date and total only, verified here, and what it hides listed.
+    expect(first.text).toContain('issueReceiptCredential');
+    expect(first.receipt.receiptCredential).toEqual(expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+~/));
+    const presented = (await page.evaluate(`(() => {
+      const section = document.querySelector('#presentation');
+      return {
+        state: section.querySelector('[data-presentation]')?.getAttribute('data-presentation'),
+        shown: Object.fromEntries(
+          [...section.querySelectorAll('dd[data-claim]')].map((cell) => [cell.dataset.claim, cell.textContent]),
+        ),
+        hidden: [...section.querySelectorAll('.hidden-claims li')].map((item) => item.dataset.claim),
+        presentation: section.querySelector('pre')?.textContent ?? '',
+      };
+    })()`)) as { state: string; shown: Record<string, string>; hidden: string[]; presentation: string };
+    expect(presented.state).toBe('verified');
+    expect(presented.shown).toEqual({
+      'Party.partyName_': 'Corner Coffee',
+      'PurchaseReceipt.issueDate': expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+      'MonetaryTotal.payableAmount': '9.78 USD',
+    });
+    expect(presented.hidden).toEqual(
+      expect.arrayContaining([
+        'PurchaseReceipt.iD',
+        'MonetaryTotal.lineExtensionAmount',
+        'TaxTotal',
+        'PurchaseReceiptLine',
+        'Payment',
+      ]),
+    );
+    expect(presented.hidden).not.toContain('Party.partyName_');
+    // The presentation itself, every part decoded, carries none of what it hides.
+    const decoded = presented.presentation
+      .split(/[.~]/)
+      .map((part) => Buffer.from(part, 'base64url').toString('utf8'))
+      .join('\n');
+    expect(decoded).toContain('Corner Coffee');
+    for (const hidden of [
+      'Flat white',
+      String(first.receipt.receiptId),
+      'PurchaseReceiptLine',
+      'transactionID',
+    ]) {
+      expect({ hidden, found: decoded.includes(hidden) }).toEqual({ hidden, found: false });
+    }
+    await (await page.$('#presentation'))!.screenshot({
+      path: join(artifactsDir, 'console-presentation.png'),
+    });
     await (await page.$('#receipt'))!.screenshot({ path: join(artifactsDir, 'console-signed-receipt.png') });
     await (await page.$('#tampered-receipt'))!.screenshot({
       path: join(artifactsDir, 'console-tampered-receipt.png'),

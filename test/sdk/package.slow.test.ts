@@ -99,6 +99,19 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
+/** The packages installed in the app's node_modules, scoped ones by their full name. */
+async function installedPackages(): Promise<string[]> {
+  const top = (await readdir(join(app, 'node_modules'))).filter((name) => !name.startsWith('.'));
+  const scoped = await Promise.all(
+    top.map(async (name) =>
+      name.startsWith('@')
+        ? (await readdir(join(app, 'node_modules', name))).map((inner) => `${name}/${inner}`)
+        : [name],
+    ),
+  );
+  return scoped.flat();
+}
+
 /** tsc --strict over the README's blocks in the app project, with the given libraries and types. */
 async function compileReadme(name: string, options: Record<string, unknown>): Promise<string> {
   const dir = join(app, name);
@@ -151,15 +164,7 @@ describe('the packed SDK', () => {
   });
 
   it('installs alone and small: no jsPDF unless the app asks for PDFs', async () => {
-    const top = (await readdir(join(app, 'node_modules'))).filter((name) => !name.startsWith('.'));
-    const scoped = await Promise.all(
-      top.map(async (name) =>
-        name.startsWith('@')
-          ? (await readdir(join(app, 'node_modules', name))).map((inner) => `${name}/${inner}`)
-          : [name],
-      ),
-    );
-    const installed = scoped.flat();
+    const installed = await installedPackages();
     expect(installed).toEqual(
       expect.arrayContaining(['@receipt-service/sdk', 'openapi-fetch', 'canonicalize']),
     );
@@ -283,6 +288,41 @@ describe('the installed SDK on Node 22', () => {
       }
     }
   });
+
+  it("presents receipts on Node 22 once the app installs the credential entry's optional peers (seven packages)", async () => {
+    const before = await installedPackages();
+    await npm(
+      ['install', '--prefer-offline', '@sd-jwt/core@^0.19.0', '@sd-jwt/decode@^0.19.0', 'jose@^6.2.17'],
+      app,
+    );
+    const added = (await installedPackages()).filter((name) => !before.includes(name)).sort();
+    expect(added).toEqual([
+      '@sd-jwt/core',
+      '@sd-jwt/decode',
+      '@sd-jwt/present',
+      '@sd-jwt/types',
+      '@sd-jwt/utils',
+      'jose',
+      'js-base64',
+    ]);
+    const result = await runInApp(
+      `
+import { generateSigningKey, toDigitalReceipt } from '@receipt-service/sdk';
+import { issueReceiptCredential, presentReceipt, verifyReceiptPresentation } from '@receipt-service/sdk/credential';
+const key = await generateSigningKey({ algorithm: 'ES256' });
+const receipt = toDigitalReceipt({ receiptId: 'r-1', merchantId: 'm-1', merchantName: 'Corner Coffee',
+  transactionId: 't-1', subtotal: 900, taxAmount: 78, totalAmount: 978 }, '2026-11-28T00:00:00Z');
+const credential = await issueReceiptCredential(receipt, key.privateKey, key.kid,
+  { issuer: 'https://receipts.example.com/api/v1/merchants/c-1/jwks.json' });
+const jwks = { keys: [{ ...key.publicJwk, kid: key.kid, alg: 'ES256' }] };
+const { claims } = await verifyReceiptPresentation(await presentReceipt(credential), jwks);
+console.log(JSON.stringify({ seller: claims.Party.partyName_.name, total: claims.MonetaryTotal.payableAmount,
+  lines: 'PurchaseReceiptLine' in claims }));
+`,
+      null,
+    );
+    expect(result).toEqual({ seller: 'Corner Coffee', total: 9.78, lines: false });
+  }, 120_000);
 
   it('opens the server envelopes of every layout and verifies a webhook, by package name', async () => {
     const rsa = await recipientKeys('rsa');

@@ -1,4 +1,8 @@
 import * as z from 'zod';
+import {
+  RECEIPT_CREDENTIAL_DETAILS,
+  RECEIPT_CREDENTIAL_ERROR,
+} from '../../../lib/receipts/credential-field.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { createPaymentBody, idempotencyKeyHeader } from '../../../lib/payments/schemas.js';
 import { receiptSignatureHeader } from '../../../lib/merchants/schemas.js';
@@ -106,7 +110,8 @@ export const createPaymentRoute = defineRoute({
       'names `cardNonce`); `402 PAYMENT_DECLINED` when the card is declined; `403 forbidden` when the ' +
       "`merchantId` is another merchant client's (checked before the gateway is called: nothing is " +
       'charged); `409` (see Idempotency (docs/API.md)); `502 GATEWAY_ERROR` when the gateway is ' +
-      'unreachable after its retries.',
+      'unreachable after its retries.\n\n' +
+      RECEIPT_CREDENTIAL_DETAILS,
   },
   request: {
     params: z.object({
@@ -128,7 +133,8 @@ export const createPaymentRoute = defineRoute({
         'invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a ' +
         'signature over anything but the receipt the request makes, each named in the message and ' +
         '`details.reason`), or this merchant client requires signatures and the request has none; nothing ' +
-        'is charged or stored.',
+        'is charged or stored.' +
+        RECEIPT_CREDENTIAL_ERROR,
       codes: ['invalid_signature'],
     },
     402: { description: 'The gateway declined the payment.', codes: ['PAYMENT_DECLINED'] },

@@ -3,6 +3,7 @@ import { httpEndpoint, type AuthenticatedRequest } from '../../../lib/http/pipel
 import { digestOf, encryptAndStore } from '../../../lib/receipts/encrypt.js';
 import { receiptOfFlattened } from '../../../lib/receipts/flattened.js';
 import { sealedWithSignature, signingOf } from '../../../lib/merchants/receipt-signature.js';
+import { sealedWithCredential } from '../../../lib/merchants/receipt-credential.js';
 import { encryptReceiptRoute as route } from './route.js';
 import { awsHandler } from '../../../lib/wiring/aws.js';
 
@@ -20,10 +21,16 @@ export const encryptReceipt = async (
   const requestId = request.meta.requestId;
   // A signature is checked over exactly what is sealed, before anything is stored.
   const signing = await signingOf(deps, caller, request.headers['Receipt-Signature'], requestId);
-  const receipt = await sealedWithSignature(deps, signing, {
+  const signed = await sealedWithSignature(deps, signing, {
     caller,
     receipt:
       body.form === 'nested' ? body.receipt : receiptOfFlattened(body, signing !== null, deps.clock.now()),
+    requestId,
+  });
+  // The credential too, over the same receipt, before anything is stored.
+  const receipt = await sealedWithCredential(deps, body.receiptCredential, {
+    caller,
+    receipt: signed,
     requestId,
   });
   const { envelope } = await encryptAndStore(deps, {

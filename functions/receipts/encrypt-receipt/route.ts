@@ -1,4 +1,8 @@
 import * as z from 'zod';
+import {
+  RECEIPT_CREDENTIAL_DETAILS,
+  RECEIPT_CREDENTIAL_ERROR,
+} from '../../../lib/receipts/credential-field.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import {
   encryptedEnvelopeResponse,
@@ -55,7 +59,8 @@ export const encryptReceiptRoute = defineRoute({
       '(docs/ENVELOPE.md)). Sending the same request again returns the first envelope; a different ' +
       'receipt under a `receiptId` this merchant client already used is `409 CONFLICT`. A `merchantId` ' +
       'another merchant client uses is `403 forbidden` (see Merchant namespaces (docs/API.md)). A ' +
-      'failure to encrypt is `500 ENCRYPTION_ERROR`.',
+      'failure to encrypt is `500 ENCRYPTION_ERROR`.\n\n' +
+      RECEIPT_CREDENTIAL_DETAILS,
   },
   request: {
     headers: z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() }),
@@ -78,7 +83,8 @@ export const encryptReceiptRoute = defineRoute({
         'Invalid body. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked ' +
         'key, or a signature over anything but the receipt the request makes, each named in the message and ' +
         '`details.reason`), or this merchant client requires signatures and the request has none; nothing is ' +
-        'stored.',
+        'stored.' +
+        RECEIPT_CREDENTIAL_ERROR,
       codes: ['invalid_signature'],
     },
     403: {

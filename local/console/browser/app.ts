@@ -18,6 +18,14 @@ import {
   type SigningKey,
 } from '@receipt-service/sdk';
 import { renderReceiptPdf } from '@receipt-service/sdk/pdf';
+import {
+  issueReceiptCredential,
+  presentableReceiptClaims,
+  presentReceipt,
+  RECEIPT_PRESENTATION_BASICS,
+  VRECEIPT_CLAIM_LABELS,
+  verifyReceiptPresentation,
+} from '@receipt-service/sdk/credential';
 
 /**
  * The console's script: runs the flow step by step against this origin and shows every request
@@ -307,6 +315,7 @@ async function merchantSigningKey(merchant: ApiKey, algorithm: SigningAlgorithm)
       'create-key-challenge',
     ) as { nonce: string; clientId: string };
   const { nonce, clientId } = await challenge();
+  clientIds.set(merchant.value, clientId);
   const proof = await signKeyProof(
     { action: 'register', clientId, kid: key.kid, nonce },
     key.privateKey,
@@ -369,6 +378,113 @@ async function checkSignature(
     line.dataset.signature = 'refused';
     line.classList.add('problem');
     step.section.classList.replace('ok', 'refused');
+  }
+}
+
+/** Each merchant API key's client id, as a key challenge names it: a credential's issuer is its JWKS URL. */
+const clientIds = new Map<string, string>();
+
+async function merchantClientId(merchant: ApiKey): Promise<string> {
+  const known = clientIds.get(merchant.value);
+  if (known) return known;
+  const { clientId } = dataOf(
+    await call(
+      'Which merchant client this is (a key challenge names it)',
+      'POST',
+      '/merchants/signing-keys/challenges',
+      merchant,
+    ),
+    'create-key-challenge',
+  ) as { clientId: string };
+  clientIds.set(merchant.value, clientId);
+  return clientId;
+}
+
+/** The ds011 groups have no wallet label of their own; these name them for a reader. */
+const GROUP_LABELS: Record<string, string> = {
+  PurchaseReceipt: 'Receipt',
+  MonetaryTotal: 'Totals',
+  TaxTotal: 'VAT',
+  Party: 'Seller',
+  PurchaseReceiptLine: 'Every line (how many, too)',
+  CardAccount: 'Card',
+  Payment: 'Payment and its transaction',
+};
+
+const claimLabel = (path: string): string =>
+  GROUP_LABELS[path] ??
+  VRECEIPT_CLAIM_LABELS[path.replace(/\.\d+(?=\.|$)/g, '')] ??
+  VRECEIPT_CLAIM_LABELS[`${path}.name`] ??
+  path;
+
+/**
+ * The cardholder's presentation of the sealed credential: merchant, date and total only, checked here
+ * as a warranty desk would (verifyReceiptPresentation, with the key the service publishes under the
+ * credential's kid), and the list of what it hides: each claim left out whose group is not left out whole.
+ */
+async function showPresentation(credential: string, issuer: ApiKey): Promise<void> {
+  const step = addStep('The receipt presented: merchant, date and total only (SD-JWT VC, presentReceipt)');
+  step.section.id = 'presentation';
+  const presentation = await presentReceipt(credential, RECEIPT_PRESENTATION_BASICS);
+  const encodedHeader = credential.slice(0, credential.indexOf('.'));
+  const { kid } = JSON.parse(atob(encodedHeader.replace(/-/g, '+').replace(/_/g, '/'))) as { kid: string };
+  const fetched = await send('GET', `/merchant-keys/${encodeURIComponent(kid)}`, issuer);
+  const publicKey = (
+    fetched.body as { data?: { publicKey?: { kty: string; crv?: string; x?: string; y?: string } } }
+  ).data?.publicKey;
+  const line = step.say('', 'presented');
+  try {
+    if (!publicKey) throw new Error(`GET /merchant-keys/${kid} answered ${fetched.status}`);
+    const verified = await verifyReceiptPresentation(presentation, {
+      keys: [{ ...publicKey, kid, alg: 'ES256', use: 'sig' }],
+    });
+    line.textContent = `issued by the merchant's key ${verified.kid}, verified on this device`;
+    line.dataset.presentation = 'verified';
+    const shownClaims = document.createElement('dl');
+    shownClaims.className = 'disclosed';
+    const { Party, PurchaseReceipt, MonetaryTotal } = verified.claims;
+    for (const [path, value] of [
+      ['Party.partyName_', Party?.partyName_?.name],
+      ['PurchaseReceipt.issueDate', PurchaseReceipt?.issueDate],
+      [
+        'MonetaryTotal.payableAmount',
+        `${String(MonetaryTotal?.payableAmount)} ${String(PurchaseReceipt?.documentCurrencyCode)}`,
+      ],
+    ] as const) {
+      const term = document.createElement('dt');
+      term.textContent = claimLabel(path);
+      const definition = document.createElement('dd');
+      definition.textContent = String(value);
+      definition.dataset.claim = path;
+      shownClaims.append(term, definition);
+    }
+    const disclosed = new Set(verified.disclosed);
+    const hiddenPaths = (await presentableReceiptClaims(credential)).filter((path) => !disclosed.has(path));
+    const hidden = new Set(hiddenPaths);
+    const topmost = hiddenPaths.filter((path) => {
+      const parent = path.slice(0, Math.max(path.lastIndexOf('.'), 0));
+      return parent === '' || !hidden.has(parent);
+    });
+    step.say(`It hides ${topmost.length} claims (${hiddenPaths.length} disclosures left out):`);
+    const list = document.createElement('ul');
+    list.className = 'hidden-claims';
+    for (const path of topmost) {
+      const item = document.createElement('li');
+      item.textContent = `${claimLabel(path)} (${path})`;
+      item.dataset.claim = path;
+      list.append(item);
+    }
+    step.section.append(shownClaims, list);
+    step.log(
+      `The presentation (${presentation.length} characters, ${disclosed.size} disclosures)`,
+      presentation,
+    );
+    step.section.classList.add('ok');
+  } catch (error) {
+    line.textContent = `not verified: ${error instanceof Error ? error.message : String(error)}`;
+    line.dataset.presentation = 'refused';
+    line.classList.add('problem');
+    step.section.classList.add('refused');
   }
 }
 
@@ -489,6 +605,13 @@ async function runFlow(): Promise<void> {
   // Webhook first, so the receipt below raises a delivery.
   const webhookId = await visitWebhook(issuer);
   const signingKey = signWith === 'none' ? undefined : await merchantSigningKey(merchant, signWith);
+  // A presentable receipt is an SD-JWT VC signed ES256: by the signing key when it is P-256, else by one made for it.
+  const presentable = element<HTMLSelectElement>('credential').value === 'sd-jwt';
+  const credentialKey = !presentable
+    ? undefined
+    : signingKey?.algorithm === 'ES256'
+      ? signingKey
+      : await merchantSigningKey(merchant, 'ES256');
 
   const card = testCard();
   const hashedPan = await sha256Hex(card);
@@ -564,7 +687,7 @@ async function runFlow(): Promise<void> {
     ],
     recipientHashedPan: hashedPan,
     // A signed receipt says its own time: the merchant signs it, the service adds none.
-    ...(signingKey ? { transactionDate: new Date().toISOString() } : {}),
+    ...(signingKey || credentialKey ? { transactionDate: new Date().toISOString() } : {}),
   };
   // The till signs the receipt the service will seal: the SDK builds it from the body as the service does.
   let headers: Record<string, string> = {};
@@ -579,13 +702,31 @@ async function runFlow(): Promise<void> {
     step.section.classList.add('ok');
     headers = { 'Receipt-Signature': jws };
   }
+  let receiptCredential: string | undefined;
+  if (credentialKey) {
+    const step = addStep(
+      'Issue the presentable receipt at the till (SD-JWT VC: toDigitalReceipt, then issueReceiptCredential)',
+    );
+    const clientId = await merchantClientId(merchant);
+    receiptCredential = await issueReceiptCredential(
+      toDigitalReceipt(paymentBody as FlattenedReceipt),
+      credentialKey.privateKey,
+      credentialKey.kid,
+      { issuer: `${location.origin}${api}/merchants/${clientId}/jwks.json` },
+    );
+    step.log(
+      'receiptCredential: every claim selectively disclosable, every disclosure included',
+      receiptCredential,
+    );
+    step.section.classList.add('ok');
+  }
   const payment = dataOf(
     await call(
       `3. Payment with the itemised${signingKey ? ', signed' : ''} receipt on ${gateway}`,
       'POST',
       `/payments/${gateway}/create`,
       merchant,
-      paymentBody,
+      receiptCredential ? { ...paymentBody, receiptCredential } : paymentBody,
       headers,
     ),
     'payment',
@@ -647,6 +788,8 @@ async function runFlow(): Promise<void> {
   }
   const shownReceipt = showReceipt('Receipt', 'receipt', receipt);
   await checkSignature(shownReceipt, receipt, issuer);
+  const sealedCredential = (receipt as { receiptCredential?: string }).receiptCredential;
+  if (sealedCredential) await showPresentation(sealedCredential, issuer);
   if (signingKey) {
     // What the device says of a receipt changed after the merchant signed it (here, its total).
     const tampered = { ...receipt, summary: { ...receipt.summary, total: receipt.summary.total + 100 } };

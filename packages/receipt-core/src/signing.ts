@@ -80,14 +80,20 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The bytes a merchant's signature covers: `receipt` less `merchantSignature` and less
+ * The bytes a merchant's signature covers: `receipt` less `merchantSignature`, less
  * `cardTransaction` (the network's references, which the service seals after the charge the merchant
- * signed before), as RFC 8785 canonical JSON (canonicalJson) in UTF-8.
+ * signed before) and less `receiptCredential` (the merchant's SD-JWT VC of the receipt, signed by its own
+ * key), as RFC 8785 canonical JSON (canonicalJson) in UTF-8.
  */
 export function signedReceiptBytes(
-  receipt: SignableReceipt & { cardTransaction?: unknown },
+  receipt: SignableReceipt & { cardTransaction?: unknown; receiptCredential?: unknown },
 ): Uint8Array<ArrayBuffer> {
-  const { merchantSignature: _signature, cardTransaction: _references, ...signed } = receipt;
+  const {
+    merchantSignature: _signature,
+    cardTransaction: _references,
+    receiptCredential: _credential,
+    ...signed
+  } = receipt;
   return ascii(canonicalJson(signed));
 }
 
@@ -177,7 +183,7 @@ export async function signReceipt(
 const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
 
 /** An ES256 signature (r ‖ s) in low-S form (s ≤ n/2); WebCrypto gives either form. */
-function lowS(alg: SigningAlgorithm, signature: Uint8Array): Uint8Array {
+export function lowS(alg: SigningAlgorithm, signature: Uint8Array): Uint8Array {
   if (alg !== 'ES256' || signature.length !== 64) return signature;
   let s = 0n;
   for (const byte of signature.subarray(32)) s = (s << 8n) | BigInt(byte);

@@ -7,13 +7,8 @@ import type { ServiceContext } from '../../../lib/http/context.js';
 import { errorEnvelope } from '../../../lib/http/error-envelope-middleware.js';
 import { observability } from '../../../lib/http/observability-middleware.js';
 import { ManualClock } from '../../../lib/kernel/clock.js';
-import {
-  DecryptionError,
-  GrantForbiddenError,
-  GrantLimitError,
-  InvalidRequestError,
-  NotFoundError,
-} from '../../../lib/kernel/errors.js';
+import { GrantForbiddenError, GrantLimitError } from '../../../lib/access/vocabulary.js';
+import { DecryptionError, InvalidRequestError, NotFoundError } from '../../../lib/kernel/errors.js';
 import { createLogger } from '../../../lib/kernel/log.js';
 import { PowertoolsTelemetry } from '../../../lib/wiring/aws-observability.js';
 import { captureLogs, type LogCapture } from '../../support/logs.js';

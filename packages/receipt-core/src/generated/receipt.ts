@@ -35,6 +35,7 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       merchantSignature?: components['schemas']['MerchantSignature'];
+      receiptCredential?: components['schemas']['ReceiptCredential'];
       cardTransaction?: components['schemas']['CardTransaction'];
     };
     ReceiptMerchant: {
@@ -136,6 +137,8 @@ export interface components {
       /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature and cardTransaction (the network references the service seals after the charge). */
       jws: string;
     };
+    /** @description The receipt as an SD-JWT VC (`typ: dc+sd-jwt`, ES256 by an active signing key of the merchant client, `iss` its JWKS URL, `vct: VerifiablevReceiptSDJWT`) with every disclosure, as the SDK's issueReceiptCredential makes it. The service checks it and seals it in the receipt; the cardholder presents parts of it (presentReceipt) and anyone checks a presentation with the merchant's JWKS (verifyReceiptPresentation). docs/ENVELOPE.md, "The receipt credential". */
+    ReceiptCredential: string;
     /** @description The card network's references of this receipt's payment (or refund), as the provider gave them: sealed by the service after the charge, beside merchantSignature and not covered by it. Fields the provider did not give are absent. */
     CardTransaction: {
       /** @enum {string} */
@@ -212,6 +215,7 @@ export interface components {
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
        */
       recipientHashedPan?: string;
+      receiptCredential?: components['schemas']['ReceiptCredential'];
     };
     /** @description totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit. */
     FlattenedLineItem: {

@@ -148,6 +148,8 @@ export interface paths {
      *
      *     The envelope is stored under its `receiptId` and returned (format: ENVELOPE.md (docs/ENVELOPE.md)). Sending the same request again returns the first envelope; a different receipt under a `receiptId` this merchant client already used is `409 CONFLICT`. A `merchantId` another merchant client uses is `403 forbidden` (see Merchant namespaces (docs/API.md)). A failure to encrypt is `500 ENCRYPTION_ERROR`.
      *
+     *     **Presentable receipts.** The body may carry `receiptCredential`: the receipt as an SD-JWT VC (`typ: dc+sd-jwt`) the till issued with the SDK's `issueReceiptCredential` (`@receipt-service/sdk/credential`), every disclosure included. Before anything is stored or charged the service checks that it is signed ES256 by an active signing key of this merchant client (its JWKS), that its `iss` is this client's JWKS URL (`…/api/v1/merchants/{merchantClientId}/jwks.json`), that no disclosure is altered, and that its receipt id (`PurchaseReceipt.iD`), date (`PurchaseReceipt.issueDate`, the transaction's local date), currency and total (`MonetaryTotal.payableAmount`) are those of the receipt sealed; a flattened request with a credential should give `transactionDate`. It is then sealed in the receipt as `receiptCredential`, beside `merchantSignature` (which does not cover it). A credential that does not stand is `400 invalid_signature`, `details.fields` naming `receiptCredential` and `details.reason` one of `credential_signature`, `credential_issuer`, `credential_claims`. See docs/ENVELOPE.md, "The receipt credential".
+     *
      *     Requires an X-API-Key with the role `merchant`.
      */
     post: operations['encryptReceipt'];
@@ -250,6 +252,8 @@ export interface paths {
      *     The receipt is attached as soon as the payment object exists: `payments/decrypt` opens it whatever the payment's status, including a Stripe intent not yet confirmed (or never confirmed). Its `paymentStatus` says where the payment stands: `pending` for a gateway_a intent until the gateway's event says it was paid (`succeeded`), declined (`failed`) or canceled; `succeeded` for gateway_b at once; `failed` for a card declined at creation (`402`, the receipt stays stored). The receipt is never deleted because its payment failed. See The payment lifecycle (docs/API.md).
      *
      *     Errors: `400` for bad fields, amounts that do not add up, a gateway not configured on this deployment, or payment details the gateway refused (an unknown card nonce: `details.fields` names `cardNonce`); `402 PAYMENT_DECLINED` when the card is declined; `403 forbidden` when the `merchantId` is another merchant client's (checked before the gateway is called: nothing is charged); `409` (see Idempotency (docs/API.md)); `502 GATEWAY_ERROR` when the gateway is unreachable after its retries.
+     *
+     *     **Presentable receipts.** The body may carry `receiptCredential`: the receipt as an SD-JWT VC (`typ: dc+sd-jwt`) the till issued with the SDK's `issueReceiptCredential` (`@receipt-service/sdk/credential`), every disclosure included. Before anything is stored or charged the service checks that it is signed ES256 by an active signing key of this merchant client (its JWKS), that its `iss` is this client's JWKS URL (`…/api/v1/merchants/{merchantClientId}/jwks.json`), that no disclosure is altered, and that its receipt id (`PurchaseReceipt.iD`), date (`PurchaseReceipt.issueDate`, the transaction's local date), currency and total (`MonetaryTotal.payableAmount`) are those of the receipt sealed; a flattened request with a credential should give `transactionDate`. It is then sealed in the receipt as `receiptCredential`, beside `merchantSignature` (which does not cover it). A credential that does not stand is `400 invalid_signature`, `details.fields` naming `receiptCredential` and `details.reason` one of `credential_signature`, `credential_issuer`, `credential_claims`. See docs/ENVELOPE.md, "The receipt credential".
      *
      *     Requires an X-API-Key with the role `merchant`.
      */
@@ -1033,6 +1037,7 @@ export interface components {
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
        */
       recipientHashedPan?: string;
+      receiptCredential?: components['schemas']['ReceiptCredential'];
       amount?: number;
       cardNonce?: string;
       /** @description gateway_a only: a payment method to confirm the intent with at once (a card on file, a terminal). The payment is then charged at create, and the receipt carries the charge's network references (cardTransaction). Without it the intent awaits confirmation with clientSecret and the receipt has none. */
@@ -1127,6 +1132,7 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
       merchantSignature?: components['schemas']['MerchantSignature'];
+      receiptCredential?: components['schemas']['ReceiptCredential'];
       cardTransaction?: components['schemas']['CardTransaction'];
     };
     /** @description An encrypted receipt. Decrypt it with receipts/decrypt, or with any JOSE library as a flattened JWE after converting ciphertext, iv, authTag and keyBundle.encryptedAesKey from base64 to base64url and, unless the protected header has alg, adding the per-recipient header {alg: keyBundle.algorithm, epk: keyBundle.epk} (docs/ENVELOPE.md). */
@@ -1364,6 +1370,7 @@ export interface components {
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
        */
       recipientHashedPan?: string;
+      receiptCredential?: components['schemas']['ReceiptCredential'];
     };
     /** @description totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit. */
     FlattenedLineItem: {
@@ -1577,6 +1584,7 @@ export interface components {
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
        */
       recipientHashedPan?: string;
+      receiptCredential?: components['schemas']['ReceiptCredential'];
     };
     /** @description This OpenAPI 3.1 document, sent as it is (not in the success envelope). */
     OpenApiDocument: {
@@ -1618,6 +1626,8 @@ export interface components {
     PublicJwk: {
       [key: string]: string | string[];
     };
+    /** @description The receipt as an SD-JWT VC (`typ: dc+sd-jwt`, ES256 by an active signing key of the merchant client, `iss` its JWKS URL, `vct: VerifiablevReceiptSDJWT`) with every disclosure, as the SDK's issueReceiptCredential makes it. The service checks it and seals it in the receipt; the cardholder presents parts of it (presentReceipt) and anyone checks a presentation with the merchant's JWKS (verifyReceiptPresentation). docs/ENVELOPE.md, "The receipt credential". */
+    ReceiptCredential: string;
     /** @description totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit, less the discounts, whenever every discount gives its amount. */
     ReceiptLineItem: {
       /** Format: uuid */
@@ -2535,7 +2545,7 @@ export interface operations {
           };
         };
       };
-      /** @description Invalid body. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a signature over anything but the receipt the request makes, each named in the message and `details.reason`), or this merchant client requires signatures and the request has none; nothing is stored. */
+      /** @description Invalid body. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a signature over anything but the receipt the request makes, each named in the message and `details.reason`), or this merchant client requires signatures and the request has none; nothing is stored. invalid_signature naming receiptCredential: the receipt credential does not stand (signature, key, issuer or claims; `details.reason`). */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -2898,7 +2908,7 @@ export interface operations {
           };
         };
       };
-      /** @description Invalid body, path or Idempotency-Key; amounts that do not add up; a gateway not configured here. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a signature over anything but the receipt the request makes, each named in the message and `details.reason`), or this merchant client requires signatures and the request has none; nothing is charged or stored. */
+      /** @description Invalid body, path or Idempotency-Key; amounts that do not add up; a gateway not configured here. invalid_signature: the Receipt-Signature does not stand (its form, alg, kid, a revoked key, or a signature over anything but the receipt the request makes, each named in the message and `details.reason`), or this merchant client requires signatures and the request has none; nothing is charged or stored. invalid_signature naming receiptCredential: the receipt credential does not stand (signature, key, issuer or claims; `details.reason`). */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
