@@ -188,4 +188,15 @@ export default {
    * three against 4m35s with two on the same loaded machine; four gave no more).
    */
   maxWorkers: 3,
+  /*
+   * How long a worker has to end once Jest is done with it, before Jest kills it and prints "a worker
+   * process has failed to exit gracefully". Jest's 500 ms is shorter than a worker's own exit on a
+   * loaded machine: measured with the payments feature at load 13-20 on the two cores, every worker
+   * had nothing left running (no timer, socket or child; its 'exit' event came 0-20 ms after Jest's
+   * end message), and the warning came anyway, 4 runs of 4: what remained was the process giving
+   * back its 200-500 MB, which took a 450 MB Node process 340-770 ms after its 'exit' event at that
+   * load. A handle left open (a timer of the gateway SDKs' backstop, say) still holds a worker far
+   * longer than this, and still gets the warning.
+   */
+  workerGracefulExitTimeout: 3_000,
 };

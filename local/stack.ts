@@ -157,6 +157,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     const gateways = createGatewayRegistry(gatewayConfigFromEnv(env), {
       stage: config.stage,
+      // A test's clock times the gateway calls out when the test moves it past GATEWAY_TIMEOUT_MS.
+      ...(clock instanceof ManualClock ? { timeouts: clock } : {}),
       resolveSecret: async (name) =>
         name === 'SQUARE_WEBHOOK_URL' ? listening.notificationUrl : localSettings[name],
     });

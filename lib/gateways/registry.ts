@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { systemTimeouts, type Timeouts } from '../kernel/clock.js';
 import { ConfigError, isLiveStripeKey, liveGatewayCredentialRefusal } from '../kernel/config.js';
 import { ServiceUnavailableError } from '../kernel/errors.js';
 import { parseGatewayKind, type GatewayKind, type GatewayRegistry, type PaymentGateway } from './port.js';
@@ -6,6 +7,7 @@ import { SquareGateway } from './square.js';
 import { createSquareClient, loadSquareSdk, type SquareSdk } from './square-client.js';
 import { StripeGateway } from './stripe.js';
 import { createStripeClient, loadStripeSdk, type StripeSdk } from './stripe-client.js';
+import { timedFetch } from './timed-fetch.js';
 
 /** An empty variable (`FOO=` in a .env file) means unset, not an empty credential. */
 export const unsetIfBlank = <T extends z.ZodType>(schema: T) =>
@@ -151,7 +153,16 @@ export interface GatewayRegistryOptions {
   /** The stage: outside production, live credentials read at run time are refused (lib/kernel/config.ts). */
   stage?: string;
   loaders?: Partial<SdkLoaders>;
+  /** What times a gateway call out after `timeoutMs` (the system's timers unless a test's clock). */
+  timeouts?: Timeouts;
 }
+
+/**
+ * The SDKs' own timeout per attempt: a backstop a minute past ours (timedFetch), so that ours decides
+ * when an attempt has taken too long. A minute is longer than a test waits (jest.config.js), so in a
+ * test only a move of its clock times a call out, and a test that forgets to move it fails.
+ */
+export const sdkBackstopMs = (timeoutMs: number): number => timeoutMs + 60_000;
 
 export function createGatewayRegistry(
   config: GatewayConfig,
@@ -161,6 +172,8 @@ export function createGatewayRegistry(
   const built = new Map<GatewayKind, Promise<PaymentGateway>>();
   // Both SDKs count retries after the first attempt.
   const retries = config.maxAttempts - 1;
+  const timeouts = options.timeouts ?? systemTimeouts;
+  const timeoutMs = sdkBackstopMs(config.timeoutMs);
 
   async function secret(name: SecretName, fromEnv: string | undefined): Promise<string> {
     const value = fromEnv ?? (await options.resolveSecret?.(name));
@@ -176,7 +189,8 @@ export function createGatewayRegistry(
   // The sandbox takes any credentials, but both SDKs refuse to start without one.
   async function buildStripe(target: StripeTarget): Promise<PaymentGateway> {
     const sdk = await loaders.stripe();
-    const common = { maxNetworkRetries: retries, timeoutMs: config.timeoutMs };
+    const fetch = timedFetch(timeouts, config.timeoutMs, 'rejection');
+    const common = { maxNetworkRetries: retries, timeoutMs, fetch };
     const client =
       target.mode === 'sandbox'
         ? createStripeClient(sdk, { ...common, secretKey: 'sk_test_local_sandbox', baseUrl: target.baseUrl })
@@ -201,7 +215,8 @@ export function createGatewayRegistry(
         : undefined;
     if (refusal) throw new ConfigError(`Gateway credential refused: ${refusal}`);
     const sdk = await loaders.square();
-    const common = { maxRetries: retries, timeoutMs: config.timeoutMs };
+    const fetch = timedFetch(timeouts, config.timeoutMs, 'failed-body');
+    const common = { maxRetries: retries, timeoutMs, fetch };
     const client =
       target.mode === 'sandbox'
         ? createSquareClient(sdk, {

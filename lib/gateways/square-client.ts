@@ -15,7 +15,10 @@ export interface SquareClientOptions {
   baseUrl?: string;
   environment: 'sandbox' | 'production';
   maxRetries: number;
+  /** The SDK's own timeout per attempt (`fetch` may end an attempt sooner). */
   timeoutMs: number;
+  /** What the SDK sends its requests with (lib/gateways/timed-fetch.ts); unset: the global fetch. */
+  fetch?: typeof fetch;
 }
 
 export function createSquareClient(sdk: SquareSdk, options: SquareClientOptions): SquareClient {
@@ -23,6 +26,7 @@ export function createSquareClient(sdk: SquareSdk, options: SquareClientOptions)
     token: options.accessToken,
     maxRetries: options.maxRetries,
     timeoutInSeconds: options.timeoutMs / 1000,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
   };
   if (options.baseUrl !== undefined) return new sdk.SquareClient({ ...common, baseUrl: options.baseUrl });
   const environment =

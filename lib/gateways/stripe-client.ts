@@ -14,11 +14,18 @@ export interface StripeClientOptions {
   /** A Stripe-compatible API at another address (a local test double); unset: api.stripe.com. */
   baseUrl?: string;
   maxNetworkRetries: number;
+  /** The SDK's own timeout per attempt (`fetch` may end an attempt sooner). */
   timeoutMs: number;
+  /** What the SDK sends its requests with (lib/gateways/timed-fetch.ts); unset: its own client. */
+  fetch?: typeof fetch;
 }
 
 export function createStripeClient(sdk: StripeSdk, options: StripeClientOptions): Stripe {
-  const common = { maxNetworkRetries: options.maxNetworkRetries, timeout: options.timeoutMs };
+  const common = {
+    maxNetworkRetries: options.maxNetworkRetries,
+    timeout: options.timeoutMs,
+    ...(options.fetch ? { httpClient: sdk.default.createFetchHttpClient(options.fetch) } : {}),
+  };
   if (options.baseUrl === undefined) return new sdk.default(options.secretKey, common);
   const url = new URL(options.baseUrl);
   const protocol = url.protocol === 'https:' ? 'https' : 'http';

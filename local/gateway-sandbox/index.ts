@@ -68,6 +68,11 @@ export interface GatewaySandbox {
    * `reset()` empties it in place. A retry shows here whether or not its client waited for the answer.
    */
   attempts: readonly SandboxAttempt[];
+  /**
+   * Resolves once `count` requests have met a `hang` fault since the last `reset()` (at once if they
+   * have): the moment a test times the held request out by moving its clock.
+   */
+  held(count?: number): Promise<void>;
   /** The provider events sent to the service (or waiting to be). */
   events: EventOutbox;
   webhookSecrets: WebhookSecrets;
@@ -135,6 +140,16 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
   };
   const held = new Set<NodeJS.Timeout>();
   const attempts: SandboxAttempt[] = [];
+  const heldWaiters = new Set<{ count: number; resolve: () => void }>();
+  const heldSoFar = () => attempts.filter((attempt) => attempt.fault === 'hang').length;
+  const wakeHeldWaiters = () => {
+    const count = heldSoFar();
+    for (const waiter of heldWaiters) {
+      if (waiter.count > count) continue;
+      heldWaiters.delete(waiter);
+      waiter.resolve();
+    }
+  };
 
   const reset = () => {
     faults.clear();
@@ -153,6 +168,7 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
       clearTimeout(timer);
       held.delete(timer);
     });
+    wakeHeldWaiters();
   }
 
   function control(method: string, path: string, body: string): ApiResponse {
@@ -265,6 +281,11 @@ export async function startGatewaySandbox(options: GatewaySandboxOptions = {}): 
     faults,
     stats: context.stats,
     attempts,
+    held: (count = 1) =>
+      new Promise<void>((resolve) => {
+        heldWaiters.add({ count, resolve });
+        wakeHeldWaiters();
+      }),
     events,
     webhookSecrets,
     deliverEventsTo: (baseUrl) => events.deliverTo(baseUrl),

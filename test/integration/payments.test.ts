@@ -20,6 +20,8 @@ interface ErrorBody {
   error: { code: string; details?: { fields?: { field: string }[] } };
 }
 
+const GATEWAY_TIMEOUT_MS = 1_000;
+
 describe('payments over HTTP with the real Stripe and Square SDKs against the gateway sandbox', () => {
   let stack: TestStack;
   let merchant: { apiKey: string };
@@ -27,8 +29,10 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
   let user: OnboardedUser;
 
   beforeAll(async () => {
-    // A short client timeout so a hung gateway is noticed quickly; the SDKs still make up to 3 attempts.
-    stack = await startTestStack({ env: { GATEWAY_TIMEOUT_MS: '1000' } });
+    // The stack's gateway calls time out on its clock (lib/gateways/timed-fetch.ts): only a move of
+    // the test's clock past this ends an attempt, so every attempt counted below is one the SDKs made
+    // for the fault the test armed, never one the machine's load made. The SDKs make up to 3 attempts.
+    stack = await startTestStack({ env: { GATEWAY_TIMEOUT_MS: String(GATEWAY_TIMEOUT_MS) } });
     merchant = await stack.apiKey(['merchant']);
     issuer = await stack.apiKey(['issuer']);
     user = await onboardUser(stack, issuer.apiKey);
@@ -36,11 +40,15 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
 
   beforeEach(() => stack.sandbox!.reset());
 
-  /**
-   * A hang the sandbox holds until the client closes the connection (far longer than the client's
-   * timeout), so the test waits on the client giving up, not on one time outlasting another.
-   */
+  /** A hang the sandbox holds until the client closes the connection: the test's clock times it out. */
   const untilTheClientGivesUp = { ms: 600_000 };
+
+  /** Sends `request`, and once the sandbox holds its gateway call, moves the clock past the timeout. */
+  async function timedOut<T>(request: Promise<T>): Promise<T> {
+    await stack.sandbox!.held();
+    stack.clock.advance(GATEWAY_TIMEOUT_MS);
+    return request;
+  }
 
   afterAll(async () => {
     await stack?.close();
@@ -240,8 +248,12 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
       ...untilTheClientGivesUp,
     });
     const body = paymentBody('gateway_a');
-    const first = await create('gateway_a', body);
+    const first = await timedOut(create('gateway_a', body));
     expect(first.status).toBe(200);
+    // The SDK timed the held answer out and asked again under the same key: the stored result.
+    const attempts = stack.sandbox!.attempts.filter((a) => a.operation === 'stripe.paymentIntents.create');
+    expect(attempts.map((attempt) => attempt.fault)).toEqual(['hang', null]);
+    expect(new Set(attempts.map((attempt) => attempt.idempotencyKey)).size).toBe(1);
     const again = await create('gateway_a', body);
     expect(again.json.data.paymentId).toBe(first.json.data.paymentId);
     expect(stack.sandbox!.stats.paymentsCreated.gateway_a).toBe(1);
@@ -255,11 +267,15 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
       ...untilTheClientGivesUp,
     });
     const body = paymentBody('gateway_b');
-    const first = await create<ErrorBody>('gateway_b', body);
+    const first = await timedOut(create<ErrorBody>('gateway_b', body));
     expect([first.status, first.json.error.code]).toEqual([502, 'GATEWAY_ERROR']);
     const retry = await create('gateway_b', body);
     expect(retry.status).toBe(200);
     expect(stack.sandbox!.stats.paymentsCreated.gateway_b).toBe(1);
+    // Square's SDK does not retry a timeout: the held attempt, then the caller's retry, one key.
+    const attempts = stack.sandbox!.attempts.filter((a) => a.operation === 'square.payments.create');
+    expect(attempts.map((attempt) => attempt.fault)).toEqual(['hang', null]);
+    expect(new Set(attempts.map((attempt) => attempt.idempotencyKey)).size).toBe(1);
     const gateway = await stack.deps.gateways.get('gateway_b');
     expect((await gateway.retrievePayment(retry.json.data.paymentId))?.pointers?.receiptId).toBe(
       body.receiptId,
@@ -275,9 +291,8 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
     });
     const created = await create('gateway_a', paymentBody('gateway_a'));
     expect(created.status).toBe(200);
-    // Retried, and charged once. Not an exact count of attempts: under load an answer can outlast the
-    // short client timeout, and the SDK's next attempt replays it under the same idempotency key.
-    expect(stack.sandbox!.stats.requests['stripe.paymentIntents.create']).toBeGreaterThanOrEqual(2);
+    // Retried once, and charged once: no attempt times out while the clock stands still.
+    expect(stack.sandbox!.stats.requests['stripe.paymentIntents.create']).toBe(2);
     expect(stack.sandbox!.stats.paymentsCreated.gateway_a).toBe(1);
   });
 
@@ -291,7 +306,7 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
       const body = paymentBody(kind);
       const failed = await create<ErrorBody>(kind, body);
       expect([failed.status, failed.json.error.code]).toEqual([502, 'GATEWAY_ERROR']);
-      expect(stack.sandbox!.stats.requests[operation]).toBeLessThanOrEqual(3);
+      expect(stack.sandbox!.stats.requests[operation]).toBe(3);
       stack.sandbox!.reset();
       const retried = await create(kind, body);
       expect(retried.status).toBe(200);

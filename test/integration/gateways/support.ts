@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ManualClock } from '../../../lib/kernel/clock.js';
 import type { CreatePaymentRequest, PaymentGateway, ReceiptPointers } from '../../../lib/gateways/port.js';
 import {
   createGatewayRegistry,
@@ -10,7 +11,6 @@ import type {
   SandboxAttempt,
   SandboxOperation,
 } from '../../../local/gateway-sandbox/index.js';
-import { patience } from '../../support/processes.js';
 
 /**
  * The timeout the service runs with (GATEWAY_TIMEOUT_MS unset). No answer of the in-process sandbox
@@ -19,16 +19,27 @@ import { patience } from '../../support/processes.js';
  */
 export const SERVICE_TIMEOUT_MS = gatewayConfigSchema.parse({}).GATEWAY_TIMEOUT_MS;
 
-/**
- * For the tests of a response that never comes (a `hang` fault held for NEVER_MS): only this timeout
- * ends the wait. Half a second on an idle machine, stretched with the load, never past 3 s. Answered
- * requests of the same client may trip it on a loaded machine too, so those tests bound their counts
- * by the sandbox's journal of attempts rather than expect an exact number.
- */
-export const HANG_TIMEOUT_MS = Math.min(patience(500), 3_000);
-
 /** A held response that outlives any test: the client's timeout or the sandbox's stop ends it. */
 export const NEVER_MS = 600_000;
+
+/**
+ * Gateways whose calls time out on `clock` (lib/gateways/timed-fetch.ts), for the tests of a response
+ * that never comes: `timeOut` waits until the sandbox holds a call, then moves the clock past the
+ * timeout. Nothing else times out, however loaded the machine, so those tests count attempts exactly.
+ */
+export async function clockedGateways(baseUrl: string, overrides: Partial<GatewayConfig> = {}) {
+  const clock = new ManualClock();
+  const config = sandboxConfig(baseUrl, overrides);
+  const registry = createGatewayRegistry(config, { timeouts: clock });
+  return {
+    stripe: await registry.get('gateway_a'),
+    square: await registry.get('gateway_b'),
+    async timeOut(sandbox: GatewaySandbox, held = 1): Promise<void> {
+      await sandbox.held(held);
+      clock.advance(config.timeoutMs);
+    },
+  };
+}
 
 export function sandboxConfig(baseUrl: string, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
   return {
