@@ -15,6 +15,15 @@ import {
   type DigitalReceipt,
   type ReceiptLineItem,
 } from './schemas.js';
+import {
+  adjustmentTotal,
+  checkTaxBreakdown,
+  documentAdditions,
+  lineAdditions,
+  lineTaxAdditions,
+  merchantAdditions,
+  taxBreakdownSchema,
+} from './standard-fields.js';
 
 /**
  * The flattened receipt fields shared by receipts/encrypt and payments/{gateway}/create. Required:
@@ -38,10 +47,12 @@ export const flattenedItemSchema = z
           name: text().optional(),
           rate: z.number().min(0).max(1).optional(),
           amount: money.optional(),
+          ...lineTaxAdditions,
         }),
       )
       .max(20)
       .optional(),
+    ...lineAdditions,
   })
   .superRefine(checkLineTotal)
   .meta({
@@ -50,7 +61,11 @@ export const flattenedItemSchema = z
   });
 
 export const flattenedReceiptFields = {
-  version: text(32).min(1).default(FLATTENED_DEFAULTS.version),
+  // No zod default: the version follows from the fields given (toDigitalReceipt), as on a till.
+  version: text(32).min(1).optional().meta({
+    description:
+      'The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise.',
+  }),
   receiptId: uuid,
   merchantId: uuid,
   merchantName: text().min(1),
@@ -61,6 +76,9 @@ export const flattenedReceiptFields = {
   merchantCountry: countryCode.optional(),
   merchantTaxId: text(64).optional(),
   merchantContactEmail: z.email().max(320).optional(),
+  merchantLegalName: merchantAdditions.legalName,
+  merchantVatId: merchantAdditions.vatId,
+  merchantEndpoint: merchantAdditions.endpoint,
   transactionId: uuid,
   transactionDate: dateTime.optional(),
   transactionTimezone: text(64).optional(),
@@ -76,6 +94,8 @@ export const flattenedReceiptFields = {
   totalAmount: money.min(0),
   items: z.array(flattenedItemSchema).max(MAX_ITEMS).default([]),
   mockItems: z.boolean().default(FLATTENED_DEFAULTS.mockItems),
+  ...documentAdditions,
+  taxBreakdown: taxBreakdownSchema.optional(),
   recipientHashedPan: hashedPan.optional(),
 };
 
@@ -84,7 +104,17 @@ export type FlattenedReceipt = z.infer<typeof flattenedReceiptSchema>;
 
 /** Adds the amount rules (lib/receipts/amounts.ts) to any object schema built from the flattened fields. */
 export function checkAmounts(
-  receipt: Pick<FlattenedReceipt, 'items' | 'mockItems' | 'subtotal' | 'taxAmount' | 'totalAmount'>,
+  receipt: Pick<
+    FlattenedReceipt,
+    | 'items'
+    | 'mockItems'
+    | 'subtotal'
+    | 'taxAmount'
+    | 'totalAmount'
+    | 'allowances'
+    | 'charges'
+    | 'taxBreakdown'
+  >,
   ctx: z.RefinementCtx,
 ): void {
   if (receipt.items.length === 0 && !receipt.mockItems) {
@@ -99,7 +129,10 @@ export function checkAmounts(
     subtotal: receipt.subtotal,
     tax: receipt.taxAmount,
     total: receipt.totalAmount,
+    allowances: adjustmentTotal(receipt.allowances),
+    charges: adjustmentTotal(receipt.charges),
   });
+  const adjusted = receipt.allowances !== undefined || receipt.charges !== undefined;
   for (const problem of problems) {
     ctx.addIssue(
       problem.amount === 'subtotal'
@@ -111,10 +144,23 @@ export function checkAmounts(
         : {
             code: 'custom',
             path: ['totalAmount'],
-            message: `must equal subtotal + taxAmount (${problem.expected})`,
+            message: adjusted
+              ? `must equal subtotal − allowances + charges + taxAmount (${problem.expected})`
+              : `must equal subtotal + taxAmount (${problem.expected})`,
           },
     );
   }
+  checkTaxBreakdown(
+    {
+      lines: receipt.items,
+      allowances: receipt.allowances,
+      charges: receipt.charges,
+      breakdown: receipt.taxBreakdown,
+      totalTax: receipt.taxAmount,
+    },
+    { breakdown: ['taxBreakdown'], lines: ['items'], totalTax: ['taxAmount'] },
+    ctx,
+  );
 }
 
 /**

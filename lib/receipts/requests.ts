@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { hashedPan } from '../kernel/fields.js';
 import { checkAmounts, flattenedReceiptSchema } from './flattened.js';
 import { digitalReceiptSchema } from './schemas.js';
+import { checkReceiptAdditions } from './standard-fields.js';
 import { envelopeInputSchema } from '../kernel/envelope-input.js';
 import { uuid } from '../kernel/fields.js';
 import { currency, dateTime } from '../kernel/fields.js';
@@ -25,6 +26,7 @@ export const nestedEncryptBody = z
     recipientIdentifier: recipientIdentifierSchema,
     recipientHashedPan: hashedPan.optional(),
   })
+  .superRefine((body, ctx) => checkReceiptAdditions(body.receipt, ['receipt'], ctx))
   .superRefine((body, ctx) => {
     // The service seals a signature it has checked, from the header; one written into the body would
     // be sealed unchecked and read by the device as the merchant's.

@@ -1,6 +1,13 @@
 import * as z from 'zod';
 import { countryCode, currency, dateTime, httpsUrl, money, uuid } from '../kernel/fields.js';
 import { expectedLineTotal, sumOfLines, type LineAmounts } from './amounts.js';
+import {
+  documentAdditions,
+  lineAdditions,
+  lineTaxAdditions,
+  merchantAdditions,
+  taxBreakdownSchema,
+} from './standard-fields.js';
 
 /**
  * The spec's receipt resources as zod schemas, field for field. Unknown fields are refused (a 400
@@ -45,6 +52,7 @@ export const receiptMerchantSchema = z
     logoUrl: httpsUrl.optional(),
     contactPhone: shortText(32).optional(),
     contactEmail: z.email().max(320).optional(),
+    ...merchantAdditions,
   })
   .meta({ id: 'ReceiptMerchant' });
 
@@ -95,6 +103,7 @@ export const lineItemTaxSchema = z
     name: shortText().optional(),
     rate: z.number().min(0).max(1).optional(),
     amount: money.optional(),
+    ...lineTaxAdditions,
   })
   .meta({ id: 'LineItemTax', description: 'rate is a decimal fraction: 0.08 means 8%.' });
 
@@ -110,6 +119,7 @@ export const receiptLineItemSchema = z
     category: shortText(128).nullable().optional(),
     discounts: z.array(lineItemDiscountSchema).max(20).optional(),
     taxes: z.array(lineItemTaxSchema).max(20).optional(),
+    ...lineAdditions,
   })
   .superRefine(checkLineTotal)
   .meta({
@@ -128,6 +138,7 @@ export const receiptSummarySchema = z
     total: money,
     currency,
     itemCount: z.number().int().min(0),
+    taxBreakdown: taxBreakdownSchema.optional(),
   })
   .meta({
     id: 'ReceiptSummary',
@@ -244,6 +255,7 @@ export const digitalReceiptSchema = z
     notes: shortText(4096).nullable().optional(),
     returnPolicy: shortText(4096).nullable().optional(),
     loyaltyInfo: loyaltyInfoSchema.nullable().optional(),
+    ...documentAdditions,
     metadata: z.record(z.string().max(128), z.unknown()).optional(),
     createdAt: dateTime,
     merchantSignature: merchantSignatureSchema.optional(),

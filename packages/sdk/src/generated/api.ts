@@ -903,6 +903,14 @@ export interface components {
        */
       country?: string;
     };
+    /** @description A document-level allowance or charge, net of tax, in minor units, with the VAT it falls under. */
+    AllowanceCharge: {
+      amount: number;
+      reason: string;
+      category: components['schemas']['TaxCategory'];
+      /** @description Decimal fraction: 0.24 means 24 %. */
+      rate: number;
+    };
     CardDetails: {
       last4?: string;
       /** @enum {string} */
@@ -983,7 +991,7 @@ export interface components {
     };
     /** @description The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount), cardNonce (gateway_b) and paymentMethodId (gateway_a). Amounts must add up as in the flattened encrypt form. */
     CreatePaymentRequest: {
-      /** @default 1.1 */
+      /** @description The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise. */
       version?: string;
       /** Format: uuid */
       receiptId: string;
@@ -1002,6 +1010,13 @@ export interface components {
       merchantTaxId?: string;
       /** Format: email */
       merchantContactEmail?: string;
+      merchantLegalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      merchantVatId?: string;
+      merchantEndpoint?: components['schemas']['ElectronicAddress'];
       /** Format: uuid */
       transactionId: string;
       /** Format: date-time */
@@ -1028,6 +1043,11 @@ export interface components {
       items?: components['schemas']['FlattenedLineItem'][];
       /** @default false */
       mockItems?: boolean;
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
@@ -1121,6 +1141,10 @@ export interface components {
       notes?: string | null;
       returnPolicy?: string | null;
       loyaltyInfo?: components['schemas']['LoyaltyInfo'];
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
       metadata?: {
         [key: string]: unknown;
       };
@@ -1128,6 +1152,12 @@ export interface components {
       createdAt: string;
       merchantSignature?: components['schemas']['MerchantSignature'];
       cardTransaction?: components['schemas']['CardTransaction'];
+    };
+    /** @description An electronic address, e.g. a Peppol participant id. */
+    ElectronicAddress: {
+      /** @description Electronic address scheme (Peppol EAS code list). */
+      scheme: string;
+      id: string;
     };
     /** @description An encrypted receipt. Decrypt it with receipts/decrypt, or with any JOSE library as a flattened JWE after converting ciphertext, iv, authTag and keyBundle.encryptedAesKey from base64 to base64url and, unless the protected header has alg, adding the per-recipient header {alg: keyBundle.algorithm, epk: keyBundle.epk} (docs/ENVELOPE.md). */
     EncryptedReceiptEnvelope: {
@@ -1266,6 +1296,15 @@ export interface components {
        */
       relatedReceiptId: string | null;
     };
+    /** @description Fiscal signature data (Austrian RKSV, German TSE), up to 4 KB, opaque: carried unchanged, never read. */
+    FiscalData: {
+      /**
+       * @description The fiscal system: 'AT-RKSV', 'DE-TSE', …
+       * @example DE-TSE
+       */
+      scheme: string;
+      data: string;
+    };
     /** @description The envelope as answered to the flattened encrypt form: the spec shows it without expiresAt and escrowKeyId. It is otherwise identical and is accepted wherever an envelope is. */
     FlattenedEncryptedReceiptEnvelope: {
       /** @description Receipt schema version. */
@@ -1314,7 +1353,7 @@ export interface components {
     };
     /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
-      /** @default 1.1 */
+      /** @description The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise. */
       version?: string;
       /** Format: uuid */
       receiptId: string;
@@ -1333,6 +1372,13 @@ export interface components {
       merchantTaxId?: string;
       /** Format: email */
       merchantContactEmail?: string;
+      merchantLegalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      merchantVatId?: string;
+      merchantEndpoint?: components['schemas']['ElectronicAddress'];
       /** Format: uuid */
       transactionId: string;
       /** Format: date-time */
@@ -1359,6 +1405,11 @@ export interface components {
       items?: components['schemas']['FlattenedLineItem'][];
       /** @default false */
       mockItems?: boolean;
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
@@ -1378,7 +1429,18 @@ export interface components {
         name?: string;
         rate?: number;
         amount?: number;
+        category?: components['schemas']['TaxCategory'];
       }[];
+      /**
+       * @description UN/ECE Recommendation 20 unit code; C62 (one) when absent.
+       * @example KGM
+       */
+      unitCode?: string;
+      /**
+       * @description GS1 GTIN (8, 12, 13 or 14 digits, check digit included).
+       * @example 4006381333931
+       */
+      gtin?: string;
     };
     /** @description The provider's own webhook, byte for byte as it signed it: a Stripe Event (gateway_a) or a Square event notification (gateway_b). */
     GatewayEvent: {
@@ -1512,6 +1574,7 @@ export interface components {
       name?: string;
       rate?: number;
       amount?: number;
+      category?: components['schemas']['TaxCategory'];
     };
     LoyaltyInfo: {
       programName?: string;
@@ -1618,6 +1681,12 @@ export interface components {
     PublicJwk: {
       [key: string]: string | string[];
     };
+    /** @description The code printed on the receipt for returns: code128 (printable ASCII, up to 80), ean13 (13 digits with its check digit) or qr (up to 512 characters). */
+    ReceiptCode: {
+      value: string;
+      /** @enum {string} */
+      symbology: 'code128' | 'ean13' | 'qr';
+    };
     /** @description totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit, less the discounts, whenever every discount gives its amount. */
     ReceiptLineItem: {
       /** Format: uuid */
@@ -1631,6 +1700,16 @@ export interface components {
       category?: string | null;
       discounts?: components['schemas']['LineItemDiscount'][];
       taxes?: components['schemas']['LineItemTax'][];
+      /**
+       * @description UN/ECE Recommendation 20 unit code; C62 (one) when absent.
+       * @example KGM
+       */
+      unitCode?: string;
+      /**
+       * @description GS1 GTIN (8, 12, 13 or 14 digits, check digit included).
+       * @example 4006381333931
+       */
+      gtin?: string;
     };
     ReceiptMerchant: {
       /** Format: uuid */
@@ -1646,6 +1725,13 @@ export interface components {
       contactPhone?: string;
       /** Format: email */
       contactEmail?: string;
+      legalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      vatId?: string;
+      endpoint?: components['schemas']['ElectronicAddress'];
     };
     /** @description Amounts are integers in the minor unit of currency (cents for USD). */
     ReceiptSummary: {
@@ -1660,6 +1746,7 @@ export interface components {
        */
       currency: string;
       itemCount: number;
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
     };
     ReceiptTransaction: {
       /** Format: uuid */
@@ -1818,6 +1905,19 @@ export interface components {
         [key: string]: unknown;
       };
     };
+    /** @description Per VAT category and rate: taxableAmount = the lines' totalPrice less allowances plus charges of that category and rate; taxAmount = taxableAmount × rate rounded half up, within one minor unit. */
+    TaxBreakdownEntry: {
+      category: components['schemas']['TaxCategory'];
+      /** @description Decimal fraction: 0.24 means 24 %. */
+      rate: number;
+      taxableAmount: number;
+      taxAmount: number;
+    };
+    /**
+     * @description UNCL 5305 VAT category, as EN 16931 uses it: S standard rate, Z zero rated, E exempt, AE reverse charge, K intra-community supply, G export, O outside the scope of VAT, L Canary Islands IGIC, M Ceuta and Melilla IPSI.
+     * @enum {string}
+     */
+    TaxCategory: 'S' | 'Z' | 'E' | 'AE' | 'K' | 'G' | 'O' | 'L' | 'M';
     /** @description The user and key the revoked token was for. */
     TokenRevocation: {
       /** Format: uuid */
