@@ -29,7 +29,7 @@ import {
  * The flattened receipt fields shared by receipts/encrypt and payments/{gateway}/create. Required:
  * receiptId, merchantId, merchantName, transactionId and the three amounts; everything else has a
  * documented default. Amounts must add up (docs/API.md): subtotal = Σ items' totalPrice and
- * totalAmount = subtotal + taxAmount.
+ * totalAmount = subtotal − Σ allowances + Σ charges + taxAmount; a tax breakdown agrees with the lines.
  */
 const text = (max = 256) => z.string().max(max);
 

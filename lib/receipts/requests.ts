@@ -50,7 +50,9 @@ export const nestedEncryptBody = z
     id: 'NestedEncryptRequest',
     description:
       'A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient ' +
-      'is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed.',
+      'is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. ' +
+      'With allowances or charges, summary.total = subtotal − allowances + charges + totalTax + tipAmount and ' +
+      'totalDiscount = allowances + line discounts; a summary.taxBreakdown must agree with the lines (docs/FORMATS.md).',
   });
 
 /** Flattened form: the merchant fields shared with payment creation. */
@@ -58,7 +60,8 @@ export const flattenedEncryptBody = flattenedReceiptSchema.superRefine(checkAmou
   id: 'FlattenedEncryptRequest',
   description:
     'The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. ' +
-    'Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; ' +
+    'Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal − allowances + ' +
+    'charges + taxAmount; a taxBreakdown must agree with the lines (docs/FORMATS.md); ' +
     'items may be empty only with mockItems: true.',
   // Documents how encryptBody below tells the forms apart, so the document's oneOf is exact.
   not: { type: 'object', properties: { receipt: {} }, required: ['receipt'] },

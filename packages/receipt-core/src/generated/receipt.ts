@@ -225,7 +225,7 @@ export interface components {
         refundId?: string;
       };
     };
-    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
+    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal − allowances + charges + taxAmount; a taxBreakdown must agree with the lines (docs/FORMATS.md); items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
       /** @description The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise. */
       version?: string;

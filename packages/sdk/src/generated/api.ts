@@ -146,6 +146,8 @@ export interface paths {
      *     - Flattened: the receipt fields (docs/API.md) at the top level, `recipientHashedPan` among them. Response: the envelope without `expiresAt` and `escrowKeyId` (as the specification shows it).
      *     - Nested: `{ receipt: DigitalReceipt, recipientIdentifier: { type, value }, recipientHashedPan? }` (`type`: `email`, `phone`, `national_id` or `bank_account`). Response: the full envelope, `expiresAt` and `escrowKeyId` included. `recipientIdentifier` alone never finds a user (the service registers users by card only), so such a receipt is escrowed; the identifier is not stored in any form.
      *
+     *     Both forms take DigitalReceipt 1.2 (docs/FORMATS.md, "DigitalReceipt 1.2 in requests"): a `taxBreakdown` that disagrees with the lines is `400` naming the field and the amount it must be (`receipt.summary.taxBreakdown.1.taxAmount`, `taxBreakdown.1.taxAmount` in the flattened form).
+     *
      *     The envelope is stored under its `receiptId` and returned (format: ENVELOPE.md (docs/ENVELOPE.md)). Sending the same request again returns the first envelope; a different receipt under a `receiptId` this merchant client already used is `409 CONFLICT`. A `merchantId` another merchant client uses is `403 forbidden` (see Merchant namespaces (docs/API.md)). A failure to encrypt is `500 ENCRYPTION_ERROR`.
      *
      *     Requires an X-API-Key with the role `merchant`.
@@ -245,7 +247,7 @@ export interface paths {
      *     Merchant. The receipt fields (docs/API.md), plus `amount` and `cardNonce`, and optionally an `Idempotency-Key` header. In one call the service checks the amounts, encrypts and stores the receipt (exactly as the flattened encrypt), creates the payment with pointers to the receipt (`receiptId`, `transactionId`, `merchantId`) in its metadata, and maps the transaction to it. Response: `{ paymentId, clientSecret, orderId, gateway, receiptMetadata: { receiptId, transactionId, merchantId, isEscrowed } }`.
      *
      *     - **`gateway_a` (Stripe).** `amount` is required and must equal `totalAmount`. The service creates a PaymentIntent for it, with the pointers in the intent's metadata, and does not confirm it: the intent's status is `requires_payment_method`, `paymentId` is its id (`pi_…`), and `clientSecret` is what the point of sale gives Stripe's client side (Stripe.js `confirmPayment`, or Stripe's mobile SDKs) to collect the card and confirm the intent with Stripe directly; the service never sees card data. The intent uses the Stripe account's default payment methods (a Stripe Terminal reader would need `card_present`, which the service does not request today). `orderId` is `null`. Treat `clientSecret` like the payment itself: hand it to the checkout that confirms it and nowhere else.
-     *     - **`gateway_b` (Square).** The charge is the items plus tax, which must equal `totalAmount` (`amount` is optional; if sent it must agree). The service creates an order with one line per receipt item and the tax as a fixed service charge, the pointers in the order's metadata, then a payment for it with `cardNonce` (from Square's Web Payments or In-App Payments SDK), completed at once. `cardNonce` is required (`400` naming it when missing) except against the local gateway sandbox, which charges its test nonce when none is sent. `orderId` is the order's id; `clientSecret` is `null`. Square metadata limits (10 entries, 255 characters) and id lengths are checked before the call.
+     *     - **`gateway_b` (Square).** The charge is the items less allowances plus charges and tax, which must equal `totalAmount` (`amount` is optional; if sent it must agree). The service creates an order with one line per receipt item, each DigitalReceipt 1.2 allowance as a fixed order-scoped discount, each charge and the tax as fixed service charges, the pointers in the order's metadata, then a payment for it with `cardNonce` (from Square's Web Payments or In-App Payments SDK), completed at once. `cardNonce` is required (`400` naming it when missing) except against the local gateway sandbox, which charges its test nonce when none is sent. `orderId` is the order's id; `clientSecret` is `null`. Square metadata limits (10 entries, 255 characters) and id lengths are checked before the call.
      *
      *     The receipt is attached as soon as the payment object exists: `payments/decrypt` opens it whatever the payment's status, including a Stripe intent not yet confirmed (or never confirmed). Its `paymentStatus` says where the payment stands: `pending` for a gateway_a intent until the gateway's event says it was paid (`succeeded`), declined (`failed`) or canceled; `succeeded` for gateway_b at once; `failed` for a card declined at creation (`402`, the receipt stays stored). The receipt is never deleted because its payment failed. See The payment lifecycle (docs/API.md).
      *
@@ -1351,7 +1353,7 @@ export interface components {
       /** @description True when no registered user matched and the escrow key was used. */
       isEscrowed: boolean;
     };
-    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
+    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal − allowances + charges + taxAmount; a taxBreakdown must agree with the lines (docs/FORMATS.md); items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
       /** @description The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise. */
       version?: string;
@@ -1631,7 +1633,7 @@ export interface components {
       /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature and cardTransaction (the network references the service seals after the charge). */
       jws: string;
     };
-    /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. */
+    /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. With allowances or charges, summary.total = subtotal − allowances + charges + totalTax + tipAmount and totalDiscount = allowances + line discounts; a summary.taxBreakdown must agree with the lines (docs/FORMATS.md). */
     NestedEncryptRequest: {
       receipt: components['schemas']['DigitalReceipt'];
       recipientIdentifier: components['schemas']['RecipientIdentifier'];
