@@ -7,7 +7,6 @@ import { money } from '../kernel/fields.js';
  * formats"; docs/FORMATS.md), shared by the nested receipt and the flattened request forms. All are
  * optional; a receipt that gives a tax breakdown must have one that agrees with its lines.
  */
-export const RECEIPT_VERSION_12 = '1.2';
 
 const rate = z.number().min(0).max(1);
 

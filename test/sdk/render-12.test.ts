@@ -52,6 +52,18 @@ describe('a 1.2 receipt rendered', () => {
     expect(renderReceiptHtml(sale, en)).not.toContain('receipt-code');
   });
 
+  it('takes a receipt code that looks like markup as text: in the caption, the label and the bars', () => {
+    const value = '"><img src=x onerror=alert(1)>';
+    const html = renderReceiptHtml(
+      { ...coded, receiptCode: { value, symbology: 'code128' } },
+      { ...en, barcodes: encoder },
+    );
+    const figure = html.slice(html.indexOf('<figure'), html.indexOf('</figure>'));
+    expect(figure).not.toContain('<img');
+    expect(figure).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(figure).toMatch(/aria-label="Receipt code \(Code 128\): img src=x onerror=alert\(1\)"/);
+  });
+
   it('encodes each symbology with the structure its standard gives', () => {
     // Code 128: 11 modules per symbol (start, data, check) and a 13-module stop.
     const code128 = barcodeShape({ value: 'RC2026112100042', symbology: 'code128' }, encoder)!;
