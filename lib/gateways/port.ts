@@ -21,6 +21,11 @@ export interface PaymentLine {
   totalPrice: number;
 }
 
+export interface PaymentAdjustment {
+  reason: string;
+  amount: number;
+}
+
 export interface CreatePaymentRequest {
   /** Stable per receipt; each adapter derives its provider keys from it. */
   idempotencyKey: string;
@@ -33,6 +38,11 @@ export interface CreatePaymentRequest {
   lines: PaymentLine[];
   /** gateway_b adds it to the order so the order total equals `amount`. */
   taxAmount: number;
+  /**
+   * The receipt's document-level allowances and charges (DigitalReceipt 1.2), net amounts: gateway_b
+   * gives them to the order as fixed discounts and service charges, so its total equals `amount`.
+   */
+  adjustments?: { allowances: PaymentAdjustment[]; charges: PaymentAdjustment[] };
   /** gateway_b payment source; the sandbox/test nonce is used only when absent. */
   cardNonce?: string;
   /**

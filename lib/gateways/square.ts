@@ -465,10 +465,17 @@ export class SquareGateway implements PaymentGateway {
       ]);
     }
     const linesTotal = request.lines.reduce((sum, line) => sum + line.totalPrice, 0);
-    if (linesTotal + request.taxAmount !== request.amount) {
+    const allowances = request.adjustments?.allowances ?? [];
+    const charges = request.adjustments?.charges ?? [];
+    const adjusted = (entries: readonly { amount: number }[]) =>
+      entries.reduce((sum, entry) => sum + entry.amount, 0);
+    for (const [index, entry] of [...allowances, ...charges].entries()) {
+      assertMinorUnits(`adjustments[${index}].amount`, entry.amount, { allowZero: true });
+    }
+    if (linesTotal - adjusted(allowances) + adjusted(charges) + request.taxAmount !== request.amount) {
       throw new InvalidRequestError(
-        'Line totals plus tax must equal the amount charged',
-        [{ field: 'amount', message: 'must equal the line totals plus tax' }],
+        'Line totals less allowances plus charges and tax must equal the amount charged',
+        [{ field: 'amount', message: 'must equal the line totals less allowances plus charges and tax' }],
         {
           linesTotal,
           taxAmount: request.taxAmount,
@@ -491,10 +498,29 @@ export class SquareGateway implements PaymentGateway {
             },
           ]
         : [];
+    // Document-level allowances and charges (DigitalReceipt 1.2) are the order's own fixed discounts
+    // and service charges, so the order's total is the receipt's; zero ones are left out.
+    const discounts: Square.OrderLineItemDiscount[] = allowances
+      .filter((entry) => entry.amount > 0)
+      .map((entry) => ({
+        name: entry.reason.slice(0, LINE_NAME_MAX),
+        type: 'FIXED_AMOUNT',
+        scope: 'ORDER',
+        amountMoney: money(entry.amount, currency),
+      }));
+    const serviceCharges: Square.OrderServiceCharge[] = charges
+      .filter((entry) => entry.amount > 0)
+      .map((entry) => ({
+        name: entry.reason.slice(0, LINE_NAME_MAX),
+        amountMoney: money(entry.amount, currency),
+        calculationPhase: 'SUBTOTAL_PHASE',
+        taxable: false,
+      }));
     return {
       locationId: this.locationId,
       lineItems: request.lines.map((line) => orderLine(line, currency)),
-      serviceCharges: tax,
+      ...(discounts.length > 0 ? { discounts } : {}),
+      serviceCharges: [...serviceCharges, ...tax],
       metadata,
     };
   }

@@ -274,6 +274,14 @@ export async function createPaymentWithReceipt(
         totalPrice: item.totalPrice,
       })),
       taxAmount: body.taxAmount,
+      ...(body.allowances !== undefined || body.charges !== undefined
+        ? {
+            adjustments: {
+              allowances: (body.allowances ?? []).map(({ reason, amount }) => ({ reason, amount })),
+              charges: (body.charges ?? []).map(({ reason, amount }) => ({ reason, amount })),
+            },
+          }
+        : {}),
       ...(cardNonce ? { cardNonce } : {}),
       ...(paymentMethodId ? { paymentMethod: paymentMethodId } : {}),
     })

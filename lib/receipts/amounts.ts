@@ -10,6 +10,9 @@ export interface Amounts {
   /** Omitted where the form has no tax-inclusive total to check. */
   tax?: number;
   total?: number;
+  /** Document-level allowances and charges (DigitalReceipt 1.2), added up: the total less and plus them. */
+  allowances?: number;
+  charges?: number;
 }
 
 export interface AmountProblem {
@@ -21,16 +24,15 @@ export interface AmountProblem {
 export const sumOfLines = (lines: Amounts['lines']): number =>
   lines.reduce((total, line) => total + line.totalPrice, 0);
 
+const totalOf = (amounts: Amounts): number =>
+  amounts.subtotal - (amounts.allowances ?? 0) + (amounts.charges ?? 0) + (amounts.tax ?? 0);
+
 export function amountProblems(amounts: Amounts): AmountProblem[] {
   const problems: AmountProblem[] = [];
   if (amounts.lines.length > 0 && sumOfLines(amounts.lines) !== amounts.subtotal)
     problems.push({ amount: 'subtotal', expected: sumOfLines(amounts.lines) });
-  if (
-    amounts.tax !== undefined &&
-    amounts.total !== undefined &&
-    amounts.subtotal + amounts.tax !== amounts.total
-  )
-    problems.push({ amount: 'total', expected: amounts.subtotal + amounts.tax });
+  if (amounts.tax !== undefined && amounts.total !== undefined && totalOf(amounts) !== amounts.total)
+    problems.push({ amount: 'total', expected: totalOf(amounts) });
   return problems;
 }
 

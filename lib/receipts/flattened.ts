@@ -16,12 +16,21 @@ import {
   type DigitalReceipt,
   type ReceiptLineItem,
 } from './schemas.js';
+import {
+  adjustmentTotal,
+  checkTaxBreakdown,
+  documentAdditions,
+  lineAdditions,
+  lineTaxAdditions,
+  merchantAdditions,
+  taxBreakdownSchema,
+} from './standard-fields.js';
 
 /**
  * The flattened receipt fields shared by receipts/encrypt and payments/{gateway}/create. Required:
  * receiptId, merchantId, merchantName, transactionId and the three amounts; everything else has a
  * documented default. Amounts must add up (docs/API.md): subtotal = Σ items' totalPrice and
- * totalAmount = subtotal + taxAmount.
+ * totalAmount = subtotal − Σ allowances + Σ charges + taxAmount; a tax breakdown agrees with the lines.
  */
 const text = (max = 256) => z.string().max(max);
 
@@ -39,10 +48,12 @@ export const flattenedItemSchema = z
           name: text().optional(),
           rate: z.number().min(0).max(1).optional(),
           amount: money.optional(),
+          ...lineTaxAdditions,
         }),
       )
       .max(20)
       .optional(),
+    ...lineAdditions,
   })
   .superRefine(checkLineTotal)
   .meta({
@@ -51,7 +62,11 @@ export const flattenedItemSchema = z
   });
 
 export const flattenedReceiptFields = {
-  version: text(32).min(1).default(FLATTENED_DEFAULTS.version),
+  // No zod default: the version follows from the fields given (toDigitalReceipt), as on a till.
+  version: text(32).min(1).optional().meta({
+    description:
+      'The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise.',
+  }),
   receiptId: uuid,
   merchantId: uuid,
   merchantName: text().min(1),
@@ -62,6 +77,9 @@ export const flattenedReceiptFields = {
   merchantCountry: countryCode.optional(),
   merchantTaxId: text(64).optional(),
   merchantContactEmail: z.email().max(320).optional(),
+  merchantLegalName: merchantAdditions.legalName,
+  merchantVatId: merchantAdditions.vatId,
+  merchantEndpoint: merchantAdditions.endpoint,
   transactionId: uuid,
   transactionDate: dateTime.optional(),
   transactionTimezone: text(64).optional(),
@@ -77,6 +95,8 @@ export const flattenedReceiptFields = {
   totalAmount: money.min(0),
   items: z.array(flattenedItemSchema).max(MAX_ITEMS).default([]),
   mockItems: z.boolean().default(FLATTENED_DEFAULTS.mockItems),
+  ...documentAdditions,
+  taxBreakdown: taxBreakdownSchema.optional(),
   recipientHashedPan: hashedPan.optional(),
   // Issue 39: the receipt as an SD-JWT VC; checked and sealed, never part of the DigitalReceipt mapping.
   receiptCredential: receiptCredentialSchema.optional(),
@@ -87,7 +107,17 @@ export type FlattenedReceipt = z.infer<typeof flattenedReceiptSchema>;
 
 /** Adds the amount rules (lib/receipts/amounts.ts) to any object schema built from the flattened fields. */
 export function checkAmounts(
-  receipt: Pick<FlattenedReceipt, 'items' | 'mockItems' | 'subtotal' | 'taxAmount' | 'totalAmount'>,
+  receipt: Pick<
+    FlattenedReceipt,
+    | 'items'
+    | 'mockItems'
+    | 'subtotal'
+    | 'taxAmount'
+    | 'totalAmount'
+    | 'allowances'
+    | 'charges'
+    | 'taxBreakdown'
+  >,
   ctx: z.RefinementCtx,
 ): void {
   if (receipt.items.length === 0 && !receipt.mockItems) {
@@ -102,7 +132,10 @@ export function checkAmounts(
     subtotal: receipt.subtotal,
     tax: receipt.taxAmount,
     total: receipt.totalAmount,
+    allowances: adjustmentTotal(receipt.allowances),
+    charges: adjustmentTotal(receipt.charges),
   });
+  const adjusted = receipt.allowances !== undefined || receipt.charges !== undefined;
   for (const problem of problems) {
     ctx.addIssue(
       problem.amount === 'subtotal'
@@ -114,10 +147,23 @@ export function checkAmounts(
         : {
             code: 'custom',
             path: ['totalAmount'],
-            message: `must equal subtotal + taxAmount (${problem.expected})`,
+            message: adjusted
+              ? `must equal subtotal − allowances + charges + taxAmount (${problem.expected})`
+              : `must equal subtotal + taxAmount (${problem.expected})`,
           },
     );
   }
+  checkTaxBreakdown(
+    {
+      lines: receipt.items,
+      allowances: receipt.allowances,
+      charges: receipt.charges,
+      breakdown: receipt.taxBreakdown,
+      totalTax: receipt.taxAmount,
+    },
+    { breakdown: ['taxBreakdown'], lines: ['items'], totalTax: ['taxAmount'] },
+    ctx,
+  );
 }
 
 /**

@@ -3,6 +3,7 @@ import { hashedPan } from '../kernel/fields.js';
 import { receiptCredentialSchema } from './credential-field.js';
 import { checkAmounts, flattenedReceiptSchema } from './flattened.js';
 import { digitalReceiptSchema } from './schemas.js';
+import { checkReceiptAdditions } from './standard-fields.js';
 import { envelopeInputSchema } from '../kernel/envelope-input.js';
 import { uuid } from '../kernel/fields.js';
 import { currency, dateTime } from '../kernel/fields.js';
@@ -27,6 +28,7 @@ export const nestedEncryptBody = z
     recipientHashedPan: hashedPan.optional(),
     receiptCredential: receiptCredentialSchema.optional(),
   })
+  .superRefine((body, ctx) => checkReceiptAdditions(body.receipt, ['receipt'], ctx))
   .superRefine((body, ctx) => {
     // The service seals a signature it has checked, from the header; one written into the body would
     // be sealed unchecked and read by the device as the merchant's.
@@ -57,7 +59,9 @@ export const nestedEncryptBody = z
     id: 'NestedEncryptRequest',
     description:
       'A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient ' +
-      'is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed.',
+      'is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. ' +
+      'With allowances or charges, summary.total = subtotal − allowances + charges + totalTax + tipAmount and ' +
+      'totalDiscount = allowances + line discounts; a summary.taxBreakdown must agree with the lines (docs/FORMATS.md).',
   });
 
 /** Flattened form: the merchant fields shared with payment creation. */
@@ -65,7 +69,8 @@ export const flattenedEncryptBody = flattenedReceiptSchema.superRefine(checkAmou
   id: 'FlattenedEncryptRequest',
   description:
     'The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. ' +
-    'Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; ' +
+    'Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal − allowances + ' +
+    'charges + taxAmount; a taxBreakdown must agree with the lines (docs/FORMATS.md); ' +
     'items may be empty only with mockItems: true.',
   // Documents how encryptBody below tells the forms apart, so the document's oneOf is exact.
   not: { type: 'object', properties: { receipt: {} }, required: ['receipt'] },

@@ -2,6 +2,13 @@ import * as z from 'zod';
 import { receiptCredentialSchema } from './credential-field.js';
 import { countryCode, currency, dateTime, httpsUrl, money, uuid } from '../kernel/fields.js';
 import { expectedLineTotal, sumOfLines, type LineAmounts } from './amounts.js';
+import {
+  documentAdditions,
+  lineAdditions,
+  lineTaxAdditions,
+  merchantAdditions,
+  taxBreakdownSchema,
+} from './standard-fields.js';
 
 /**
  * The spec's receipt resources as zod schemas, field for field. Unknown fields are refused (a 400
@@ -46,6 +53,7 @@ export const receiptMerchantSchema = z
     logoUrl: httpsUrl.optional(),
     contactPhone: shortText(32).optional(),
     contactEmail: z.email().max(320).optional(),
+    ...merchantAdditions,
   })
   .meta({ id: 'ReceiptMerchant' });
 
@@ -96,6 +104,7 @@ export const lineItemTaxSchema = z
     name: shortText().optional(),
     rate: z.number().min(0).max(1).optional(),
     amount: money.optional(),
+    ...lineTaxAdditions,
   })
   .meta({ id: 'LineItemTax', description: 'rate is a decimal fraction: 0.08 means 8%.' });
 
@@ -111,6 +120,7 @@ export const receiptLineItemSchema = z
     category: shortText(128).nullable().optional(),
     discounts: z.array(lineItemDiscountSchema).max(20).optional(),
     taxes: z.array(lineItemTaxSchema).max(20).optional(),
+    ...lineAdditions,
   })
   .superRefine(checkLineTotal)
   .meta({
@@ -129,6 +139,7 @@ export const receiptSummarySchema = z
     total: money,
     currency,
     itemCount: z.number().int().min(0),
+    taxBreakdown: taxBreakdownSchema.optional(),
   })
   .meta({
     id: 'ReceiptSummary',
@@ -245,6 +256,7 @@ export const digitalReceiptSchema = z
     notes: shortText(4096).nullable().optional(),
     returnPolicy: shortText(4096).nullable().optional(),
     loyaltyInfo: loyaltyInfoSchema.nullable().optional(),
+    ...documentAdditions,
     metadata: z.record(z.string().max(128), z.unknown()).optional(),
     createdAt: dateTime,
     merchantSignature: merchantSignatureSchema.optional(),

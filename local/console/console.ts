@@ -32,7 +32,9 @@ function bundled(entry: string, globalName?: string): Promise<string> {
           // jsPDF's optional helpers (HTML capture, SVG, sanitising HTML) that renderReceiptPdf never
           // calls: jsPDF imports them on demand only, so left out they cost nothing, and kept in they
           // are 0.9 MB of the bundle's 1.7.
-          external: jsPdfOptional,
+          // bwip-js (the SDK's optional barcode encoder, loaded on demand by the PDF renderer) too: the
+          // console's receipts carry no receipt code, and its whole browser build would be 1.7 MB more.
+          external: [...jsPdfOptional, 'bwip-js'],
           ...(globalName ? { globalName } : {}),
         }),
       )

@@ -4,9 +4,10 @@ import type { Store } from './journal.js';
 
 /**
  * The slice of Square's v2 wire API that lib/gateways/square.ts uses: ad hoc orders with fixed-amount
- * service charges, card payments against them, and location reads. Totals are computed as Square does
- * for these inputs; anything whose arithmetic is not implemented here (taxes, discounts, percentage
- * charges, catalog items) is refused rather than mis-totalled.
+ * service charges and fixed-amount order-scoped discounts, card payments against them, and location
+ * reads. Totals are computed as Square does for these inputs; anything whose arithmetic is not
+ * implemented here (taxes, percentage discounts or charges, catalog items) is refused rather than
+ * mis-totalled.
  */
 
 export const APPROVED_NONCE = 'cnon:card-nonce-ok';
@@ -97,7 +98,7 @@ export function squareApi(context: SandboxContext): ProviderApi & DashboardRefun
     if (typeof order.location_id !== 'string') {
       return invalid('MISSING_REQUIRED_PARAMETER', 'location', 'order.location_id');
     }
-    for (const unsupported of ['taxes', 'discounts', 'fulfillments']) {
+    for (const unsupported of ['taxes', 'fulfillments']) {
       if (list(order[unsupported]).length > 0) {
         return invalid(
           'BAD_REQUEST',
@@ -140,6 +141,49 @@ export function squareApi(context: SandboxContext): ProviderApi & DashboardRefun
     if (lineItems.length === 0) {
       return invalid('MISSING_REQUIRED_PARAMETER', 'line items', 'order.line_items');
     }
+    const discounts: Json[] = [];
+    for (const [index, discount] of list(order.discounts).entries()) {
+      const field = `order.discounts[${index}]`;
+      const amount = isObject(discount) ? readMoney(discount.amount_money) : null;
+      if (
+        !isObject(discount) ||
+        typeof discount.name !== 'string' ||
+        !amount ||
+        discount.type !== 'FIXED_AMOUNT' ||
+        discount.scope !== 'ORDER' ||
+        discount.percentage
+      ) {
+        return invalid(
+          'BAD_REQUEST',
+          'The gateway sandbox supports FIXED_AMOUNT, ORDER-scoped discounts',
+          field,
+        );
+      }
+      currencies.add(amount.currency);
+      discounts.push({ ...discount, uid: randomId(22), applied_money: amount });
+    }
+    // Square spreads an order-scoped fixed discount over the lines in proportion to their price.
+    const discountTotal = discounts.reduce(
+      (total, discount) => total + (discount.applied_money as Money).amount,
+      0,
+    );
+    const grossTotal = lineItems.reduce((total, line) => total + (line.gross_sales_money as Money).amount, 0);
+    if (discountTotal > grossTotal) {
+      return invalid('BAD_REQUEST', 'Discounts exceed the line items', 'order.discounts');
+    }
+    let discountLeft = discountTotal;
+    for (const [index, line] of lineItems.entries()) {
+      const gross = line.gross_sales_money as Money;
+      const share =
+        index === lineItems.length - 1
+          ? discountLeft
+          : grossTotal === 0
+            ? 0
+            : Math.floor((discountTotal * gross.amount) / grossTotal);
+      discountLeft -= share;
+      line.total_discount_money = { amount: share, currency: gross.currency };
+      line.total_money = { amount: gross.amount - share, currency: gross.currency };
+    }
     const serviceCharges: Json[] = [];
     for (const [index, charge] of list(order.service_charges).entries()) {
       const field = `order.service_charges[${index}]`;
@@ -179,6 +223,7 @@ export function squareApi(context: SandboxContext): ProviderApi & DashboardRefun
       ...order,
       id: randomId(29),
       line_items: lineItems,
+      ...(discounts.length > 0 ? { discounts } : {}),
       service_charges: serviceCharges,
       state: 'OPEN',
       version: 1,
@@ -186,7 +231,7 @@ export function squareApi(context: SandboxContext): ProviderApi & DashboardRefun
       updated_at: timestamp,
       total_money: { amount: total, currency },
       total_tax_money: zero,
-      total_discount_money: zero,
+      total_discount_money: { amount: discountTotal, currency },
       total_tip_money: zero,
       total_service_charge_money: { amount: serviceChargeTotal, currency },
       net_amount_due_money: { amount: total, currency },

@@ -14,12 +14,44 @@ import {
 import { patience, pollUntil } from '../support/processes.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import { pdfText } from '../sdk/receipts.js';
+import { ublErrors, validateUbl } from '../support/standards.js';
 
 /**
  * GET /console in headless Chromium against a local stack: the device flow end to end (twice in one
  * page, on one webhook that the page deletes when it closes), the receipt rendered by the SDK, the
  * match call, the specification's path, and a phone's width (390 px), where the PDF is made too.
  */
+/** Clicks `button` and reads the one file with `suffix` Chromium downloads for it. */
+async function download(page: Page, button: string, suffix: string): Promise<{ name: string; text: string }> {
+  const folder = await mkdtemp(join(tmpdir(), 'console-download-'));
+  try {
+    const cdp = await page.createCDPSession();
+    const done = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the download did not complete in 20 s')), 20_000);
+      cdp.on('Browser.downloadProgress', (event) => {
+        if (event.state === 'inProgress') return;
+        clearTimeout(timer);
+        if (event.state === 'completed') resolve();
+        else reject(new Error(`the download ended ${event.state}`));
+      });
+    });
+    await cdp.send('Browser.setDownloadBehavior', {
+      behavior: 'allow',
+      downloadPath: folder,
+      eventsEnabled: true,
+    });
+    await page.click(button);
+    await done;
+    const files = (await readdir(folder)).filter((name) => name.endsWith(suffix));
+    expect(files).toHaveLength(1);
+    const text = await readFile(join(folder, files[0]!), 'utf8');
+    await cdp.detach();
+    return { name: files[0]!, text };
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
 describe('developer console in a browser', () => {
   let stack: TestStack;
   let session: BrowserSession;
@@ -221,6 +253,20 @@ describe('developer console in a browser', () => {
     expect(sale.scripts).toBe(0);
     const refund = await renderedReceipt(page, 'refund-receipt');
     expect(refund.total).toEqual(['Total refunded', '-$4.89']);
+    // The refund as a UBL credit note, downloaded from the issuer's view, passes the official
+    // artefacts (UBL 2.1 schema, EN 16931 and Peppol BIS 3.0 rules) with no error.
+    const creditNote = await download(page, '#refund-receipt button.export-ubl', '.xml');
+    expect(creditNote.name).toBe(`credit-note-${String(first.refundReceipt.receiptId)}.xml`);
+    expect(creditNote.text).toContain('<CreditNote');
+    expect(creditNote.text).toContain(`<cbc:ID>${String(first.receipt.receiptId)}</cbc:ID>`);
+    const validated = await validateUbl({ creditNote: creditNote.text });
+    expect(ublErrors(validated.creditNote!)).toEqual([]);
+    // Every other export of the issuer's view downloads too.
+    for (const format of ['vreceipt', 'versa', 'schema-org', 'csv']) {
+      await page.click(`#refund-receipt button.export-${format}`);
+      await page.waitForSelector(`#refund-receipt a.export-link-${format}`);
+    }
+    expect(await page.$$eval('.step.failed', (failed) => failed.length)).toBe(0);
     // The raw JSON is one click away.
     await page.click('#receipt details summary');
     expect(await page.evaluate(`document.querySelector('#receipt details').open`)).toBe(true);

@@ -21,7 +21,13 @@ import {
   type SigningKey,
   type SigningPublicJwk,
 } from '@receipt-service/sdk';
-import { flattenedReceipt, gatewayFields, newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import {
+  flattenedReceipt,
+  flattenedReceipt12,
+  gatewayFields,
+  newHashedPan,
+  sampleReceipt,
+} from '../support/fixtures.js';
 import { fetchReceipt, sandboxStripe, statusBecomes, type Kind } from '../support/lifecycle.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import { runMerchantCommand } from '../../scripts/admin-merchants.js';
@@ -760,6 +766,28 @@ describe('receipts/encrypt, signed', () => {
     expect(await verifyReceiptSignature(sealed, (await publishedKey(key.kid)).publicKey)).toMatchObject({
       kid: key.kid,
     });
+  });
+
+  it('a DigitalReceipt 1.2 with every new field: sealed with the signature over all of it', async () => {
+    const key = till;
+    const body = flattenedReceipt12({
+      recipientHashedPan: hashedPan,
+      transactionDate: '2026-11-21T09:15:00Z',
+    });
+    const receipt = toDigitalReceipt(body as FlattenedReceipt);
+    expect(receipt).toMatchObject({ version: '1.2', receiptCode: body.receiptCode, fiscal: body.fiscal });
+    const jws = await signReceipt(receipt, key.privateKey, key.kid);
+    expect((await encrypt(body, signedHeader(jws))).status).toBe(200);
+    const sealed = await opened(body.receiptId);
+    expect(sealed).toEqual({ ...receipt, merchantSignature: { kid: key.kid, jws } });
+    const published = (await publishedKey(key.kid)).publicKey;
+    expect(await verifyReceiptSignature(sealed, published)).toMatchObject({ kid: key.kid });
+    // A breakdown changed after signing does not verify on the device.
+    const changed = structuredClone(sealed) as typeof sealed & {
+      summary: { taxBreakdown: { taxAmount: number }[] };
+    };
+    changed.summary.taxBreakdown[0]!.taxAmount += 1;
+    await expect(verifyReceiptSignature(changed, published)).rejects.toThrow();
   });
 
   it('nested form: sealed with the signature over its receipt as sent', async () => {

@@ -141,3 +141,67 @@ export const gatewayFields = (
   body: Pick<FlattenedFixture, 'totalAmount'>,
 ): { amount: number } | { cardNonce: string } =>
   gateway === 'gateway_a' ? { amount: body.totalAmount } : { cardNonce: 'cnon:card-nonce-ok' };
+
+/**
+ * A flattened DigitalReceipt 1.2 request with every field 1.2 adds: a Finnish café's sale (EUR) at two
+ * VAT rates, a weighed line, a GTIN, an allowance and a charge at 25.5 %, the breakdown DECISIONS'
+ * rule gives (14 %: 2296 → 321; 25.5 %: 1990 − 200 + 50 = 1840 → 469), a receipt code and fiscal data.
+ */
+export function flattenedReceipt12(overrides: Record<string, unknown> = {}): FlattenedFixture {
+  return flattenedReceipt({
+    version: '1.2',
+    merchantName: 'Corner Café',
+    merchantStreet: 'Mannerheimintie 1',
+    merchantCity: 'Helsinki',
+    merchantState: undefined,
+    merchantPostalCode: '00100',
+    merchantCountry: 'FI',
+    merchantTaxId: undefined,
+    merchantLegalName: 'Kahvila Kulma Oy',
+    merchantVatId: 'FI12345671',
+    merchantEndpoint: { scheme: '0088', id: '6412345000012' },
+    transactionTimezone: 'Europe/Helsinki',
+    currency: 'EUR',
+    subtotal: 4286,
+    taxAmount: 790,
+    totalAmount: 4926,
+    items: [
+      {
+        lineItemId: randomUUID(),
+        name: 'Oat latte',
+        quantity: 2,
+        unitPrice: 450,
+        totalPrice: 900,
+        taxes: [{ name: 'ALV 14 %', category: 'S', rate: 0.14, amount: 126 }],
+      },
+      {
+        lineItemId: randomUUID(),
+        name: 'Travel mug',
+        quantity: 1,
+        unitCode: 'C62',
+        gtin: '4006381333931',
+        unitPrice: 1990,
+        totalPrice: 1990,
+        taxes: [{ name: 'ALV 25.5 %', category: 'S', rate: 0.255, amount: 469 }],
+      },
+      {
+        lineItemId: randomUUID(),
+        name: 'Gouda, by weight',
+        quantity: 0.735,
+        unitCode: 'KGM',
+        unitPrice: 1899,
+        totalPrice: 1396,
+        taxes: [{ name: 'ALV 14 %', category: 'S', rate: 0.14, amount: 195 }],
+      },
+    ],
+    allowances: [{ amount: 200, reason: 'Loyalty voucher', category: 'S', rate: 0.255 }],
+    charges: [{ amount: 50, reason: 'Paper bag', category: 'S', rate: 0.255 }],
+    taxBreakdown: [
+      { category: 'S', rate: 0.14, taxableAmount: 2296, taxAmount: 321 },
+      { category: 'S', rate: 0.255, taxableAmount: 1840, taxAmount: 469 },
+    ],
+    receiptCode: { value: 'RC2026112100042', symbology: 'code128' },
+    fiscal: { scheme: 'AT-RKSV', data: '_R1-AT1_K1_42_2026-11-21T10:15:00_13,11_0,00_0,00_0,00_0,00_' },
+    ...overrides,
+  });
+}

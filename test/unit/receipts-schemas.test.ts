@@ -118,7 +118,11 @@ describe('encrypt request forms', () => {
   it('defaults currency to USD, version to 1.1 and paymentMethod to card', () => {
     const { currency: _c, version: _v, paymentMethod: _p, ...rest } = flattenedReceipt();
     const parsed = encryptBody.parse(rest);
-    expect(parsed).toMatchObject({ currency: 'USD', version: '1.1', paymentMethod: 'card' });
+    expect(parsed).toMatchObject({ currency: 'USD', paymentMethod: 'card' });
+    // The version follows from the fields given: 1.1 without any of DigitalReceipt 1.2's.
+    expect(toDigitalReceipt(parsed as Parameters<typeof toDigitalReceipt>[0], new Date()).version).toBe(
+      '1.1',
+    );
   });
 });
 

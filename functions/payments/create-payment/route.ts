@@ -91,9 +91,10 @@ export const createPaymentRoute = defineRoute({
       'payment methods (a Stripe Terminal reader would need `card_present`, which the service does not ' +
       'request today). `orderId` is `null`. Treat `clientSecret` like the payment itself: hand it to ' +
       'the checkout that confirms it and nowhere else.\n- **`gateway_b` (Square).** The charge is the ' +
-      'items plus tax, which must equal `totalAmount` (`amount` is optional; if sent it must agree). ' +
-      'The service creates an order with one line per receipt item and the tax as a fixed service ' +
-      "charge, the pointers in the order's metadata, then a payment for it with `cardNonce` (from " +
+      'items less allowances plus charges and tax, which must equal `totalAmount` (`amount` is optional; ' +
+      'if sent it must agree). The service creates an order with one line per receipt item, each ' +
+      'DigitalReceipt 1.2 allowance as a fixed order-scoped discount, each charge and the tax as fixed service ' +
+      "charges, the pointers in the order's metadata, then a payment for it with `cardNonce` (from " +
       "Square's Web Payments or In-App Payments SDK), completed at once. `cardNonce` is required " +
       '(`400` naming it when missing) except against the local gateway sandbox, which charges its test ' +
       "nonce when none is sent. `orderId` is the order's id; `clientSecret` is `null`. Square metadata " +

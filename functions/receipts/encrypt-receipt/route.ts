@@ -55,6 +55,9 @@ export const encryptReceiptRoute = defineRoute({
       'the full envelope, `expiresAt` and `escrowKeyId` included. `recipientIdentifier` alone never ' +
       'finds a user (the service registers users by card only), so such a receipt is escrowed; the ' +
       'identifier is not stored in any form.\n\n' +
+      'Both forms take DigitalReceipt 1.2 (docs/FORMATS.md, "DigitalReceipt 1.2 in requests"): a ' +
+      '`taxBreakdown` that disagrees with the lines is `400` naming the field and the amount it must be ' +
+      '(`receipt.summary.taxBreakdown.1.taxAmount`, `taxBreakdown.1.taxAmount` in the flattened form).\n\n' +
       'The envelope is stored under its `receiptId` and returned (format: ENVELOPE.md ' +
       '(docs/ENVELOPE.md)). Sending the same request again returns the first envelope; a different ' +
       'receipt under a `receiptId` this merchant client already used is `409 CONFLICT`. A `merchantId` ' +

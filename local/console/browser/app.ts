@@ -5,8 +5,15 @@ import {
   renderReceiptHtml,
   signKeyProof,
   signReceipt,
+  toCsv,
   toDigitalReceipt,
   toRefundReceipt,
+  toSchemaOrgOrder,
+  toUblInvoice,
+  toVersaReceipt,
+  toVReceipt,
+  type DigitalReceipt12,
+  type UblBuyer,
   verifyReceiptSignature,
   type DeviceKey,
   type FlattenedReceipt,
@@ -534,8 +541,86 @@ function showReceipt(title: string, id: string, receipt: Receipt): Step {
         pdf.disabled = false;
       });
   });
-  step.section.append(raw, pdf);
+  step.section.append(raw, pdf, exportsOf(step, receipt));
   return step;
+}
+
+/**
+ * The buyer an invoice is addressed to: the issuer's business cardholder, as its expense tool would
+ * give it (a demo company here; an app takes it from the cardholder's profile).
+ */
+const DEMO_BUYER: UblBuyer = {
+  name: 'Acme Consulting Inc.',
+  endpoint: { scheme: '0060', id: '987654321' },
+  address: { country: 'US' },
+  reference: 'EXP-2026-0042',
+};
+
+/**
+ * The standard-format exports of an opened receipt (docs/FORMATS.md), each a download made here,
+ * where the receipt is open: the service never sees one. A format the receipt lacks a field for says
+ * which (ReceiptFormatError) instead of a file.
+ */
+function exportsOf(step: Step, receipt: Receipt): HTMLElement {
+  const opened = receipt as unknown as DigitalReceipt12;
+  const credit = receipt.type === 'refund';
+  const formats: { id: string; label: string; type: string; file: string; make: () => string }[] = [
+    {
+      id: 'ubl',
+      label: credit ? 'UBL credit note' : 'UBL invoice',
+      type: 'application/xml',
+      file: 'xml',
+      make: () => toUblInvoice(opened, { buyer: DEMO_BUYER }),
+    },
+    {
+      id: 'vreceipt',
+      label: 'vReceipt claims',
+      type: 'application/json',
+      file: 'vreceipt.json',
+      make: () => JSON.stringify(toVReceipt(opened), null, 2),
+    },
+    {
+      id: 'versa',
+      label: 'Versa',
+      type: 'application/json',
+      file: 'versa.json',
+      make: () => JSON.stringify(toVersaReceipt(opened), null, 2),
+    },
+    {
+      id: 'schema-org',
+      label: 'schema.org Order',
+      type: 'application/ld+json',
+      file: 'jsonld',
+      make: () => JSON.stringify(toSchemaOrgOrder(opened), null, 2),
+    },
+    { id: 'csv', label: 'CSV', type: 'text/csv', file: 'csv', make: () => toCsv([opened]) },
+  ];
+  const box = document.createElement('div');
+  box.className = 'exports';
+  for (const format of formats) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = `export export-${format.id}`;
+    button.textContent = `Download ${format.label}`;
+    button.addEventListener('click', () => {
+      let text: string;
+      try {
+        text = format.make();
+      } catch (error) {
+        step.say(`${format.label}: ${error instanceof Error ? error.message : String(error)}`, 'problem');
+        return;
+      }
+      const link = document.createElement('a');
+      link.href = URL.createObjectURL(new Blob([text], { type: format.type }));
+      link.download = `${credit ? 'credit-note' : 'receipt'}-${receipt.receiptId}.${format.file}`;
+      link.textContent = link.download;
+      link.className = `export-link export-link-${format.id}`;
+      button.after(link);
+      link.click();
+    });
+    box.append(button);
+  }
+  return box;
 }
 
 /**
@@ -668,6 +753,11 @@ async function runFlow(): Promise<void> {
     receiptId,
     merchantId: crypto.randomUUID(),
     merchantName: 'Corner Coffee',
+    // DigitalReceipt 1.2: what the standard formats need of the seller, the line's VAT and its breakdown.
+    merchantLegalName: 'Corner Coffee Roasters LLC',
+    merchantVatId: 'US941234567',
+    merchantEndpoint: { scheme: '0060', id: '123456789' },
+    merchantCountry: 'US',
     transactionId: crypto.randomUUID(),
     paymentMethod: 'card',
     cardLast4: card.slice(-4),
@@ -683,8 +773,10 @@ async function runFlow(): Promise<void> {
         quantity: 2,
         unitPrice: 450,
         totalPrice: 900,
+        taxes: [{ name: 'Sales tax', category: 'S', rate: 0.08625, amount: 78 }],
       },
     ],
+    taxBreakdown: [{ category: 'S', rate: 0.08625, taxableAmount: 900, taxAmount: 78 }],
     recipientHashedPan: hashedPan,
     // A signed receipt says its own time: the merchant signs it, the service adds none.
     ...(signingKey || credentialKey ? { transactionDate: new Date().toISOString() } : {}),

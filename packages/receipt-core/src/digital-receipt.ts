@@ -11,8 +11,12 @@ import type { components } from './generated/receipt.js';
 export type DigitalReceipt = components['schemas']['DigitalReceipt'];
 type LineItem = components['schemas']['ReceiptLineItem'];
 
-/** The receipt schema version the service writes; "1.0" receipts keep opening. */
+/**
+ * The receipt schema version the service writes for a receipt without DigitalReceipt 1.2's fields
+ * ("1.0" receipts keep opening); one that gives any of them is RECEIPT_VERSION_12.
+ */
 export const RECEIPT_VERSION = '1.1';
+export const RECEIPT_VERSION_12 = '1.2';
 /** What the service assumes for a flattened field left out (the request schemas' defaults). */
 export const FLATTENED_DEFAULTS = {
   version: RECEIPT_VERSION,
@@ -62,6 +66,29 @@ export function mockItems(receiptId: string, subtotal: number): LineItem[] {
   });
 }
 
+/** Whether a flattened request gives any field DigitalReceipt 1.2 added (its version then defaults to 1.2). */
+export function usesVersion12(input: FlattenedReceipt): boolean {
+  const documentLevel = [
+    input.merchantLegalName,
+    input.merchantVatId,
+    input.merchantEndpoint,
+    input.allowances,
+    input.charges,
+    input.taxBreakdown,
+    input.receiptCode,
+    input.fiscal,
+  ];
+  return (
+    documentLevel.some((field) => field !== undefined) ||
+    (input.items ?? []).some(
+      (item) =>
+        item.unitCode !== undefined ||
+        item.gtin !== undefined ||
+        (item.taxes ?? []).some((tax) => tax.category !== undefined),
+    )
+  );
+}
+
 /**
  * The DigitalReceipt a flattened request describes, as the service seals it.
  *
@@ -79,7 +106,7 @@ export function toDigitalReceipt(input: FlattenedReceipt, now?: Date | string): 
       'toDigitalReceipt: a receipt without `now` takes its time from transactionDate, and there is none',
     );
   }
-  const version = input.version ?? FLATTENED_DEFAULTS.version;
+  const version = input.version ?? (usesVersion12(input) ? RECEIPT_VERSION_12 : FLATTENED_DEFAULTS.version);
   const paymentMethod = input.paymentMethod ?? FLATTENED_DEFAULTS.paymentMethod;
   const currency = input.currency ?? FLATTENED_DEFAULTS.currency;
   const listed = input.items ?? [];
@@ -94,6 +121,8 @@ export function toDigitalReceipt(input: FlattenedReceipt, now?: Date | string): 
           totalPrice: item.totalPrice,
           ...(item.category !== undefined ? { category: item.category } : {}),
           ...(item.taxes ? { taxes: item.taxes } : {}),
+          ...(item.unitCode !== undefined ? { unitCode: item.unitCode } : {}),
+          ...(item.gtin !== undefined ? { gtin: item.gtin } : {}),
         }));
   const address = {
     street: input.merchantStreet,
@@ -113,6 +142,9 @@ export function toDigitalReceipt(input: FlattenedReceipt, now?: Date | string): 
       ...(hasAddress ? { address } : {}),
       ...(input.merchantTaxId !== undefined ? { taxId: input.merchantTaxId } : {}),
       ...(input.merchantContactEmail !== undefined ? { contactEmail: input.merchantContactEmail } : {}),
+      ...(input.merchantLegalName !== undefined ? { legalName: input.merchantLegalName } : {}),
+      ...(input.merchantVatId !== undefined ? { vatId: input.merchantVatId } : {}),
+      ...(input.merchantEndpoint !== undefined ? { endpoint: input.merchantEndpoint } : {}),
     },
     transaction: {
       transactionId: input.transactionId,
@@ -125,11 +157,17 @@ export function toDigitalReceipt(input: FlattenedReceipt, now?: Date | string): 
     summary: {
       subtotal: input.subtotal,
       totalTax: input.taxAmount,
-      totalDiscount: 0,
+      // The flattened form's lines carry no discounts: what is off the receipt is its allowances.
+      totalDiscount: (input.allowances ?? []).reduce((sum, allowance) => sum + allowance.amount, 0),
       total: input.totalAmount,
       currency,
       itemCount: items.length,
+      ...(input.taxBreakdown !== undefined ? { taxBreakdown: input.taxBreakdown } : {}),
     },
+    ...(input.allowances !== undefined ? { allowances: input.allowances } : {}),
+    ...(input.charges !== undefined ? { charges: input.charges } : {}),
+    ...(input.receiptCode !== undefined ? { receiptCode: input.receiptCode } : {}),
+    ...(input.fiscal !== undefined ? { fiscal: input.fiscal } : {}),
     createdAt,
   };
 }

@@ -6,7 +6,8 @@
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
-import { RECEIPT_VERSION, type DigitalReceipt } from './digital-receipt.js';
+import { RECEIPT_VERSION, RECEIPT_VERSION_12, type DigitalReceipt } from './digital-receipt.js';
+import { rateKey, taxableAmounts } from './tax-breakdown.js';
 
 type LineItem = DigitalReceipt['items'][number];
 
@@ -21,7 +22,13 @@ export interface BasisLine {
   tax: number;
   category?: string | null;
   sku?: string | null;
+  /** DigitalReceipt 1.2: the line's VAT entries (category and rate), which its refunds keep. */
+  vat?: { name?: string; category: TaxCategory; rate: number }[];
+  unitCode?: string;
+  gtin?: string;
 }
+
+type TaxCategory = NonNullable<NonNullable<LineItem['taxes']>[number]['category']>;
 
 /** One line of a refund: how much of a sale line, and what it gave back. */
 export interface RefundedLine {
@@ -58,6 +65,8 @@ export interface Refunded {
 
 /** What a refund receipt is made from: the sale's merchant, card and lines with their tax shares. */
 export interface RefundBasis extends SaleAmounts {
+  /** The sale gave a VAT breakdown (DigitalReceipt 1.2): its refund receipts give theirs. */
+  taxBreakdown?: boolean;
   merchant: DigitalReceipt['merchant'];
   transaction: Pick<DigitalReceipt['transaction'], 'paymentMethod' | 'cardDetails' | 'timezone'>;
   currency: string;
@@ -185,19 +194,122 @@ export function amountRefund(sale: SaleAmounts, refunded: Refunded, amount: numb
   return { lines: [], subtotal: amount - tax, tax, amount };
 }
 
+/** A line's VAT entries when each names its category and rate (DigitalReceipt 1.2), else undefined. */
+function vatOf(item: LineItem): BasisLine['vat'] {
+  const taxes = item.taxes ?? [];
+  if (taxes.length === 0) return undefined;
+  const entries: NonNullable<BasisLine['vat']> = [];
+  for (const tax of taxes) {
+    if (tax.category === undefined || tax.rate === undefined) return undefined;
+    entries.push({
+      ...(tax.name !== undefined ? { name: tax.name } : {}),
+      category: tax.category,
+      rate: tax.rate,
+    });
+  }
+  return entries;
+}
+
+/**
+ * Each line's price net of the sale's document-level allowances and charges (DigitalReceipt 1.2):
+ * each one spread over the lines of its VAT category and rate (all lines when none is) by totalPrice,
+ * so the lines add up to what the card paid before tax and a refund gives back no more than that.
+ */
+function netLineTotals(receipt: DigitalReceipt): number[] {
+  const net = receipt.items.map((item) => item.totalPrice);
+  const spread = (adjustments: DigitalReceipt['allowances'], sign: number) => {
+    for (const adjustment of adjustments ?? []) {
+      const shares = spreadOverRate(
+        receipt,
+        adjustment,
+        adjustment.amount,
+        (index) => receipt.items[index]!.totalPrice,
+      );
+      shares.forEach((share, index) => {
+        net[index] = (net[index] ?? 0) + sign * share;
+      });
+    }
+  };
+  spread(receipt.allowances, -1);
+  spread(receipt.charges, 1);
+  return net;
+}
+
+/**
+ * `amount` spread by `weight` over the lines taxed at `vat`'s category and rate (over all lines when
+ * none is), by largest remainder: a part per line, zero for the others.
+ */
+function spreadOverRate(
+  receipt: DigitalReceipt,
+  vat: { category: string; rate: number },
+  amount: number,
+  weight: (index: number) => number,
+): number[] {
+  const key = rateKey(vat.category, vat.rate);
+  const all = receipt.items.map((_, index) => index);
+  const members = all.filter((index) =>
+    (receipt.items[index]!.taxes ?? []).some(
+      (tax) =>
+        tax.category !== undefined && tax.rate !== undefined && rateKey(tax.category, tax.rate) === key,
+    ),
+  );
+  const sharers = members.length > 0 ? members : all;
+  const shares = shareByWeight(amount, sharers.map(weight));
+  const parts = all.map(() => 0);
+  sharers.forEach((index, at) => {
+    parts[index] = shares[at] ?? 0;
+  });
+  return parts;
+}
+
+/**
+ * Each line's share of the tax of a sale with a VAT breakdown: each entry's taxAmount spread over the
+ * lines of its category and rate by their net price; a line under two rates gets a share of each.
+ */
+function breakdownTaxShares(
+  receipt: DigitalReceipt,
+  net: readonly number[],
+  breakdown: NonNullable<DigitalReceipt['summary']['taxBreakdown']>,
+): number[] {
+  const taxes = receipt.items.map(() => 0);
+  for (const entry of breakdown) {
+    const shares = spreadOverRate(receipt, entry, entry.taxAmount, (index) => Math.max(0, net[index] ?? 0));
+    shares.forEach((share, index) => {
+      taxes[index] = (taxes[index] ?? 0) + share;
+    });
+  }
+  return taxes;
+}
+
 /** What a refund is made from, as the service keeps it for a payment: the sale, less its content's extras. */
 export function refundBasisOf(receipt: DigitalReceipt): RefundBasis {
-  const taxes = lineTaxShares(receipt.items, receipt.summary.totalTax);
-  const lines: BasisLine[] = receipt.items.map((item, index) => ({
-    lineItemId: item.lineItemId,
-    name: item.name,
-    quantity: item.quantity,
-    unitPrice: item.unitPrice,
-    totalPrice: item.totalPrice,
-    tax: taxes[index] ?? 0,
-    ...(item.category !== undefined ? { category: item.category } : {}),
-    ...(item.sku !== undefined ? { sku: item.sku } : {}),
-  }));
+  const adjusted = receipt.allowances !== undefined || receipt.charges !== undefined;
+  const net = adjusted ? netLineTotals(receipt) : receipt.items.map((item) => item.totalPrice);
+  const breakdown = receipt.summary.taxBreakdown;
+  const taxes =
+    breakdown !== undefined
+      ? breakdownTaxShares(receipt, net, breakdown)
+      : lineTaxShares(
+          receipt.items.map((item, index) => ({ ...item, totalPrice: net[index] ?? item.totalPrice })),
+          receipt.summary.totalTax,
+        );
+  const lines: BasisLine[] = receipt.items.map((item, index) => {
+    const vat = vatOf(item);
+    return {
+      lineItemId: item.lineItemId,
+      name: item.name,
+      quantity: item.quantity,
+      unitPrice: item.unitPrice,
+      totalPrice: net[index] ?? item.totalPrice,
+      tax: taxes[index] ?? 0,
+      ...(item.category !== undefined ? { category: item.category } : {}),
+      ...(item.sku !== undefined ? { sku: item.sku } : {}),
+      ...(vat !== undefined ? { vat } : {}),
+      ...(item.unitCode !== undefined ? { unitCode: item.unitCode } : {}),
+      ...(item.gtin !== undefined ? { gtin: item.gtin } : {}),
+    };
+  });
+  const subtotal = lines.reduce((sum, line) => sum + line.totalPrice, 0);
   const { paymentMethod, cardDetails, timezone } = receipt.transaction;
   return {
     merchant: receipt.merchant,
@@ -208,9 +320,11 @@ export function refundBasisOf(receipt: DigitalReceipt): RefundBasis {
     },
     currency: receipt.summary.currency,
     lines,
-    subtotal: receipt.summary.subtotal,
+    ...(breakdown !== undefined ? { taxBreakdown: true } : {}),
+    // Net of allowances and charges, as the card paid (the sale's subtotal when it has none).
+    subtotal: adjusted ? subtotal : receipt.summary.subtotal,
     totalTax: receipt.summary.totalTax,
-    total: receipt.summary.subtotal + receipt.summary.totalTax,
+    total: (adjusted ? subtotal : receipt.summary.subtotal) + receipt.summary.totalTax,
   };
 }
 
@@ -263,8 +377,45 @@ function refundedItem(basis: RefundBasis, line: RefundedLine): LineItem {
     ...(difference !== 0
       ? { discounts: [{ name: "Share of the line's discounts", type: 'fixed' as const, amount: difference }] }
       : {}),
-    ...(line.tax > 0 ? { taxes: [{ name: 'Tax', amount: line.tax }] } : {}),
+    ...(sold.unitCode !== undefined ? { unitCode: sold.unitCode } : {}),
+    ...(sold.gtin !== undefined ? { gtin: sold.gtin } : {}),
+    ...(sold.vat !== undefined
+      ? { taxes: refundedVat(sold.vat, line.tax) }
+      : line.tax > 0
+        ? { taxes: [{ name: 'Tax', amount: line.tax }] }
+        : {}),
   };
+}
+
+/** A refunded line keeps its VAT entries (category and rate); the tax it gives back is split over them by rate. */
+function refundedVat(vat: NonNullable<BasisLine['vat']>, tax: number): NonNullable<LineItem['taxes']> {
+  const amounts = shareByWeight(
+    tax,
+    vat.map((entry) => entry.rate),
+  );
+  return vat.map((entry, index) => ({ ...entry, amount: amounts[index] ?? 0 }));
+}
+
+/**
+ * A refund receipt's VAT breakdown, recomputed from its lines: per category and rate, the prices and
+ * the tax given back (which may differ from a fresh rounding by the sale's own rounding).
+ */
+function refundBreakdown(items: readonly LineItem[]): DigitalReceipt['summary']['taxBreakdown'] {
+  const groups = taxableAmounts({ lines: items });
+  const taxes = new Map<string, number>();
+  for (const item of items) {
+    for (const tax of item.taxes ?? []) {
+      if (tax.category === undefined || tax.rate === undefined) return undefined;
+      const key = rateKey(tax.category, tax.rate);
+      taxes.set(key, (taxes.get(key) ?? 0) + (tax.amount ?? 0));
+    }
+  }
+  return [...groups].map(([key, group]) => ({
+    category: group.category as TaxCategory,
+    rate: group.rate,
+    taxableAmount: group.taxableAmount,
+    taxAmount: taxes.get(key) ?? 0,
+  }));
 }
 
 /** The refund receipt's plaintext: a DigitalReceipt of type "refund" naming its sale, amounts positive. */
@@ -272,8 +423,10 @@ export function refundReceiptOf(input: RefundReceiptInput): DigitalReceipt {
   const { basis } = input;
   const at = typeof input.createdAt === 'string' ? input.createdAt : input.createdAt.toISOString();
   const items = input.lines.map((line) => refundedItem(basis, line));
+  const taxBreakdown = basis.taxBreakdown === true && items.length > 0 ? refundBreakdown(items) : undefined;
+  const v12 = basis.taxBreakdown === true || basis.lines.some((line) => line.vat !== undefined);
   return {
-    version: RECEIPT_VERSION,
+    version: v12 ? RECEIPT_VERSION_12 : RECEIPT_VERSION,
     receiptId: input.receiptId,
     type: 'refund',
     relatedReceiptId: input.saleReceiptId,
@@ -291,6 +444,7 @@ export function refundReceiptOf(input: RefundReceiptInput): DigitalReceipt {
       total: input.amount,
       currency: basis.currency,
       itemCount: items.length,
+      ...(taxBreakdown !== undefined && taxBreakdown.length > 0 ? { taxBreakdown } : {}),
     },
     ...(input.reason ? { notes: input.reason } : {}),
     metadata: { refundId: input.refundId },

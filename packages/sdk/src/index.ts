@@ -34,6 +34,7 @@ export {
   type WebhookHeaders,
 } from './webhooks.js';
 export { RECEIPT_STYLE_HASH, renderReceiptHtml, type HtmlRenderOptions } from './render/html.js';
+export type { BarcodeEncoder } from './render/barcode.js';
 export { renderReceiptText } from './render/text.js';
 export type { Receipt, RenderOptions } from './render/view.js';
 export {

@@ -29,6 +29,10 @@ export interface components {
       notes?: string | null;
       returnPolicy?: string | null;
       loyaltyInfo?: components['schemas']['LoyaltyInfo'];
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
       metadata?: {
         [key: string]: unknown;
       };
@@ -52,6 +56,13 @@ export interface components {
       contactPhone?: string;
       /** Format: email */
       contactEmail?: string;
+      legalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      vatId?: string;
+      endpoint?: components['schemas']['ElectronicAddress'];
     };
     Address: {
       street?: string;
@@ -63,6 +74,12 @@ export interface components {
        * @example US
        */
       country?: string;
+    };
+    /** @description An electronic address, e.g. a Peppol participant id. */
+    ElectronicAddress: {
+      /** @description Electronic address scheme (Peppol EAS code list). */
+      scheme: string;
+      id: string;
     };
     ReceiptTransaction: {
       /** Format: uuid */
@@ -95,6 +112,16 @@ export interface components {
       category?: string | null;
       discounts?: components['schemas']['LineItemDiscount'][];
       taxes?: components['schemas']['LineItemTax'][];
+      /**
+       * @description UN/ECE Recommendation 20 unit code; C62 (one) when absent.
+       * @example KGM
+       */
+      unitCode?: string;
+      /**
+       * @description GS1 GTIN (8, 12, 13 or 14 digits, check digit included).
+       * @example 4006381333931
+       */
+      gtin?: string;
     };
     /** @description value is a percentage (0 to 100) or a fixed amount in minor units, per type. */
     LineItemDiscount: {
@@ -109,7 +136,13 @@ export interface components {
       name?: string;
       rate?: number;
       amount?: number;
+      category?: components['schemas']['TaxCategory'];
     };
+    /**
+     * @description UNCL 5305 VAT category, as EN 16931 uses it: S standard rate, Z zero rated, E exempt, AE reverse charge, K intra-community supply, G export, O outside the scope of VAT, L Canary Islands IGIC, M Ceuta and Melilla IPSI.
+     * @enum {string}
+     */
+    TaxCategory: 'S' | 'Z' | 'E' | 'AE' | 'K' | 'G' | 'O' | 'L' | 'M';
     /** @description Amounts are integers in the minor unit of currency (cents for USD). */
     ReceiptSummary: {
       subtotal: number;
@@ -123,6 +156,15 @@ export interface components {
        */
       currency: string;
       itemCount: number;
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
+    };
+    /** @description Per VAT category and rate: taxableAmount = the lines' totalPrice less allowances plus charges of that category and rate; taxAmount = taxableAmount × rate rounded half up, within one minor unit. */
+    TaxBreakdownEntry: {
+      category: components['schemas']['TaxCategory'];
+      /** @description Decimal fraction: 0.24 means 24 %. */
+      rate: number;
+      taxableAmount: number;
+      taxAmount: number;
     };
     LoyaltyInfo: {
       programName?: string;
@@ -130,6 +172,29 @@ export interface components {
       pointsBalance?: number;
       memberNumber?: string;
     } | null;
+    /** @description A document-level allowance or charge, net of tax, in minor units, with the VAT it falls under. */
+    AllowanceCharge: {
+      amount: number;
+      reason: string;
+      category: components['schemas']['TaxCategory'];
+      /** @description Decimal fraction: 0.24 means 24 %. */
+      rate: number;
+    };
+    /** @description The code printed on the receipt for returns: code128 (printable ASCII, up to 80), ean13 (13 digits with its check digit) or qr (up to 512 characters). */
+    ReceiptCode: {
+      value: string;
+      /** @enum {string} */
+      symbology: 'code128' | 'ean13' | 'qr';
+    };
+    /** @description Fiscal signature data (Austrian RKSV, German TSE), up to 4 KB, opaque: carried unchanged, never read. */
+    FiscalData: {
+      /**
+       * @description The fiscal system: 'AT-RKSV', 'DE-TSE', …
+       * @example DE-TSE
+       */
+      scheme: string;
+      data: string;
+    };
     /** @description The merchant's signature over this receipt: verify it on the device with the SDK's verifyReceiptSignature and the key GET /api/v1/merchant-keys/{kid} gives. Set by the service from the Receipt-Signature header after checking it; a request may not put it in a receipt. */
     MerchantSignature: {
       /** @description The signing key (GET /api/v1/merchant-keys/{kid}). */
@@ -163,9 +228,9 @@ export interface components {
         refundId?: string;
       };
     };
-    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
+    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal − allowances + charges + taxAmount; a taxBreakdown must agree with the lines (docs/FORMATS.md); items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
-      /** @default 1.1 */
+      /** @description The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise. */
       version?: string;
       /** Format: uuid */
       receiptId: string;
@@ -184,6 +249,13 @@ export interface components {
       merchantTaxId?: string;
       /** Format: email */
       merchantContactEmail?: string;
+      merchantLegalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      merchantVatId?: string;
+      merchantEndpoint?: components['schemas']['ElectronicAddress'];
       /** Format: uuid */
       transactionId: string;
       /** Format: date-time */
@@ -210,6 +282,11 @@ export interface components {
       items?: components['schemas']['FlattenedLineItem'][];
       /** @default false */
       mockItems?: boolean;
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
@@ -230,7 +307,18 @@ export interface components {
         name?: string;
         rate?: number;
         amount?: number;
+        category?: components['schemas']['TaxCategory'];
       }[];
+      /**
+       * @description UN/ECE Recommendation 20 unit code; C62 (one) when absent.
+       * @example KGM
+       */
+      unitCode?: string;
+      /**
+       * @description GS1 GTIN (8, 12, 13 or 14 digits, check digit included).
+       * @example 4006381333931
+       */
+      gtin?: string;
     };
   };
   responses: never;

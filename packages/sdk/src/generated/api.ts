@@ -146,6 +146,8 @@ export interface paths {
      *     - Flattened: the receipt fields (docs/API.md) at the top level, `recipientHashedPan` among them. Response: the envelope without `expiresAt` and `escrowKeyId` (as the specification shows it).
      *     - Nested: `{ receipt: DigitalReceipt, recipientIdentifier: { type, value }, recipientHashedPan? }` (`type`: `email`, `phone`, `national_id` or `bank_account`). Response: the full envelope, `expiresAt` and `escrowKeyId` included. `recipientIdentifier` alone never finds a user (the service registers users by card only), so such a receipt is escrowed; the identifier is not stored in any form.
      *
+     *     Both forms take DigitalReceipt 1.2 (docs/FORMATS.md, "DigitalReceipt 1.2 in requests"): a `taxBreakdown` that disagrees with the lines is `400` naming the field and the amount it must be (`receipt.summary.taxBreakdown.1.taxAmount`, `taxBreakdown.1.taxAmount` in the flattened form).
+     *
      *     The envelope is stored under its `receiptId` and returned (format: ENVELOPE.md (docs/ENVELOPE.md)). Sending the same request again returns the first envelope; a different receipt under a `receiptId` this merchant client already used is `409 CONFLICT`. A `merchantId` another merchant client uses is `403 forbidden` (see Merchant namespaces (docs/API.md)). A failure to encrypt is `500 ENCRYPTION_ERROR`.
      *
      *     **Presentable receipts.** The body may carry `receiptCredential`: the receipt as an SD-JWT VC (`typ: dc+sd-jwt`) the till issued with the SDK's `issueReceiptCredential` (`@receipt-service/sdk/credential`), every disclosure included. Before anything is stored or charged the service checks that it is signed ES256 by an active signing key of this merchant client (its JWKS), that its `iss` is this client's JWKS URL (`…/api/v1/merchants/{merchantClientId}/jwks.json`), that no disclosure is altered, and that its receipt id (`PurchaseReceipt.iD`), date (`PurchaseReceipt.issueDate`, the transaction's local date), currency and total (`MonetaryTotal.payableAmount`) are those of the receipt sealed; a flattened request with a credential should give `transactionDate`. It is then sealed in the receipt as `receiptCredential`, beside `merchantSignature` (which does not cover it). A credential that does not stand is `400 invalid_signature`, `details.fields` naming `receiptCredential` and `details.reason` one of `credential_signature`, `credential_issuer`, `credential_claims`. See docs/ENVELOPE.md, "The receipt credential".
@@ -247,7 +249,7 @@ export interface paths {
      *     Merchant. The receipt fields (docs/API.md), plus `amount` and `cardNonce`, and optionally an `Idempotency-Key` header. In one call the service checks the amounts, encrypts and stores the receipt (exactly as the flattened encrypt), creates the payment with pointers to the receipt (`receiptId`, `transactionId`, `merchantId`) in its metadata, and maps the transaction to it. Response: `{ paymentId, clientSecret, orderId, gateway, receiptMetadata: { receiptId, transactionId, merchantId, isEscrowed } }`.
      *
      *     - **`gateway_a` (Stripe).** `amount` is required and must equal `totalAmount`. The service creates a PaymentIntent for it, with the pointers in the intent's metadata, and does not confirm it: the intent's status is `requires_payment_method`, `paymentId` is its id (`pi_…`), and `clientSecret` is what the point of sale gives Stripe's client side (Stripe.js `confirmPayment`, or Stripe's mobile SDKs) to collect the card and confirm the intent with Stripe directly; the service never sees card data. The intent uses the Stripe account's default payment methods (a Stripe Terminal reader would need `card_present`, which the service does not request today). `orderId` is `null`. Treat `clientSecret` like the payment itself: hand it to the checkout that confirms it and nowhere else.
-     *     - **`gateway_b` (Square).** The charge is the items plus tax, which must equal `totalAmount` (`amount` is optional; if sent it must agree). The service creates an order with one line per receipt item and the tax as a fixed service charge, the pointers in the order's metadata, then a payment for it with `cardNonce` (from Square's Web Payments or In-App Payments SDK), completed at once. `cardNonce` is required (`400` naming it when missing) except against the local gateway sandbox, which charges its test nonce when none is sent. `orderId` is the order's id; `clientSecret` is `null`. Square metadata limits (10 entries, 255 characters) and id lengths are checked before the call.
+     *     - **`gateway_b` (Square).** The charge is the items less allowances plus charges and tax, which must equal `totalAmount` (`amount` is optional; if sent it must agree). The service creates an order with one line per receipt item, each DigitalReceipt 1.2 allowance as a fixed order-scoped discount, each charge and the tax as fixed service charges, the pointers in the order's metadata, then a payment for it with `cardNonce` (from Square's Web Payments or In-App Payments SDK), completed at once. `cardNonce` is required (`400` naming it when missing) except against the local gateway sandbox, which charges its test nonce when none is sent. `orderId` is the order's id; `clientSecret` is `null`. Square metadata limits (10 entries, 255 characters) and id lengths are checked before the call.
      *
      *     The receipt is attached as soon as the payment object exists: `payments/decrypt` opens it whatever the payment's status, including a Stripe intent not yet confirmed (or never confirmed). Its `paymentStatus` says where the payment stands: `pending` for a gateway_a intent until the gateway's event says it was paid (`succeeded`), declined (`failed`) or canceled; `succeeded` for gateway_b at once; `failed` for a card declined at creation (`402`, the receipt stays stored). The receipt is never deleted because its payment failed. See The payment lifecycle (docs/API.md).
      *
@@ -907,6 +909,14 @@ export interface components {
        */
       country?: string;
     };
+    /** @description A document-level allowance or charge, net of tax, in minor units, with the VAT it falls under. */
+    AllowanceCharge: {
+      amount: number;
+      reason: string;
+      category: components['schemas']['TaxCategory'];
+      /** @description Decimal fraction: 0.24 means 24 %. */
+      rate: number;
+    };
     CardDetails: {
       last4?: string;
       /** @enum {string} */
@@ -987,7 +997,7 @@ export interface components {
     };
     /** @description The flattened receipt fields plus amount (required for gateway_a, must equal totalAmount), cardNonce (gateway_b) and paymentMethodId (gateway_a). Amounts must add up as in the flattened encrypt form. */
     CreatePaymentRequest: {
-      /** @default 1.1 */
+      /** @description The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise. */
       version?: string;
       /** Format: uuid */
       receiptId: string;
@@ -1006,6 +1016,13 @@ export interface components {
       merchantTaxId?: string;
       /** Format: email */
       merchantContactEmail?: string;
+      merchantLegalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      merchantVatId?: string;
+      merchantEndpoint?: components['schemas']['ElectronicAddress'];
       /** Format: uuid */
       transactionId: string;
       /** Format: date-time */
@@ -1032,6 +1049,11 @@ export interface components {
       items?: components['schemas']['FlattenedLineItem'][];
       /** @default false */
       mockItems?: boolean;
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
@@ -1126,6 +1148,10 @@ export interface components {
       notes?: string | null;
       returnPolicy?: string | null;
       loyaltyInfo?: components['schemas']['LoyaltyInfo'];
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
       metadata?: {
         [key: string]: unknown;
       };
@@ -1134,6 +1160,12 @@ export interface components {
       merchantSignature?: components['schemas']['MerchantSignature'];
       receiptCredential?: components['schemas']['ReceiptCredential'];
       cardTransaction?: components['schemas']['CardTransaction'];
+    };
+    /** @description An electronic address, e.g. a Peppol participant id. */
+    ElectronicAddress: {
+      /** @description Electronic address scheme (Peppol EAS code list). */
+      scheme: string;
+      id: string;
     };
     /** @description An encrypted receipt. Decrypt it with receipts/decrypt, or with any JOSE library as a flattened JWE after converting ciphertext, iv, authTag and keyBundle.encryptedAesKey from base64 to base64url and, unless the protected header has alg, adding the per-recipient header {alg: keyBundle.algorithm, epk: keyBundle.epk} (docs/ENVELOPE.md). */
     EncryptedReceiptEnvelope: {
@@ -1272,6 +1304,15 @@ export interface components {
        */
       relatedReceiptId: string | null;
     };
+    /** @description Fiscal signature data (Austrian RKSV, German TSE), up to 4 KB, opaque: carried unchanged, never read. */
+    FiscalData: {
+      /**
+       * @description The fiscal system: 'AT-RKSV', 'DE-TSE', …
+       * @example DE-TSE
+       */
+      scheme: string;
+      data: string;
+    };
     /** @description The envelope as answered to the flattened encrypt form: the spec shows it without expiresAt and escrowKeyId. It is otherwise identical and is accepted wherever an envelope is. */
     FlattenedEncryptedReceiptEnvelope: {
       /** @description Receipt schema version. */
@@ -1318,9 +1359,9 @@ export interface components {
       /** @description True when no registered user matched and the escrow key was used. */
       isEscrowed: boolean;
     };
-    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal + taxAmount; items may be empty only with mockItems: true. */
+    /** @description The merchant-side fields shared with payment creation. Chosen when the body has no `receipt` member. Amounts must add up: subtotal = sum of items[].totalPrice and totalAmount = subtotal − allowances + charges + taxAmount; a taxBreakdown must agree with the lines (docs/FORMATS.md); items may be empty only with mockItems: true. */
     FlattenedEncryptRequest: {
-      /** @default 1.1 */
+      /** @description The receipt schema version: "1.2" by default when the request gives a DigitalReceipt 1.2 field, "1.1" otherwise. */
       version?: string;
       /** Format: uuid */
       receiptId: string;
@@ -1339,6 +1380,13 @@ export interface components {
       merchantTaxId?: string;
       /** Format: email */
       merchantContactEmail?: string;
+      merchantLegalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      merchantVatId?: string;
+      merchantEndpoint?: components['schemas']['ElectronicAddress'];
       /** Format: uuid */
       transactionId: string;
       /** Format: date-time */
@@ -1365,6 +1413,11 @@ export interface components {
       items?: components['schemas']['FlattenedLineItem'][];
       /** @default false */
       mockItems?: boolean;
+      allowances?: components['schemas']['AllowanceCharge'][];
+      charges?: components['schemas']['AllowanceCharge'][];
+      receiptCode?: components['schemas']['ReceiptCode'];
+      fiscal?: components['schemas']['FiscalData'];
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
       /**
        * @description SHA-256 of the card number, computed by the client: 64 lower-case hex characters. The service never sees the PAN.
        * @example a3f1c9e2b4d6f8a0c2e4f6a8b0d2f4a6c8e0a2c4e6f8a0b2d4f6a8c0e2a4c6e8
@@ -1385,7 +1438,18 @@ export interface components {
         name?: string;
         rate?: number;
         amount?: number;
+        category?: components['schemas']['TaxCategory'];
       }[];
+      /**
+       * @description UN/ECE Recommendation 20 unit code; C62 (one) when absent.
+       * @example KGM
+       */
+      unitCode?: string;
+      /**
+       * @description GS1 GTIN (8, 12, 13 or 14 digits, check digit included).
+       * @example 4006381333931
+       */
+      gtin?: string;
     };
     /** @description The provider's own webhook, byte for byte as it signed it: a Stripe Event (gateway_a) or a Square event notification (gateway_b). */
     GatewayEvent: {
@@ -1519,6 +1583,7 @@ export interface components {
       name?: string;
       rate?: number;
       amount?: number;
+      category?: components['schemas']['TaxCategory'];
     };
     LoyaltyInfo: {
       programName?: string;
@@ -1575,7 +1640,7 @@ export interface components {
       /** @description Compact JWS, payload detached (`<protected>..<signature>`), over the RFC 8785 JSON of this receipt without merchantSignature and cardTransaction (the network references the service seals after the charge). */
       jws: string;
     };
-    /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. */
+    /** @description A whole DigitalReceipt and who it is for. Chosen when the body has a `receipt` member. The recipient is the user registered with recipientHashedPan when given and registered; otherwise the receipt is escrowed. With allowances or charges, summary.total = subtotal − allowances + charges + totalTax + tipAmount and totalDiscount = allowances + line discounts; a summary.taxBreakdown must agree with the lines (docs/FORMATS.md). */
     NestedEncryptRequest: {
       receipt: components['schemas']['DigitalReceipt'];
       recipientIdentifier: components['schemas']['RecipientIdentifier'];
@@ -1626,6 +1691,12 @@ export interface components {
     PublicJwk: {
       [key: string]: string | string[];
     };
+    /** @description The code printed on the receipt for returns: code128 (printable ASCII, up to 80), ean13 (13 digits with its check digit) or qr (up to 512 characters). */
+    ReceiptCode: {
+      value: string;
+      /** @enum {string} */
+      symbology: 'code128' | 'ean13' | 'qr';
+    };
     /** @description The receipt as an SD-JWT VC (`typ: dc+sd-jwt`, ES256 by an active signing key of the merchant client, `iss` its JWKS URL, `vct: VerifiablevReceiptSDJWT`) with every disclosure, as the SDK's issueReceiptCredential makes it. The service checks it and seals it in the receipt; the cardholder presents parts of it (presentReceipt) and anyone checks a presentation with the merchant's JWKS (verifyReceiptPresentation). docs/ENVELOPE.md, "The receipt credential". */
     ReceiptCredential: string;
     /** @description totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit, less the discounts, whenever every discount gives its amount. */
@@ -1641,6 +1712,16 @@ export interface components {
       category?: string | null;
       discounts?: components['schemas']['LineItemDiscount'][];
       taxes?: components['schemas']['LineItemTax'][];
+      /**
+       * @description UN/ECE Recommendation 20 unit code; C62 (one) when absent.
+       * @example KGM
+       */
+      unitCode?: string;
+      /**
+       * @description GS1 GTIN (8, 12, 13 or 14 digits, check digit included).
+       * @example 4006381333931
+       */
+      gtin?: string;
     };
     ReceiptMerchant: {
       /** Format: uuid */
@@ -1656,6 +1737,13 @@ export interface components {
       contactPhone?: string;
       /** Format: email */
       contactEmail?: string;
+      legalName?: string;
+      /**
+       * @description The seller's VAT identifier with its country prefix (EN 16931 BT-31).
+       * @example FI12345671
+       */
+      vatId?: string;
+      endpoint?: components['schemas']['ElectronicAddress'];
     };
     /** @description Amounts are integers in the minor unit of currency (cents for USD). */
     ReceiptSummary: {
@@ -1670,6 +1758,7 @@ export interface components {
        */
       currency: string;
       itemCount: number;
+      taxBreakdown?: components['schemas']['TaxBreakdownEntry'][];
     };
     ReceiptTransaction: {
       /** Format: uuid */
@@ -1828,6 +1917,19 @@ export interface components {
         [key: string]: unknown;
       };
     };
+    /** @description Per VAT category and rate: taxableAmount = the lines' totalPrice less allowances plus charges of that category and rate; taxAmount = taxableAmount × rate rounded half up, within one minor unit. */
+    TaxBreakdownEntry: {
+      category: components['schemas']['TaxCategory'];
+      /** @description Decimal fraction: 0.24 means 24 %. */
+      rate: number;
+      taxableAmount: number;
+      taxAmount: number;
+    };
+    /**
+     * @description UNCL 5305 VAT category, as EN 16931 uses it: S standard rate, Z zero rated, E exempt, AE reverse charge, K intra-community supply, G export, O outside the scope of VAT, L Canary Islands IGIC, M Ceuta and Melilla IPSI.
+     * @enum {string}
+     */
+    TaxCategory: 'S' | 'Z' | 'E' | 'AE' | 'K' | 'G' | 'O' | 'L' | 'M';
     /** @description The user and key the revoked token was for. */
     TokenRevocation: {
       /** Format: uuid */

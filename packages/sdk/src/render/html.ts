@@ -5,7 +5,8 @@
  * merchant's logo is the one exception, and only when the caller allows it: an https URL, shown as
  * an <img>. The layout reads on a 390 px phone (lines stack) and on a desktop (a table).
  */
-import { receiptView, type Receipt, type RenderOptions, type Row } from './view.js';
+import { barcodeShape, barcodeSvg, type BarcodeEncoder } from './barcode.js';
+import { receiptView, type Receipt, type ReceiptView, type RenderOptions, type Row } from './view.js';
 
 export interface HtmlRenderOptions extends RenderOptions {
   /**
@@ -14,6 +15,11 @@ export interface HtmlRenderOptions extends RenderOptions {
    * Off by default.
    */
   allowLogo?: boolean;
+  /**
+   * bwip-js (`await import('bwip-js')`, an optional peer dependency) to draw a DigitalReceipt 1.2
+   * receipt code as a barcode; without it the code's value is shown alone.
+   */
+  barcodes?: BarcodeEncoder;
 }
 
 const ENTITIES: Record<string, string> = {
@@ -103,6 +109,21 @@ const list = (rows: Row[], className?: string, grand?: Row): string =>
     .join('') +
   '</dl>';
 
+/**
+ * The receipt code: its barcode when the app passed bwip-js (`barcodes: await import('bwip-js')`),
+ * always its value, which a till can key in.
+ */
+function receiptCode(view: ReceiptView, encoder: BarcodeEncoder | undefined): string {
+  const code = view.receiptCode;
+  if (!code) return '';
+  const shape = encoder ? barcodeShape(code, encoder) : undefined;
+  return (
+    '<figure class="receipt-code">' +
+    (shape ? barcodeSvg(shape, `${code.label}: ${code.value}`) : '') +
+    `<figcaption>${escapeHtml(code.label)}: ${escapeHtml(code.value)}</figcaption></figure>\n`
+  );
+}
+
 export function renderReceiptHtml(receipt: Receipt, options: HtmlRenderOptions = {}): string {
   const view = receiptView(receipt, options);
   const logo = options.allowLogo ? httpsUrl(view.logoUrl) : undefined;
@@ -153,6 +174,6 @@ export function renderReceiptHtml(receipt: Receipt, options: HtmlRenderOptions =
     list(view.details) +
     `\n<h2>${escapeHtml(view.itemsHeading)}</h2>\n${items}\n` +
     list(view.totals, 'totals', view.total) +
-    `\n${notes}</article>\n</main>\n</body>\n</html>\n`
+    `\n${notes}${receiptCode(view, options.barcodes)}</article>\n</main>\n</body>\n</html>\n`
   );
 }

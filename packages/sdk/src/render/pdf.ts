@@ -4,6 +4,7 @@
  * Helvetica, so no font is embedded and a receipt is a few kilobytes. jsPDF is loaded on first use,
  * so an app that never makes a PDF never loads it.
  */
+import { barcodeShape, type BarcodeEncoder, type BarcodeShape } from './barcode.js';
 import { receiptView, type Receipt, type RenderOptions } from './view.js';
 
 const PAGE_WIDTH = 298; // pt: 105 mm, a phone screen's proportions
@@ -57,9 +58,35 @@ interface Line {
   before?: number;
   /** A rule above the line. */
   rule?: boolean;
+  /** The line is a barcode. */
+  barcode?: BarcodeShape;
 }
 
-export async function renderReceiptPdf(receipt: Receipt, options: RenderOptions = {}): Promise<Uint8Array> {
+export interface PdfRenderOptions extends RenderOptions {
+  /** bwip-js for the receipt code's barcode; loaded on first use when installed, when not given. */
+  barcodes?: BarcodeEncoder;
+}
+
+/** bwip-js when the app installed it (an optional peer dependency), else nothing: the code's value is printed alone. */
+async function loadBarcodes(): Promise<BarcodeEncoder | undefined> {
+  try {
+    return (await import('bwip-js')) as BarcodeEncoder;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The barcode's width on the page: a linear code at 1.2 pt a module (at most the content), a QR code 80 pt. */
+const barcodeSize = (shape: BarcodeShape): { width: number; height: number } => {
+  const linear = shape.width > shape.height * 2;
+  const width = linear ? Math.min(CONTENT, shape.width * 1.2) : 80;
+  return { width, height: linear ? 36 : 80 };
+};
+
+export async function renderReceiptPdf(
+  receipt: Receipt,
+  options: PdfRenderOptions = {},
+): Promise<Uint8Array> {
   const { jsPDF } = await import('jspdf');
   // An amount whose currency symbol Helvetica lacks (₹, ₩…) is written with its code (INR 12.00).
   const view = receiptView(receipt, options, fits);
@@ -122,6 +149,16 @@ export async function renderReceiptPdf(receipt: Receipt, options: RenderOptions 
     add(note.label, SIZE.small, 'bold', { before: 8 });
     add(note.value, SIZE.small, 'normal');
   }
+  const code = view.receiptCode;
+  const encoder = code ? (options.barcodes ?? (await loadBarcodes())) : undefined;
+  const shape = code && encoder ? barcodeShape(code, encoder) : undefined;
+  if (code) {
+    add(code.label, SIZE.small, 'bold', { before: 8, align: 'center' });
+    // The barcode takes the space of a blank line this tall, drawn where that line lands.
+    if (shape)
+      lines.push({ text: '', size: barcodeSize(shape).height / LEADING, style: 'normal', barcode: shape });
+    add(code.value, SIZE.small, 'normal', { align: 'center' });
+  }
 
   const advance = (line: Line) => (line.before ?? 0) + line.size * LEADING;
   const contentHeight = lines.reduce((total, line) => total + advance(line), 0) + 2 * MARGIN;
@@ -146,6 +183,18 @@ export async function renderReceiptPdf(receipt: Receipt, options: RenderOptions 
     if (line.rule) {
       doc.setDrawColor(GREY);
       doc.line(MARGIN, y - 2, PAGE_WIDTH - MARGIN, y - 2);
+    }
+    if (line.barcode) {
+      const size = barcodeSize(line.barcode);
+      const scaleX = size.width / line.barcode.width;
+      const scaleY = size.height / line.barcode.height;
+      const left = (PAGE_WIDTH - size.width) / 2;
+      doc.setFillColor(0, 0, 0);
+      for (const [x, top, width, height] of line.barcode.rects) {
+        doc.rect(left + x * scaleX, y + top * scaleY, width * scaleX, height * scaleY, 'F');
+      }
+      y += size.height;
+      continue;
     }
     y += line.size * LEADING;
     doc.setFont('helvetica', line.style);

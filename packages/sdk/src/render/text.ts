@@ -70,5 +70,8 @@ export function renderReceiptText(receipt: Receipt, options: RenderOptions = {})
     ...pair(view.total.label, view.total.value),
   );
   for (const note of view.notes) lines.push('', ...wrap(note.label), ...wrap(note.value, '  '));
+  // Text has no bars: the code's value, which a till can also key in.
+  if (view.receiptCode)
+    lines.push('', ...wrap(view.receiptCode.label), ...wrap(view.receiptCode.value, '  '));
   return `${lines.join('\n')}\n`;
 }

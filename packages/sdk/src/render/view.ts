@@ -4,6 +4,7 @@
  * belong to the renderers.
  */
 import type { components } from '../generated/api.js';
+import { SYMBOLOGY_NAMES, type Symbology } from './barcode.js';
 
 type GeneratedReceipt = components['schemas']['DigitalReceipt'];
 
@@ -54,6 +55,8 @@ export interface ReceiptView {
   /** The last of `totals`: what was paid, or refunded. */
   total: Row;
   notes: Row[];
+  /** DigitalReceipt 1.2's receipt code (for returns), to show as a barcode with its value beneath. */
+  receiptCode: { value: string; symbology: Symbology; label: string } | undefined;
   /** The locale the view was written in (for the HTML lang attribute). */
   locale: string;
 }
@@ -203,6 +206,7 @@ export function receiptView(
     const lineDetails: string[] = [];
     if (present(item.description)) lineDetails.push(item.description);
     if (present(item.sku)) lineDetails.push(`SKU ${item.sku}`);
+    if (present(item.gtin)) lineDetails.push(`GTIN ${item.gtin}`);
     for (const discount of item.discounts ?? []) {
       // A discount of nothing (a programme that gave 0 on this line) is left out.
       if (!(discount.amount ?? discount.value)) continue;
@@ -228,8 +232,23 @@ export function receiptView(
 
   const summary = receipt.summary;
   const totals: Row[] = [{ label: 'Subtotal', value: signed(summary.subtotal) }];
-  if (summary.totalDiscount > 0) totals.push({ label: 'Discounts', value: signed(-summary.totalDiscount) });
-  totals.push({ label: 'Tax', value: signed(summary.totalTax) });
+  // DigitalReceipt 1.2: document-level allowances and charges, each with its reason.
+  for (const allowance of receipt.allowances ?? [])
+    totals.push({ label: allowance.reason, value: signed(-allowance.amount) });
+  for (const charge of receipt.charges ?? [])
+    totals.push({ label: charge.reason, value: signed(charge.amount) });
+  // With allowances, totalDiscount is theirs and the lines' own (shown on each line): not said twice.
+  if (receipt.allowances === undefined && summary.totalDiscount > 0)
+    totals.push({ label: 'Discounts', value: signed(-summary.totalDiscount) });
+  // VAT per rate, as EN 16931 and the tax authorities ask: the rate, what it is on, and the tax.
+  const breakdown = summary.taxBreakdown ?? [];
+  for (const entry of breakdown) {
+    totals.push({
+      label: `VAT ${entry.category} ${quantity.format(entry.rate * 100)}% on ${money(entry.taxableAmount)}`,
+      value: signed(entry.taxAmount),
+    });
+  }
+  totals.push({ label: breakdown.length > 0 ? 'Total VAT' : 'Tax', value: signed(summary.totalTax) });
   if (present(summary.tipAmount) && summary.tipAmount > 0) {
     totals.push({ label: 'Tip', value: signed(summary.tipAmount) });
   }
@@ -259,7 +278,9 @@ export function receiptView(
     merchantName: merchant.name,
     merchantLines: [
       address(merchant),
-      present(merchant.taxId) ? `Tax ID ${merchant.taxId}` : undefined,
+      present(merchant.legalName) && merchant.legalName !== merchant.name ? merchant.legalName : undefined,
+      present(merchant.vatId) ? `VAT ${merchant.vatId}` : undefined,
+      present(merchant.taxId) && merchant.taxId !== merchant.vatId ? `Tax ID ${merchant.taxId}` : undefined,
       merchant.contactPhone,
       merchant.contactEmail,
     ].filter((line): line is string => present(line)),
@@ -271,6 +292,9 @@ export function receiptView(
     totals,
     total,
     notes,
+    receiptCode: receipt.receiptCode
+      ? { ...receipt.receiptCode, label: `Receipt code (${SYMBOLOGY_NAMES[receipt.receiptCode.symbology]})` }
+      : undefined,
     locale,
   };
 }
