@@ -9,7 +9,7 @@ import type { SealedEnvelope } from '../crypto/envelope.js';
 import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
-import type { EvidenceEntry } from './evidence.js';
+import { EvidenceRepository, type EvidenceEntry } from './evidence.js';
 import { transactWrite } from './transact.js';
 import { tableDefinitions } from '../kernel/tables.js';
 import type { TransactItem } from './payments.js';
@@ -83,12 +83,19 @@ export class ReceiptRepository {
     private readonly tableName: string,
     /** Only functions that seal receipts for cards write evidence entries beside them. */
     private readonly evidenceTable?: string,
-  ) {}
+  ) {
+    this.evidenceRepository = evidenceTable ? new EvidenceRepository(doc, evidenceTable) : undefined;
+  }
+
+  private readonly evidenceRepository: EvidenceRepository | undefined;
 
   /**
-   * Stores a receipt unless its key is taken (then returns what is there), with its evidence entries
-   * in the same transaction: a receipt is never stored without the entries a claim finds it by, and no
-   * entry is written for a receipt refused here (it would point at the one already stored).
+   * Stores a receipt unless its key is taken (then returns what is there), its evidence entries first:
+   * a receipt is never stored without the entries a claim finds it by. Not in one transaction, which
+   * bills every item twice (issue 40): each entry is bound to the receipt's requestDigest (sealed in
+   * it, EvidenceFacts.binding), so an entry of a request whose receipt is refused here never finds the
+   * receipt that has its id (findByEvidence), and is removed. An entry another request left under the
+   * same key (its receipt never stored) is overwritten once this receipt is the one stored.
    */
   async putIfAbsent(
     receipt: StoredReceipt,
@@ -96,25 +103,27 @@ export class ReceiptRepository {
   ): Promise<PutIfAbsentOutcome<StoredReceipt>> {
     if (evidence.length === 0)
       return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt));
-    if (!this.evidenceTable) throw new Error('ReceiptRepository: evidence entries need the evidence table');
-    const outcome = await transactWrite(this.doc, {
-      TransactItems: [
-        {
-          Put: {
-            TableName: this.tableName,
-            Item: receipt as unknown as Record<string, unknown>,
-            ConditionExpression: 'attribute_not_exists(receiptId)',
-          },
-        },
-        ...evidence.map((entry) => ({
-          Put: { TableName: this.evidenceTable, Item: entry as unknown as Record<string, unknown> },
-        })),
-      ],
-    });
-    if (outcome.ok) return { stored: true };
-    const existing = outcome.reasons[0] === 'ConditionalCheckFailed' ? await this.get(receipt) : null;
-    if (existing) return { stored: false, existing };
-    throw new Error(`the receipt and its evidence could not be stored (${outcome.reasons.join(', ')})`);
+    if (!this.evidenceRepository)
+      throw new Error('ReceiptRepository: evidence entries need the evidence table');
+    if (evidence.some((entry) => entry.binding !== receipt.requestDigest))
+      throw new Error(
+        "ReceiptRepository: evidence written ahead of its receipt must be bound to the receipt's digest",
+      );
+    const evidenceRepository = this.evidenceRepository;
+    const taken = await evidenceRepository.putBound(evidence);
+    const outcome = await putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () =>
+      this.get(receipt),
+    );
+    if (outcome.stored || outcome.existing.requestDigest === receipt.requestDigest) {
+      // This request's receipt is the one stored (or a retry of it): entries left by another are stale.
+      if (taken.length > 0) await evidenceRepository.putAll(taken);
+      return outcome;
+    }
+    const written = evidence.filter((entry) => !taken.includes(entry));
+    await evidenceRepository.deleteAll(
+      written.map(({ evidenceId, receiptRef }) => ({ evidenceId, receiptRef })),
+    );
+    return outcome;
   }
 
   async get(key: ReceiptKey): Promise<StoredReceipt | null> {
