@@ -8,6 +8,7 @@ import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { routes } from '../functions/routes.js';
 import { openEnvelope } from '../lib/crypto/envelope.js';
+import { receiptTableKey } from '../lib/db/receipts.js';
 import { parsePrivateKey, parsePublicKey } from '../lib/crypto/keys.js';
 import { tableDefinitions } from '../lib/kernel/tables.js';
 import { toDigitalReceipt, type FlattenedReceipt } from '../lib/receipts/flattened.js';
@@ -190,7 +191,7 @@ class CapacityMeter {
   byTarget: UnitsByTarget = {};
 
   constructor(stack: LocalStack) {
-    const prefix = (stack.config.tables.receipts ?? '').replace(/receipts$/, '');
+    const prefix = (stack.config.tables.receipts ?? '').slice(0, -tableDefinitions.receipts.name.length);
     // What a receipt keeps stored for its retention: its item and its evidence entries, written alone
     // or (since the evidence index) together in one transaction.
     const keptTables = new Set([stack.config.tables.receipts, stack.config.tables.evidence]);
@@ -750,7 +751,7 @@ async function measureFloorWrites(
       (candidate) => candidate.merchantClientId === clientId,
     );
     if (!receipt) throw new Error(`cost bench: receipt ${receiptId} not found for the floor`);
-    receiptUnits += await put(receiptsTable, { ...receipt }, receiptKey.sortKey);
+    receiptUnits += await put(receiptsTable, { ...receipt, ...receiptTableKey(receipt) }, receiptKey.sortKey);
     const record = trail.find((entry) => entry.receiptId === receiptId);
     if (!record) throw new Error(`cost bench: no audit record of ${receiptId} for the floor`);
     auditUnits += await put(auditTable, { ...record }, 'sk');

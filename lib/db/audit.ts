@@ -29,6 +29,7 @@ export type AuditAction =
   | 'gateway.event'
   | 'user.re-register'
   | 'evidence.backfill'
+  | 'receipts.migrate'
   | 'receipts.match'
   | 'signing-key.register'
   | 'signing-key.revoke'

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   GetCommand,
   QueryCommand,
@@ -75,7 +77,45 @@ export interface SaleChange {
 /** A receiptId is unique within its merchant client only (DECISIONS: merchant namespaces). */
 export type ReceiptKey = Pick<StoredReceipt, 'merchantClientId' | 'receiptId'>;
 
-const keyOf = ({ merchantClientId, receiptId }: ReceiptKey): ReceiptKey => ({ merchantClientId, receiptId });
+/**
+ * Partitions a merchant client's receipts are spread over (docs/SCALE.md): DynamoDB gives one partition
+ * ~1,000 write units a second, about 250 receipts of 4 units; sixteen give a client ~4,000 a second.
+ * Changing it moves every receipt: only with a migration.
+ */
+export const RECEIPT_SHARDS = 16;
+
+/** The receipt's shard: a hash of its receiptId, so a GetItem computes its key. */
+export const receiptShardOf = (receiptId: string): number =>
+  createHash('sha256').update(receiptId).digest().readUInt32BE(0) % RECEIPT_SHARDS;
+
+/** The table key of a receipt: `pk` = `<merchantClientId>#<shard>`, and its receiptId. */
+export const receiptTableKey = ({
+  merchantClientId,
+  receiptId,
+}: ReceiptKey): { pk: string; receiptId: string } => ({
+  pk: `${merchantClientId}#${receiptShardOf(receiptId)}`,
+  receiptId,
+});
+const keyOf = receiptTableKey;
+
+/** A receipt's key from its table key (as the by-recipient-user index gives it): the pk less its shard. */
+export const receiptKeyOfTableKey = (key: Record<string, unknown>): ReceiptKey => {
+  const pk = String(key.pk);
+  return { merchantClientId: pk.slice(0, pk.lastIndexOf('#')), receiptId: String(key.receiptId) };
+};
+
+/** A receipt as stored: with its table key. */
+const itemOf = (receipt: StoredReceipt): Record<string, unknown> => ({
+  ...receipt,
+  ...receiptTableKey(receipt),
+});
+
+/** A stored item as the service reads it: without its partition key. */
+const receiptOf = (item: Record<string, unknown> | undefined): StoredReceipt | null => {
+  if (!item) return null;
+  const { pk: _pk, ...receipt } = item;
+  return receipt as unknown as StoredReceipt;
+};
 
 export class ReceiptRepository {
   constructor(
@@ -102,7 +142,13 @@ export class ReceiptRepository {
     evidence: readonly EvidenceEntry[] = [],
   ): Promise<PutIfAbsentOutcome<StoredReceipt>> {
     if (evidence.length === 0)
-      return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt));
+      return putIfAbsent(
+        this.doc,
+        this.tableName,
+        itemOf(receipt) as unknown as StoredReceipt,
+        'receiptId',
+        () => this.get(receipt),
+      );
     if (!this.evidenceRepository)
       throw new Error('ReceiptRepository: evidence entries need the evidence table');
     if (evidence.some((entry) => entry.binding !== receipt.requestDigest))
@@ -111,8 +157,12 @@ export class ReceiptRepository {
       );
     const evidenceRepository = this.evidenceRepository;
     const taken = await evidenceRepository.putBound(evidence);
-    const outcome = await putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () =>
-      this.get(receipt),
+    const outcome = await putIfAbsent(
+      this.doc,
+      this.tableName,
+      itemOf(receipt) as unknown as StoredReceipt,
+      'receiptId',
+      () => this.get(receipt),
     );
     if (outcome.stored || outcome.existing.requestDigest === receipt.requestDigest) {
       // This request's receipt is the one stored (or a retry of it): entries left by another are stale.
@@ -132,7 +182,28 @@ export class ReceiptRepository {
     const result = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
     );
-    return (result.Item as StoredReceipt | undefined) ?? null;
+    return receiptOf(result.Item);
+  }
+
+  /** Receipts by table key (as an index gives them), in that order, strongly consistent; gone ones left out. */
+  private async getByTableKeys(keys: readonly Record<string, unknown>[]): Promise<StoredReceipt[]> {
+    const found = new Map<string, StoredReceipt>();
+    const id = (key: Record<string, unknown>) => `${String(key.pk)}\n${String(key.receiptId)}`;
+    await sendInBatches(
+      keys.map((key) => ({ pk: key.pk, receiptId: key.receiptId })),
+      100,
+      async (pending) => {
+        const result = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        for (const item of result.Responses?.[this.tableName] ?? []) found.set(id(item), receiptOf(item)!);
+        return (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+      },
+      'receipt reads',
+    );
+    return keys.flatMap((key) => found.get(id(key)) ?? []);
   }
 
   /** Replaces an escrowed envelope with one wrapped for its now-registered recipient, once. */
@@ -240,7 +311,7 @@ export class ReceiptRepository {
     return {
       Put: {
         TableName: this.tableName,
-        Item: receipt,
+        Item: itemOf(receipt),
         ConditionExpression: 'attribute_not_exists(receiptId)',
       },
     };
@@ -352,7 +423,8 @@ export class ReceiptRepository {
       }),
     );
     return {
-      receipts: (page.Items as StoredReceipt[] | undefined) ?? [],
+      // The index holds keys only: the receipts themselves, in its order.
+      receipts: await this.getByTableKeys(page.Items ?? []),
       lastKey: page.LastEvaluatedKey as Record<string, string> | undefined,
     };
   }
@@ -363,12 +435,13 @@ export class ReceiptRepository {
    */
   async allWithReceiptId(receiptId: string): Promise<StoredReceipt[]> {
     if (receiptId === '') return [];
-    return queryIndexAll(this.doc, {
+    const keys = await queryIndexAll<Record<string, unknown>>(this.doc, {
       table: this.tableName,
       index: 'by-receipt-id',
       attribute: 'receiptId',
       value: receiptId,
     });
+    return this.getByTableKeys(keys);
   }
 
   /**
