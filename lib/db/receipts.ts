@@ -12,7 +12,6 @@ import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
 import { EvidenceRepository, type EvidenceEntry } from './evidence.js';
-import { transactWrite } from './transact.js';
 import { tableDefinitions } from '../kernel/tables.js';
 import type { TransactItem } from './payments.js';
 
@@ -218,37 +217,33 @@ export class ReceiptRepository {
 
   /**
    * Replaces a receipt's envelope with one sealed for the same recipient (the sale's plaintext with the
-   * network's references added after the charge), with the evidence entries those references give,
-   * in one transaction: only while the envelope still holds the content key it was read with, so a
-   * claim or a key change that came in between is never undone. False when it had.
+   * network's references added after the charge), only while the envelope still holds the content key
+   * it was read with, so a claim or a key change that came in between is never undone; false when it
+   * had. The evidence entries those references give are written first, bound to the receipt's
+   * requestDigest (not in one transaction, which bills every item twice: issue 40): they are true of
+   * this receipt's card and charge whether or not the envelope is replaced, so a refused replacement
+   * leaves them (the time entries among them are the ones it already had).
    */
   async resealIf(
-    key: ReceiptKey,
+    key: ReceiptKey & Pick<StoredReceipt, 'requestDigest'>,
     previousEncryptedKey: string,
     envelope: ReceiptEnvelope,
     evidence: readonly EvidenceEntry[],
   ): Promise<boolean> {
-    if (evidence.length > 0 && !this.evidenceTable)
+    if (evidence.length > 0 && !this.evidenceRepository)
       throw new Error('ReceiptRepository: evidence entries need the evidence table');
-    const outcome = await transactWrite(this.doc, {
-      TransactItems: [
-        {
-          Update: {
-            TableName: this.tableName,
-            Key: keyOf(key),
-            UpdateExpression: 'SET envelope = :envelope',
-            ConditionExpression: 'envelope.keyBundle.encryptedAesKey = :previous',
-            ExpressionAttributeValues: { ':envelope': envelope, ':previous': previousEncryptedKey },
-          },
-        },
-        ...evidence.map((entry) => ({
-          Put: { TableName: this.evidenceTable, Item: entry as unknown as Record<string, unknown> },
-        })),
-      ],
+    if (evidence.some((entry) => entry.binding !== key.requestDigest))
+      throw new Error(
+        "ReceiptRepository: evidence written ahead of its receipt must be bound to the receipt's digest",
+      );
+    const taken = evidence.length > 0 ? await this.evidenceRepository!.putBound(evidence) : [];
+    // Entries under the same keys bound to another digest were left by a request whose receipt never was.
+    if (taken.length > 0) await this.evidenceRepository!.putAll(taken);
+    return this.updateIf(key, {
+      UpdateExpression: 'SET envelope = :envelope',
+      ConditionExpression: 'envelope.keyBundle.encryptedAesKey = :previous',
+      ExpressionAttributeValues: { ':envelope': envelope, ':previous': previousEncryptedKey },
     });
-    if (outcome.ok) return true;
-    if (outcome.reasons[0] === 'ConditionalCheckFailed') return false;
-    throw new Error(`the resealed receipt could not be stored (${outcome.reasons.join(', ')})`);
   }
 
   /** Sets a receipt's paymentStatus when it is still `from` (a payment declined at creation). */
