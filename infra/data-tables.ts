@@ -108,8 +108,8 @@ export class DataTables extends Construct {
           indexName: index.name,
           partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
           sortKey: index.sortKey ? { name: index.sortKey, type: AttributeType.STRING } : undefined,
-          // The readers of the sparse escrow index re-wrap whole receipts, so they need every attribute.
-          projectionType: ProjectionType.ALL,
+          // ALL unless declared otherwise: a keys-only index's readers get the item by its key.
+          projectionType: index.projection === 'KEYS_ONLY' ? ProjectionType.KEYS_ONLY : ProjectionType.ALL,
         });
       }
       return [key, table] as const;

@@ -51,7 +51,8 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     write: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
   },
   receipts: {
-    read: ['dynamodb:GetItem'],
+    // Its indexes hold keys only: an inbox page's receipts are read in one BatchGetItem.
+    read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
     indexRead: ['dynamodb:Query'],
     // An erasure deletes the receipts wrapped for the user, 25 to a batch.
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem'],

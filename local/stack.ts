@@ -16,6 +16,8 @@ import { inMemoryCursorKey, type CursorKeySource } from '../lib/crypto/cursor.js
 import { localCursorKeyFile } from './cursor-key.js';
 import { migrateLegacyCardData } from './legacy-card-data.js';
 import { backfillEvidence } from '../lib/receipts/evidence-backfill.js';
+import { migrateReceiptsToShards } from '../lib/receipts/migrate-sharded.js';
+import { legacyReceiptsTableName } from '../lib/kernel/tables.js';
 import { evidenceWidthMs } from '../lib/receipts/evidence.js';
 import { LocalEscrowKey } from './escrow-key.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';
@@ -128,11 +130,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       env.GATEWAY_SANDBOX_URL = sandbox.url;
     }
 
+    const tablePrefix = options.tablePrefix ?? env.TABLE_PREFIX ?? 'local-';
     const config = loadConfig({
       ...env,
       STAGE: env.STAGE ?? 'local',
       DYNAMODB_ENDPOINT: endpoint,
-      TABLE_PREFIX: options.tablePrefix ?? env.TABLE_PREFIX ?? 'local-',
+      TABLE_PREFIX: tablePrefix,
       LOCAL_ESCROW_DIR: dataDir,
     });
     // One logger per request served (local/invocation-scope.ts), as Lambda has one per invocation.
@@ -183,6 +186,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       gateways,
     };
     if (!options.inMemory) {
+      // A data folder from before the sharded receipts table (issue 40) has its receipts copied into it.
+      const copied = await migrateReceiptsToShards({
+        client: dynamo.client,
+        doc: dynamo.doc,
+        tables: {
+          legacyReceipts: `${tablePrefix}${legacyReceiptsTableName}`,
+          receipts: requireAllTables(config).receipts,
+        },
+      });
+      if (copied.copied > 0) logger.info('receipts copied into the sharded receipts table', { ...copied });
       // A data folder from before card tags is moved to them before anything is served.
       const migrated = await migrateLegacyCardData({
         doc: dynamo.doc,

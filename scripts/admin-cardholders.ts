@@ -3,7 +3,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cardholderUsage, CardholderUsageError } from './admin/usage.js';
 import { retagCardRecords, rotateCardTagKey, type CardKeyAdminDeps } from './admin/card-tags.js';
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { backfillEvidence } from '../lib/receipts/evidence-backfill.js';
+import { migrateReceiptsToShards } from '../lib/receipts/migrate-sharded.js';
+import { legacyReceiptsTableName, prefixedTableNames } from '../lib/kernel/tables.js';
 import { auditStoredKeys } from './admin/keys.js';
 import { serviceEnvSchema } from '../lib/kernel/config.js';
 import { unbindUser, UnknownUserError } from './admin/users.js';
@@ -28,6 +32,9 @@ import { LocalCardTagKeyFile } from '../local/card-tag-key.js';
 
 interface Target {
   doc: CardKeyAdminDeps['doc'];
+  client: DynamoDBClient;
+  /** The receipts table before issue 40, for `receipts migrate`. */
+  legacyReceipts: string | undefined;
   tables: { users: string; keyPairs: string; receipts: string; audit: string; evidence: string };
   store: () => Promise<CardTagKeyStore>;
 }
@@ -47,16 +54,18 @@ async function localTarget(): Promise<Target> {
       'The local stack runs --in-memory: its card-tag key is not on disk to rotate.',
     );
   const prefix = state.tablePrefix;
-  const { doc } = createDynamoClients({
+  const { doc, client } = createDynamoClients({
     region: process.env.AWS_REGION ?? 'us-east-1',
     endpoint: state.dynamoDbEndpoint,
   });
   return {
     doc,
+    client,
+    legacyReceipts: `${prefix}${legacyReceiptsTableName}`,
     tables: {
       users: `${prefix}users`,
       keyPairs: `${prefix}key-pairs`,
-      receipts: `${prefix}receipts`,
+      receipts: prefixedTableNames(prefix).receipts,
       audit: `${prefix}audit`,
       evidence: `${prefix}evidence`,
     },
@@ -79,9 +88,11 @@ function awsTarget(): Target {
     throw new CardholderUsageError(
       `--aws needs ${missing.map(([name]) => name).join(', ')} in the environment`,
     );
-  const { doc } = createDynamoClients({ region });
+  const { doc, client } = createDynamoClients({ region });
   return {
     doc,
+    client,
+    legacyReceipts: env.TABLE_RECEIPTS_LEGACY,
     tables: tables as Target['tables'],
     store: async () => {
       if (!env.CARD_TAG_SECRET_NAME)
@@ -112,7 +123,8 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
     (group === 'card-key' && (command === 'rotate' || command === 'retag')) ||
     (group === 'users' && command === 'unbind') ||
     (group === 'keys' && command === 'audit') ||
-    (group === 'evidence' && command === 'backfill');
+    (group === 'evidence' && command === 'backfill') ||
+    (group === 'receipts' && command === 'migrate');
   if (!valid) throw new CardholderUsageError(cardholderUsage);
   if (group === 'users' && (!values.user || !values.reason?.trim()))
     throw new CardholderUsageError('users unbind needs --user USER_ID and --reason TEXT');
@@ -120,6 +132,27 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
   const audit = new AuditLog(target.doc, () => target.tables.audit, systemClock, 400);
   const print = (human: string, data: unknown) => console.log(values.json ? JSON.stringify(data) : human);
 
+  if (group === 'receipts') {
+    if (!target.legacyReceipts)
+      throw new CardholderUsageError('--aws receipts migrate needs TABLE_RECEIPTS_LEGACY in the environment');
+    const counts = await migrateReceiptsToShards({
+      client: target.client,
+      doc: target.doc,
+      tables: { legacyReceipts: target.legacyReceipts, receipts: target.tables.receipts },
+    });
+    await audit.record({
+      action: 'receipts.migrate',
+      outcome: 'success',
+      requestId: randomUUID(),
+      clientId: 'operator',
+      counts: { ...counts },
+    });
+    print(
+      `Copied ${counts.copied} receipts into the sharded receipts table (${counts.alreadyThere} were there already).`,
+      counts,
+    );
+    return;
+  }
   if (group === 'evidence') {
     const counts = await backfillEvidence({
       doc: target.doc,

@@ -140,7 +140,13 @@ async function main(argv: string[]): Promise<void> {
   // Card-tag keys and users have their own commands and options (scripts/admin-cardholders.ts), loaded
   // only when asked for, as the --aws clients are: `api-keys` starts in half the time.
   const first = argv.find((arg) => !arg.startsWith('-'));
-  if (first === 'card-key' || first === 'users' || first === 'keys' || first === 'evidence')
+  if (
+    first === 'card-key' ||
+    first === 'users' ||
+    first === 'keys' ||
+    first === 'evidence' ||
+    first === 'receipts'
+  )
     return (await import('./admin-cardholders.js')).runCardholderCommand(argv);
   if (first === 'merchants') {
     await (await import('./admin-merchants.js')).runMerchantCommand(argv);

@@ -50,6 +50,14 @@ export interface EvidenceFacts {
   networkTransactionId?: string;
   /** A network entry is one per receipt: every amount the receipt can be matched by. */
   amounts?: number[];
+  /**
+   * The stored requestDigest of the receipt the entry was written for (entries written by
+   * receipts/encrypt ahead of their receipt, outside a transaction): a look-up keeps the receipt only
+   * if it still has that digest, so an entry left by a request whose receipt was refused (another
+   * receipt has its id) never finds the receipt that has it. Absent on entries written in their
+   * receipt's transaction.
+   */
+  binding?: string;
 }
 
 /** The reference an entry is keyed by, besides the card: a time entry has none. */

@@ -14,7 +14,8 @@ const keySchema = (partitionKey: string, sortKey?: string): KeySchemaElement[] =
   ...(sortKey ? [{ AttributeName: sortKey, KeyType: 'RANGE' as const }] : []),
 ];
 
-async function exists(client: DynamoDBClient, name: string): Promise<boolean> {
+/** Whether a table of this name exists. */
+export async function exists(client: DynamoDBClient, name: string): Promise<boolean> {
   try {
     await client.send(new DescribeTableCommand({ TableName: name }));
     return true;
@@ -46,7 +47,7 @@ async function createTable(client: DynamoDBClient, name: string, definition: Tab
             GlobalSecondaryIndexes: indexes.map((index) => ({
               IndexName: index.name,
               KeySchema: keySchema(index.partitionKey, index.sortKey),
-              Projection: { ProjectionType: 'ALL' },
+              Projection: { ProjectionType: index.projection ?? 'ALL' },
             })),
           }
         : {}),
@@ -81,7 +82,7 @@ async function addMissingIndexes(client: DynamoDBClient, name: string, definitio
             Create: {
               IndexName: index.name,
               KeySchema: keySchema(index.partitionKey, index.sortKey),
-              Projection: { ProjectionType: 'ALL' },
+              Projection: { ProjectionType: index.projection ?? 'ALL' },
             },
           },
         ],

@@ -1,5 +1,6 @@
 import {
   BatchWriteCommand,
+  PutCommand,
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -24,6 +25,8 @@ export interface EvidenceEntry {
   sealed: string;
   /** Epoch seconds: the receipt's own expiry. */
   ttl: number;
+  /** The sealed body's `binding`, in clear for the write's condition (the receipt item shows it too). */
+  binding?: string;
 }
 
 export type EvidenceKey = Pick<EvidenceEntry, 'evidenceId' | 'receiptRef'>;
@@ -104,6 +107,33 @@ export class EvidenceRepository {
           }),
       ),
     );
+  }
+
+  /**
+   * Writes a receipt's entries ahead of it, each only where no entry of another request for the same
+   * receipt is (one with another binding): the keys of those that met one, which the caller overwrites
+   * once its own receipt is the one stored (they were left by a request whose receipt never was).
+   */
+  async putBound(entries: readonly EvidenceEntry[]): Promise<EvidenceEntry[]> {
+    const refused = await Promise.all(
+      entries.map(async (entry) => {
+        try {
+          await this.doc.send(
+            new PutCommand({
+              TableName: this.tableName,
+              Item: entry,
+              ConditionExpression: 'attribute_not_exists(evidenceId) OR binding = :binding',
+              ExpressionAttributeValues: { ':binding': entry.binding },
+            }),
+          );
+          return [];
+        } catch (error) {
+          if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return [entry];
+          throw error;
+        }
+      }),
+    );
+    return refused.flat();
   }
 
   /** Writes entries outside a receipt's transaction (the backfill and the re-keying), 25 to a call. */

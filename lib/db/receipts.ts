@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   GetCommand,
   QueryCommand,
@@ -9,8 +11,7 @@ import type { SealedEnvelope } from '../crypto/envelope.js';
 import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
-import type { EvidenceEntry } from './evidence.js';
-import { transactWrite } from './transact.js';
+import { EvidenceRepository, type EvidenceEntry } from './evidence.js';
 import { tableDefinitions } from '../kernel/tables.js';
 import type { TransactItem } from './payments.js';
 
@@ -75,7 +76,45 @@ export interface SaleChange {
 /** A receiptId is unique within its merchant client only (DECISIONS: merchant namespaces). */
 export type ReceiptKey = Pick<StoredReceipt, 'merchantClientId' | 'receiptId'>;
 
-const keyOf = ({ merchantClientId, receiptId }: ReceiptKey): ReceiptKey => ({ merchantClientId, receiptId });
+/**
+ * Partitions a merchant client's receipts are spread over (docs/SCALE.md): DynamoDB gives one partition
+ * ~1,000 write units a second, about 250 receipts of 4 units; sixteen give a client ~4,000 a second.
+ * Changing it moves every receipt: only with a migration.
+ */
+export const RECEIPT_SHARDS = 16;
+
+/** The receipt's shard: a hash of its receiptId, so a GetItem computes its key. */
+export const receiptShardOf = (receiptId: string): number =>
+  createHash('sha256').update(receiptId).digest().readUInt32BE(0) % RECEIPT_SHARDS;
+
+/** The table key of a receipt: `pk` = `<merchantClientId>#<shard>`, and its receiptId. */
+export const receiptTableKey = ({
+  merchantClientId,
+  receiptId,
+}: ReceiptKey): { pk: string; receiptId: string } => ({
+  pk: `${merchantClientId}#${receiptShardOf(receiptId)}`,
+  receiptId,
+});
+const keyOf = receiptTableKey;
+
+/** A receipt's key from its table key (as the by-recipient-user index gives it): the pk less its shard. */
+export const receiptKeyOfTableKey = (key: Record<string, unknown>): ReceiptKey => {
+  const pk = String(key.pk);
+  return { merchantClientId: pk.slice(0, pk.lastIndexOf('#')), receiptId: String(key.receiptId) };
+};
+
+/** A receipt as stored: with its table key. */
+const itemOf = (receipt: StoredReceipt): Record<string, unknown> => ({
+  ...receipt,
+  ...receiptTableKey(receipt),
+});
+
+/** A stored item as the service reads it: without its partition key. */
+const receiptOf = (item: Record<string, unknown> | undefined): StoredReceipt | null => {
+  if (!item) return null;
+  const { pk: _pk, ...receipt } = item;
+  return receipt as unknown as StoredReceipt;
+};
 
 export class ReceiptRepository {
   constructor(
@@ -83,38 +122,57 @@ export class ReceiptRepository {
     private readonly tableName: string,
     /** Only functions that seal receipts for cards write evidence entries beside them. */
     private readonly evidenceTable?: string,
-  ) {}
+  ) {
+    this.evidenceRepository = evidenceTable ? new EvidenceRepository(doc, evidenceTable) : undefined;
+  }
+
+  private readonly evidenceRepository: EvidenceRepository | undefined;
 
   /**
-   * Stores a receipt unless its key is taken (then returns what is there), with its evidence entries
-   * in the same transaction: a receipt is never stored without the entries a claim finds it by, and no
-   * entry is written for a receipt refused here (it would point at the one already stored).
+   * Stores a receipt unless its key is taken (then returns what is there), its evidence entries first:
+   * a receipt is never stored without the entries a claim finds it by. Not in one transaction, which
+   * bills every item twice (issue 40): each entry is bound to the receipt's requestDigest (sealed in
+   * it, EvidenceFacts.binding), so an entry of a request whose receipt is refused here never finds the
+   * receipt that has its id (findByEvidence), and is removed. An entry another request left under the
+   * same key (its receipt never stored) is overwritten once this receipt is the one stored.
    */
   async putIfAbsent(
     receipt: StoredReceipt,
     evidence: readonly EvidenceEntry[] = [],
   ): Promise<PutIfAbsentOutcome<StoredReceipt>> {
     if (evidence.length === 0)
-      return putIfAbsent(this.doc, this.tableName, receipt, 'receiptId', () => this.get(receipt));
-    if (!this.evidenceTable) throw new Error('ReceiptRepository: evidence entries need the evidence table');
-    const outcome = await transactWrite(this.doc, {
-      TransactItems: [
-        {
-          Put: {
-            TableName: this.tableName,
-            Item: receipt as unknown as Record<string, unknown>,
-            ConditionExpression: 'attribute_not_exists(receiptId)',
-          },
-        },
-        ...evidence.map((entry) => ({
-          Put: { TableName: this.evidenceTable, Item: entry as unknown as Record<string, unknown> },
-        })),
-      ],
-    });
-    if (outcome.ok) return { stored: true };
-    const existing = outcome.reasons[0] === 'ConditionalCheckFailed' ? await this.get(receipt) : null;
-    if (existing) return { stored: false, existing };
-    throw new Error(`the receipt and its evidence could not be stored (${outcome.reasons.join(', ')})`);
+      return putIfAbsent(
+        this.doc,
+        this.tableName,
+        itemOf(receipt) as unknown as StoredReceipt,
+        'receiptId',
+        () => this.get(receipt),
+      );
+    if (!this.evidenceRepository)
+      throw new Error('ReceiptRepository: evidence entries need the evidence table');
+    if (evidence.some((entry) => entry.binding !== receipt.requestDigest))
+      throw new Error(
+        "ReceiptRepository: evidence written ahead of its receipt must be bound to the receipt's digest",
+      );
+    const evidenceRepository = this.evidenceRepository;
+    const taken = await evidenceRepository.putBound(evidence);
+    const outcome = await putIfAbsent(
+      this.doc,
+      this.tableName,
+      itemOf(receipt) as unknown as StoredReceipt,
+      'receiptId',
+      () => this.get(receipt),
+    );
+    if (outcome.stored || outcome.existing.requestDigest === receipt.requestDigest) {
+      // This request's receipt is the one stored (or a retry of it): entries left by another are stale.
+      if (taken.length > 0) await evidenceRepository.putAll(taken);
+      return outcome;
+    }
+    const written = evidence.filter((entry) => !taken.includes(entry));
+    await evidenceRepository.deleteAll(
+      written.map(({ evidenceId, receiptRef }) => ({ evidenceId, receiptRef })),
+    );
+    return outcome;
   }
 
   async get(key: ReceiptKey): Promise<StoredReceipt | null> {
@@ -123,7 +181,28 @@ export class ReceiptRepository {
     const result = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
     );
-    return (result.Item as StoredReceipt | undefined) ?? null;
+    return receiptOf(result.Item);
+  }
+
+  /** Receipts by table key (as an index gives them), in that order, strongly consistent; gone ones left out. */
+  private async getByTableKeys(keys: readonly Record<string, unknown>[]): Promise<StoredReceipt[]> {
+    const found = new Map<string, StoredReceipt>();
+    const id = (key: Record<string, unknown>) => `${String(key.pk)}\n${String(key.receiptId)}`;
+    await sendInBatches(
+      keys.map((key) => ({ pk: key.pk, receiptId: key.receiptId })),
+      100,
+      async (pending) => {
+        const result = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        );
+        for (const item of result.Responses?.[this.tableName] ?? []) found.set(id(item), receiptOf(item)!);
+        return (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+      },
+      'receipt reads',
+    );
+    return keys.flatMap((key) => found.get(id(key)) ?? []);
   }
 
   /** Replaces an escrowed envelope with one wrapped for its now-registered recipient, once. */
@@ -138,37 +217,33 @@ export class ReceiptRepository {
 
   /**
    * Replaces a receipt's envelope with one sealed for the same recipient (the sale's plaintext with the
-   * network's references added after the charge), with the evidence entries those references give,
-   * in one transaction: only while the envelope still holds the content key it was read with, so a
-   * claim or a key change that came in between is never undone. False when it had.
+   * network's references added after the charge), only while the envelope still holds the content key
+   * it was read with, so a claim or a key change that came in between is never undone; false when it
+   * had. The evidence entries those references give are written first, bound to the receipt's
+   * requestDigest (not in one transaction, which bills every item twice: issue 40): they are true of
+   * this receipt's card and charge whether or not the envelope is replaced, so a refused replacement
+   * leaves them (the time entries among them are the ones it already had).
    */
   async resealIf(
-    key: ReceiptKey,
+    key: ReceiptKey & Pick<StoredReceipt, 'requestDigest'>,
     previousEncryptedKey: string,
     envelope: ReceiptEnvelope,
     evidence: readonly EvidenceEntry[],
   ): Promise<boolean> {
-    if (evidence.length > 0 && !this.evidenceTable)
+    if (evidence.length > 0 && !this.evidenceRepository)
       throw new Error('ReceiptRepository: evidence entries need the evidence table');
-    const outcome = await transactWrite(this.doc, {
-      TransactItems: [
-        {
-          Update: {
-            TableName: this.tableName,
-            Key: keyOf(key),
-            UpdateExpression: 'SET envelope = :envelope',
-            ConditionExpression: 'envelope.keyBundle.encryptedAesKey = :previous',
-            ExpressionAttributeValues: { ':envelope': envelope, ':previous': previousEncryptedKey },
-          },
-        },
-        ...evidence.map((entry) => ({
-          Put: { TableName: this.evidenceTable, Item: entry as unknown as Record<string, unknown> },
-        })),
-      ],
+    if (evidence.some((entry) => entry.binding !== key.requestDigest))
+      throw new Error(
+        "ReceiptRepository: evidence written ahead of its receipt must be bound to the receipt's digest",
+      );
+    const taken = evidence.length > 0 ? await this.evidenceRepository!.putBound(evidence) : [];
+    // Entries under the same keys bound to another digest were left by a request whose receipt never was.
+    if (taken.length > 0) await this.evidenceRepository!.putAll(taken);
+    return this.updateIf(key, {
+      UpdateExpression: 'SET envelope = :envelope',
+      ConditionExpression: 'envelope.keyBundle.encryptedAesKey = :previous',
+      ExpressionAttributeValues: { ':envelope': envelope, ':previous': previousEncryptedKey },
     });
-    if (outcome.ok) return true;
-    if (outcome.reasons[0] === 'ConditionalCheckFailed') return false;
-    throw new Error(`the resealed receipt could not be stored (${outcome.reasons.join(', ')})`);
   }
 
   /** Sets a receipt's paymentStatus when it is still `from` (a payment declined at creation). */
@@ -231,7 +306,7 @@ export class ReceiptRepository {
     return {
       Put: {
         TableName: this.tableName,
-        Item: receipt,
+        Item: itemOf(receipt),
         ConditionExpression: 'attribute_not_exists(receiptId)',
       },
     };
@@ -343,7 +418,8 @@ export class ReceiptRepository {
       }),
     );
     return {
-      receipts: (page.Items as StoredReceipt[] | undefined) ?? [],
+      // The index holds keys only: the receipts themselves, in its order.
+      receipts: await this.getByTableKeys(page.Items ?? []),
       lastKey: page.LastEvaluatedKey as Record<string, string> | undefined,
     };
   }
@@ -354,12 +430,13 @@ export class ReceiptRepository {
    */
   async allWithReceiptId(receiptId: string): Promise<StoredReceipt[]> {
     if (receiptId === '') return [];
-    return queryIndexAll(this.doc, {
+    const keys = await queryIndexAll<Record<string, unknown>>(this.doc, {
       table: this.tableName,
       index: 'by-receipt-id',
       attribute: 'receiptId',
       value: receiptId,
     });
+    return this.getByTableKeys(keys);
   }
 
   /**

@@ -6,11 +6,18 @@ export interface TableIndex {
   name: string;
   partitionKey: string;
   sortKey?: string;
+  /**
+   * What the index holds besides its keys: ALL (the default) bills every write of the item again at
+   * its full size; KEYS_ONLY bills 1 unit, and readers get the item by its key (issue 40).
+   */
+  projection?: 'ALL' | 'KEYS_ONLY';
 }
 
 export interface TableDefinition {
-  /** Suffix of the physical name and of the TABLE_* environment variable. */
+  /** Suffix of the physical name and (unless envName) of the TABLE_* environment variable. */
   name: string;
+  /** The TABLE_* variable's suffix when it is not `name`: a table moved to a new one keeps its variable. */
+  envName?: string;
   partitionKey: string;
   sortKey?: string;
   /** Attribute holding an epoch-seconds expiry that DynamoDB TTL deletes by. */
@@ -31,24 +38,32 @@ export const tableDefinitions = {
   // TOKEN#<sha256(tokenId)> records and SLOT#<userId>#<n> active-token slots.
   accessTokens: { name: 'access-tokens', partitionKey: 'pk', ttlAttribute: 'ttl', durable: false },
   // Receipt and transaction ids are the merchant client's own: keyed under it, another client's
-  // ids never collide with them, block them or show that they exist.
+  // ids never collide with them, block them or show that they exist. A client's receipts are spread
+  // over RECEIPT_SHARDS partitions by a hash of the receiptId (`pk` = `<merchantClientId>#<shard>`,
+  // lib/db/receipts.ts), so one merchant is not one hot partition (docs/SCALE.md); a GetItem computes
+  // its key. It replaces the `receipts` table (keyed by merchantClientId alone, with indexes that
+  // projected whole receipts): `npm run admin -- receipts migrate` copies it (docs/DEPLOY.md).
   receipts: {
-    name: 'receipts',
-    partitionKey: 'merchantClientId',
+    name: 'receipts-sharded',
+    envName: 'receipts',
+    partitionKey: 'pk',
     sortKey: 'receiptId',
     ttlAttribute: 'ttl',
     durable: true,
     // Webhook events are raised from the stream, so a stored receipt's event survives any crash.
     stream: 'NEW_AND_OLD_IMAGES',
-    // Sparse: only receipts wrapped for a registered user carry `recipientUserId` (an erasure finds
-    // them there). Receipts carry no card tag since the evidence index (issue 20): `by-pending-recipient`
-    // is written by nothing and goes in the next deployment (DynamoDB deletes one index per update;
-    // this one took `by-card-and-time`).
+    // Keys only: an index write costs 1 unit instead of the receipt's size again; readers get the
+    // receipt by its key (strongly consistent, which the index never was).
     indexes: [
-      { name: 'by-pending-recipient', partitionKey: 'pendingRecipient' },
-      { name: 'by-recipient-user', partitionKey: 'recipientUserId', sortKey: 'createdAt' },
+      // Sparse: only receipts wrapped for a registered user carry `recipientUserId` (an erasure and the inbox find them there).
+      {
+        name: 'by-recipient-user',
+        partitionKey: 'recipientUserId',
+        sortKey: 'createdAt',
+        projection: 'KEYS_ONLY',
+      },
       // An issuer fetches a receipt by id alone, across merchant namespaces (GET /receipts/{receiptId}).
-      { name: 'by-receipt-id', partitionKey: 'receiptId' },
+      { name: 'by-receipt-id', partitionKey: 'receiptId', projection: 'KEYS_ONLY' },
     ],
   },
   transactions: {
@@ -121,9 +136,17 @@ export type TableNames = Record<TableKey, string>;
 
 export const tableKeys = Object.keys(tableDefinitions) as TableKey[];
 
+/**
+ * The receipts table before issue 40 (keyed by merchantClientId and receiptId, its indexes projecting
+ * whole receipts): no function uses it; the migration reads it (lib/receipts/migrate-sharded.ts).
+ */
+export const legacyReceiptsTableName = 'receipts';
+
 /** Environment variable that carries a table's physical name into a function. */
-export const tableEnvVar = (key: TableKey): string =>
-  `TABLE_${tableDefinitions[key].name.toUpperCase().replace(/-/g, '_')}`;
+export const tableEnvVar = (key: TableKey): string => {
+  const definition: TableDefinition = tableDefinitions[key];
+  return `TABLE_${(definition.envName ?? definition.name).toUpperCase().replace(/-/g, '_')}`;
+};
 
 export const prefixedTableNames = (prefix: string): TableNames =>
   Object.fromEntries(tableKeys.map((key) => [key, `${prefix}${tableDefinitions[key].name}`])) as TableNames;

@@ -78,10 +78,11 @@ export async function sealCardTransaction(
           receipt: key,
           ttl: stored.ttl,
           widthMs: evidenceWidthMs(deps),
+          binding: stored.requestDigest,
         })
       : [];
   const replaced = await deps.repos.receipts.resealIf(
-    key,
+    { ...key, requestDigest: stored.requestDigest },
     stored.envelope.keyBundle.encryptedAesKey,
     envelope,
     evidence,

@@ -173,7 +173,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
   };
   const ttl = Math.floor(expiresAt.getTime() / 1000);
   // Nothing on the receipt names its card: a claim (escrowed) or a match (the user's own) finds it by
-  // its evidence entries, written in the same transaction, keyed and sealed under the card-tag key.
+  // its evidence entries, written just before it (bound to its digest), keyed and sealed under the card-tag key.
   const stored: StoredReceipt = {
     receiptId: receipt.receiptId,
     envelope,
@@ -192,6 +192,7 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
           receipt: stored,
           ttl,
           widthMs: evidenceWidthMs(deps),
+          binding: stored.requestDigest,
         })
       : [];
   // The audit record is of the cryptographic operation, which has happened whatever storing finds, so

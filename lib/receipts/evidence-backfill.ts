@@ -104,6 +104,7 @@ export async function rekeyEvidence(deps: EvidenceAdminDeps, counts: EvidenceCou
         receiptRef: entry.receiptRef,
         sealed: sealEvidence(deps.keyring, evidenceId, entry.receiptRef, current),
         ttl: entry.ttl,
+        ...(body.binding ? { binding: body.binding } : {}),
       }));
     await evidence.putAll(fresh);
     for (const id of ids) written.add(`${id}\n${entry.receiptRef}`);

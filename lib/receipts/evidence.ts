@@ -53,18 +53,28 @@ export const evidenceWidthMs = (deps: Pick<CoreDeps, 'config'>): number =>
  */
 export function evidenceEntriesFor(
   keyring: CardTagKeyring,
-  input: { tag: CardTag; facts: ClaimFacts; receipt: ReceiptKey; ttl: number; widthMs: number },
+  input: {
+    tag: CardTag;
+    facts: ClaimFacts;
+    receipt: ReceiptKey;
+    ttl: number;
+    widthMs: number;
+    /** The receipt's requestDigest, for entries written ahead of their receipt (EvidenceFacts.binding). */
+    binding?: string;
+  },
 ): EvidenceEntry[] {
   const tag = keyring.advance(input.tag);
   const receiptRef = receiptRefOf(input.receipt);
   const { currency, at, cardLast4, authorizationCode, networkTransactionId } = input.facts;
   const amounts = [...new Set(input.facts.amounts)];
+  const { binding } = input;
   const entry = (body: EvidenceFacts): EvidenceEntry[] =>
     evidenceIdsOf(keyring, body, input.widthMs).map((evidenceId) => ({
       evidenceId,
       receiptRef,
-      sealed: sealEvidence(keyring, evidenceId, receiptRef, body),
+      sealed: sealEvidence(keyring, evidenceId, receiptRef, binding ? { ...body, binding } : body),
       ttl: input.ttl,
+      ...(binding ? { binding } : {}),
     }));
   const references = {
     ...(authorizationCode ? { authorizationCode } : {}),
@@ -156,16 +166,24 @@ export async function findByEvidence(
 ): Promise<StoredReceipt[]> {
   const keyring = await deps.cardTags.keyring();
   const widthMs = evidenceWidthMs(deps);
-  const found = new Set<string>();
+  // receiptRef → the bindings of its matching entries (null: an entry written in its receipt's transaction).
+  const found = new Map<string, Set<string | null>>();
   for (const tag of tagsOfCard(card, keyring)) {
     const id = lookupIdFor(keyring, tag, transaction, widthMs);
     for (const entry of await deps.repos.evidence.entries(id)) {
       const facts = openEvidence(keyring, id, entry.receiptRef, entry.sealed);
-      if (evidenceMatches(facts, tag, transaction, widthMs)) found.add(entry.receiptRef);
+      if (!evidenceMatches(facts, tag, transaction, widthMs)) continue;
+      const bindings = found.get(entry.receiptRef) ?? new Set<string | null>();
+      bindings.add(facts?.binding ?? null);
+      found.set(entry.receiptRef, bindings);
     }
   }
   const receipts = await Promise.all(
-    [...found].map((receiptRef) => deps.repos.receipts.get(receiptKeyOf(receiptRef))),
+    [...found].map(async ([receiptRef, bindings]) => {
+      const receipt = await deps.repos.receipts.get(receiptKeyOf(receiptRef));
+      // An entry written ahead of its receipt finds only the receipt it was written for.
+      return receipt && (bindings.has(null) || bindings.has(receipt.requestDigest)) ? receipt : null;
+    }),
   );
   return receipts.filter((receipt): receipt is StoredReceipt => receipt !== null);
 }

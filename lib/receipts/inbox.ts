@@ -48,7 +48,7 @@ export type InboxDeps = Pick<CoreDeps, 'repos' | 'cursors'>;
  * user and this issuer (lib/crypto/cursor.ts): it shows nothing and opens for no other user or client.
  */
 const INBOX_PAGE_KEY: PageKeyShape = {
-  names: ['recipientUserId', 'createdAt', 'merchantClientId', 'receiptId'],
+  names: ['recipientUserId', 'createdAt', 'pk', 'receiptId'],
   resourceAttribute: 'recipientUserId',
 };
 const inboxScope = (userId: string, caller: Caller): CursorScope => ({

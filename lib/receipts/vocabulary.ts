@@ -38,6 +38,7 @@ declare module '../db/audit.js' {
     'escrow.claim-request': true;
     'evidence.backfill': true;
     'receipts.match': true;
+    'receipts.migrate': true;
   }
 }
 

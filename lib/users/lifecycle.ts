@@ -1,5 +1,5 @@
 import type { Caller } from '../api-keys/authenticator.js';
-import type { ReceiptKey } from '../db/receipts.js';
+import { receiptKeyOfTableKey } from '../db/receipts.js';
 import type { ErasedUserRecord, UserRecord } from '../db/users.js';
 import type { CoreDeps } from '../app/deps.js';
 import { ConflictError, NotFoundError } from '../kernel/errors.js';
@@ -130,7 +130,7 @@ export async function eraseUser(
     const batch = keys.slice(start, start + DELETE_BATCH);
     // Their evidence entries first: a call cut short between the two finds the receipts again.
     const evidence = await Promise.all(
-      batch.map((key) => deps.repos.evidence.keysOfReceipt(key as ReceiptKey)),
+      batch.map((key) => deps.repos.evidence.keysOfReceipt(receiptKeyOfTableKey(key))),
     );
     await deps.repos.evidence.deleteAll(evidence.flat());
     await deps.repos.receipts.deleteAll(batch);

@@ -175,6 +175,8 @@ export function eventsOf(record: ReceiptStreamRecord): ReceiptEvent[] {
   const next = readImage(record.dynamodb?.NewImage);
   if (!next) return [];
   if (record.eventName === 'INSERT') {
+    // A receipt copied into the sharded table (lib/receipts/migrate-sharded.ts) raised its events when first stored.
+    if (record.dynamodb?.NewImage?.migratedFrom !== undefined) return [];
     const events: ReceiptEvent[] = [];
     if (next.recipientUserId) events.push(available(next, next.recipientUserId));
     if (next.escrowed && !next.recipientUserId) {

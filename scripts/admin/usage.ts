@@ -8,6 +8,7 @@ export const cardholderUsage = `Usage: npm run admin -- card-key <rotate|retag> 
        npm run admin -- users unbind --user USER_ID --reason TEXT [--aws] [--json]
        npm run admin -- keys audit [--aws] [--json]
        npm run admin -- evidence backfill [--aws] [--json]
+       npm run admin -- receipts migrate [--aws] [--json]
 
 card-key rotate  starts a new card-tag key version and re-tags every stored card tag (card guards,
                  users, escrowed receipts). Functions read the key again within 5 minutes (5 s on
@@ -19,6 +20,10 @@ users unbind     undoes a registration made by the wrong client (after a registe
 evidence backfill  indexes escrowed receipts stored before the evidence index (removing the card tag,
                  time and facts they carried) and re-keys entries made under an older card-tag key
                  version or claim window. Safe to repeat; \`npm start\` runs it on every start.
+receipts migrate copies the receipts of the table keyed by merchant alone (before issue 40) into the
+                 sharded receipts table, each under its sharded key; what is there already stays.
+                 Safe to repeat; \`npm start\` runs it on every start. --aws reads the old table's
+                 name from TABLE_RECEIPTS_LEGACY (docs/DEPLOY.md).
 keys audit       lists the stored public keys (key pairs and users) that today's import rules
                  refuse (RSA exponent other than 65537, even modulus, size; EC off P-256; no
                  envelope can be sealed to it) or that are not stored in canonical form. Read-only.

@@ -67,7 +67,14 @@ const keyUses = [
   'kms:GenerateDataKey',
   'kms:CreateGrant',
 ] as const;
-const customerKeyedTableNames = ['users', 'receipts', 'audit', 'access-tokens', 'webhooks', 'evidence'];
+const customerKeyedTableNames = [
+  'users',
+  'receipts-sharded',
+  'audit',
+  'access-tokens',
+  'webhooks',
+  'evidence',
+];
 
 const tableNamed = (name: string): Resource => {
   const found = Object.values(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -128,13 +135,27 @@ describe('DynamoDB tables', () => {
     },
   );
 
+  it("spreads receipts over shards of their merchant client's partition, with indexes that hold keys only (issue 40)", () => {
+    const receipts = tableNamed('receipts-sharded').Properties;
+    expect(receipts.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'receiptId', KeyType: 'RANGE' },
+    ]);
+    const indexes = receipts.GlobalSecondaryIndexes as { IndexName: string; Projection: unknown }[];
+    expect(indexes.map((index) => [index.IndexName, index.Projection])).toEqual([
+      ['by-recipient-user', { ProjectionType: 'KEYS_ONLY' }],
+      ['by-receipt-id', { ProjectionType: 'KEYS_ONLY' }],
+    ]);
+    expect(receipts.DeletionProtectionEnabled).toBe(true);
+  });
+
   it('keeps the tokens, counters and idempotency records out of point-in-time recovery', () => {
     for (const name of ['access-tokens', 'rate-limits', 'idempotency']) {
       expect(tableNamed(name).Properties.PointInTimeRecoverySpecification).toEqual({
         PointInTimeRecoveryEnabled: false,
       });
     }
-    for (const name of ['api-keys', 'key-pairs', 'users', 'receipts', 'transactions', 'audit']) {
+    for (const name of ['api-keys', 'key-pairs', 'users', 'receipts-sharded', 'transactions', 'audit']) {
       expect(tableNamed(name).Properties.PointInTimeRecoverySpecification).toEqual({
         PointInTimeRecoveryEnabled: true,
       });

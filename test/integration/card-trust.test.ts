@@ -15,6 +15,7 @@ import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } f
 import { logsWhile } from '../support/logs.js';
 import { dumpTables as dumpStackTables } from '../support/tables.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { receiptTableKey } from '../../lib/db/receipts.js';
 
 interface Data<T> {
   success: true;
@@ -645,7 +646,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     await stack.deps.dynamo.doc.send(
       new UpdateCommand({
         TableName: requireAllTables(stack.config).receipts,
-        Key: { merchantClientId: merchantA.clientId, receiptId: receipt.receiptId },
+        Key: receiptTableKey({ merchantClientId: merchantA.clientId, receiptId: receipt.receiptId }),
         UpdateExpression: 'SET pendingRecipient = :tag, claimAt = :at, claimFacts = :facts',
         ExpressionAttributeValues: {
           ':tag': tag,
@@ -698,7 +699,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     await doc.send(
       new UpdateCommand({
         TableName: tables.receipts,
-        Key: { merchantClientId: merchantA.clientId, receiptId: receipt.receiptId },
+        Key: receiptTableKey({ merchantClientId: merchantA.clientId, receiptId: receipt.receiptId }),
         UpdateExpression:
           'SET pendingRecipient = :pan, recipientIdentifierHash = :hash REMOVE claimAt, claimFacts',
         ExpressionAttributeValues: { ':pan': escrowedPan, ':hash': 'ab'.repeat(32) },

@@ -14,6 +14,7 @@ import { grantToken, onboardUser, withoutRequestIdentity } from '../support/flow
 import { sealLegacyEnvelope } from '../support/legacy-envelope.js';
 import { captureLogs, type LogCapture } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { receiptTableKey } from '../../lib/db/receipts.js';
 
 /**
  * The device path (issue 14): a key pair made outside the service, only its public half imported,
@@ -311,7 +312,7 @@ describe('device keys: imported public keys, P-256 envelopes', () => {
     await stack.deps.dynamo.doc.send(
       new PutCommand({
         TableName: requireAllTables(stack.config).receipts,
-        Item: { ...record, envelope: { ...record!.envelope, ...legacy } },
+        Item: { ...record, ...receiptTableKey(record!), envelope: { ...record!.envelope, ...legacy } },
       }),
     );
 

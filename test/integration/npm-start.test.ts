@@ -8,6 +8,7 @@ import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sd
 import { CardTagKeyring } from '../../lib/crypto/card-tag.js';
 import { createDynamoClients } from '../../lib/db/client.js';
 import { EvidenceRepository } from '../../lib/db/evidence.js';
+import { receiptTableKey } from '../../lib/db/receipts.js';
 import { claimFactsOf } from '../../lib/receipts/encrypt.js';
 import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import { LocalCardTagKeyFile } from '../../local/card-tag-key.js';
@@ -113,7 +114,7 @@ const storedReceipt = (dataDir: string, receiptId: string) =>
   withTables(dataDir, async (doc, prefix) => {
     const { Items = [] } = await doc.send(
       new ScanCommand({
-        TableName: `${prefix}receipts`,
+        TableName: `${prefix}receipts-sharded`,
         FilterExpression: 'receiptId = :id',
         ExpressionAttributeValues: { ':id': receiptId },
       }),
@@ -135,8 +136,8 @@ async function asStoredBeforeTheIndex(dataDir: string, receipt: DigitalReceipt, 
     const tag = keyring.tagOf(hashedPan);
     await doc.send(
       new UpdateCommand({
-        TableName: `${prefix}receipts`,
-        Key: key,
+        TableName: `${prefix}receipts-sharded`,
+        Key: receiptTableKey(key),
         UpdateExpression: 'SET pendingRecipient = :tag, claimAt = :at, claimFacts = :facts',
         ExpressionAttributeValues: {
           ':tag': tag,

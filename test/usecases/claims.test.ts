@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Caller } from '../../lib/api-keys/authenticator.js';
 import { openEnvelope } from '../../lib/crypto/envelope.js';
-import { NotFoundError } from '../../lib/kernel/errors.js';
+import { ConflictError, NotFoundError } from '../../lib/kernel/errors.js';
 import { ClaimLimitError } from '../../lib/receipts/vocabulary.js';
 import { claimEscrowedReceipts, type ClaimedTransaction } from '../../lib/receipts/claim.js';
+import { claimFactsOf } from '../../lib/receipts/encrypt.js';
+import { evidenceEntriesFor, evidenceWidthMs } from '../../lib/receipts/evidence.js';
 import { getReceipt, listUserReceipts } from '../../lib/receipts/inbox.js';
 import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import { eraseUser, rotateUserKey } from '../../lib/users/lifecycle.js';
@@ -271,5 +273,68 @@ describe('claims: escrowed receipts released by the card transaction', () => {
     await expectReleased(receipt, { ...user, keyId: newKey.keyId, privateKey: newKey.privateKey });
     const { envelope } = await getReceipt(useCases.deps, receipt.receiptId, issuer);
     expect(() => openEnvelope(envelope, user.privateKey)).toThrow();
+  });
+
+  describe('evidence written ahead of its receipt, bound to it (issue 40: no transaction)', () => {
+    /** Entries for `receipt` under `hashedPan`'s card, bound to `binding`, as a request would write them. */
+    async function entriesFor(receipt: DigitalReceipt, hashedPan: string, binding: string) {
+      const keyring = await useCases.deps.cardTags.keyring();
+      return evidenceEntriesFor(keyring, {
+        tag: keyring.tagsOf(hashedPan)[0]!,
+        facts: claimFactsOf(receipt),
+        receipt: { merchantClientId: merchant.clientId, receiptId: receipt.receiptId },
+        ttl: Math.floor(Date.now() / 1000) + 86_400,
+        widthMs: evidenceWidthMs(useCases.deps),
+        binding,
+      });
+    }
+    const receiptKey = (receipt: DigitalReceipt) => ({
+      merchantClientId: merchant.clientId,
+      receiptId: receipt.receiptId,
+    });
+
+    it("a request refused because its receiptId is taken leaves no entry, and its card's claim finds nothing", async () => {
+      const { receipt } = await escrowedThenRegistered();
+      const before = await useCases.deps.repos.evidence.keysOfReceipt(receiptKey(receipt));
+      const otherCard = newHashedPan();
+      const conflicting = { ...receipt, notes: 'another receipt under the same id' } as DigitalReceipt;
+
+      await expect(storeReceipt(useCases.deps, merchant, otherCard, conflicting)).rejects.toBeInstanceOf(
+        ConflictError,
+      );
+
+      expect(await useCases.deps.repos.evidence.keysOfReceipt(receiptKey(receipt))).toEqual(
+        expect.arrayContaining(before),
+      );
+      expect(await useCases.deps.repos.evidence.keysOfReceipt(receiptKey(receipt))).toHaveLength(
+        before.length,
+      );
+      const other = await registerCardholder(useCases.deps, issuer, otherCard);
+      expect((await claim(other, [transaction()])).released).toBe(0);
+      await expectStillEscrowed(receipt);
+    });
+
+    it("an entry bound to another request's digest never finds the receipt stored under its id", async () => {
+      const { receipt } = await escrowedThenRegistered();
+      const otherCard = newHashedPan();
+      // What a refused request leaves when it stops between its entries and its receipt's put.
+      await useCases.deps.repos.evidence.putAll(await entriesFor(receipt, otherCard, 'f'.repeat(64)));
+      const other = await registerCardholder(useCases.deps, issuer, otherCard);
+
+      expect((await claim(other, [transaction()])).released).toBe(0);
+      await expectStillEscrowed(receipt);
+    });
+
+    it('entries left by a request whose receipt was never stored are replaced by those of the receipt stored under the id', async () => {
+      const receipt = sampleReceipt();
+      const hashedPan = newHashedPan();
+      await useCases.deps.repos.evidence.putAll(await entriesFor(receipt, hashedPan, 'e'.repeat(64)));
+
+      await storeReceipt(useCases.deps, merchant, hashedPan, receipt);
+      const user = await registerCardholder(useCases.deps, issuer, hashedPan);
+
+      expect((await claim(user, [transaction()])).released).toBe(1);
+      await expectReleased(receipt, user);
+    });
   });
 });
