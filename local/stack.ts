@@ -18,6 +18,7 @@ import { migrateLegacyCardData } from './legacy-card-data.js';
 import { backfillEvidence } from '../lib/receipts/evidence-backfill.js';
 import { evidenceWidthMs } from '../lib/receipts/evidence.js';
 import { LocalEscrowKey } from './escrow-key.js';
+import { LocalLogSigningKey } from './log-signing-key.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';
 import { eventsPath, startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { loadOrCreateWebhookSecrets, newWebhookSecrets } from './gateway-webhook-secrets.js';
@@ -144,6 +145,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const escrow =
       options.escrowKey ??
       (options.inMemory ? await LocalEscrowKey.inMemory() : await LocalEscrowKey.loadOrCreate(dataDir));
+    const logKey = options.inMemory
+      ? LocalLogSigningKey.inMemory()
+      : await LocalLogSigningKey.loadOrCreate(dataDir);
     const cardTagKeys =
       options.cardTagKeys ??
       (options.inMemory ? inMemoryCardTagKeys() : await LocalCardTagKeyFile.loadOrCreate(dataDir));
@@ -178,6 +182,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         webhookUrlGuard: localWebhookUrlGuard(options.resolveHost ?? systemResolver),
       }),
       escrow,
+      logKey,
       gateways,
     };
     if (!options.inMemory) {

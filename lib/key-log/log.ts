@@ -1,4 +1,4 @@
-import { canonicalJson } from '@receipt-service/receipt-core';
+import { canonicalJson, type KeyLogLeaf } from '@receipt-service/receipt-core';
 import type { CoreDeps } from '../app/deps.js';
 import { InvalidRequestError } from '../kernel/errors.js';
 import {
@@ -14,15 +14,8 @@ import {
   type NodeRef,
 } from './merkle.js';
 
-/** A leaf of the key log (DECISIONS, Round 4): its JCS is what is hashed. */
-export interface KeyLogLeaf {
-  index: number;
-  merchantClientId: string;
-  kid: string;
-  jwk: Record<string, string>;
-  event: 'registered' | 'revoked';
-  at: string;
-}
+/** A leaf of the key log (DECISIONS, Round 4): its JCS is what is hashed; the SDK checks the same type. */
+export type { KeyLogLeaf } from '@receipt-service/receipt-core';
 
 export type KeyLogDeps = { repos: Pick<CoreDeps['repos'], 'keyLog'> };
 

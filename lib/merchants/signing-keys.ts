@@ -377,6 +377,27 @@ export async function getMerchantKey(deps: Pick<CoreDeps, 'repos'>, kid: string)
 }
 
 /**
+ * GET /merchants/{merchantClientId}/jwks.json: the client's active keys as a JWK Set, for any verifier.
+ * A client that never registered a key is a 404; one whose keys are all revoked has an empty set.
+ */
+export async function merchantJwks(
+  deps: Pick<CoreDeps, 'repos'>,
+  merchantClientId: string,
+): Promise<{ keys: Array<SigningJwk & { kid: string; alg: SigningAlgorithm; use: 'sig' }> }> {
+  const records = await deps.repos.merchantKeys.listForClient(merchantClientId);
+  if (records.length === 0)
+    throw new NotFoundError('No merchant client with signing keys has this id', {
+      field: 'merchantClientId',
+    });
+  const active = records
+    .filter((record) => !record.revokedAt)
+    .toSorted((a, b) => a.createdAt.localeCompare(b.createdAt));
+  return {
+    keys: active.map((record) => ({ ...record.publicKey, kid: record.kid, alg: record.alg, use: 'sig' })),
+  };
+}
+
+/**
  * Whether the merchant client's create, encrypt and refund requests must be signed: the API
  * (POST /merchants/signing-policy) and the admin CLI (`merchants require-signatures`) both set it
  * here. Requiring signatures needs an active key, or every request would be refused. Through the API,

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { generateSigningKey, signKeyProof, type SigningKey } from '@receipt-service/sdk';
-import { canonicalJson } from '@receipt-service/receipt-core';
+import { canonicalJson, type KeyLogLeaf } from '@receipt-service/receipt-core';
 import { inclusionProof } from '../../lib/key-log/log.js';
-import { leafHash, verifyInclusion } from '../../lib/key-log/merkle.js';
+import { leafHash, verifyConsistency, verifyInclusion } from '../../lib/key-log/merkle.js';
+import { verifyTreeHead } from '../../lib/key-log/tree-head.js';
+import type { JWK } from 'jose';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 /**
@@ -149,5 +152,169 @@ describe('key events go into the log', () => {
     }
     expect((await revoke(merchant.apiKey, key.kid, key)).status).toBe(200);
     expect((await loggedEvents(key.kid)).map((event) => event.event)).toEqual(['registered', 'revoked']);
+  });
+});
+
+type Leaf = KeyLogLeaf;
+interface SignedHead {
+  treeSize: number;
+  rootHash: string;
+  timestamp: number;
+  signature: string;
+}
+
+const get = <T>(path: string) => stack.request<T & ErrorBody>('GET', path);
+
+/** The head as the public routes give it, its signature checked under the served log key. */
+async function verifiedHead() {
+  const key = await get<Data<JWK>>('/api/v1/key-log/public-key');
+  expect(key.status).toBe(200);
+  const head = await get<Data<SignedHead>>('/api/v1/key-log/tree-head');
+  expect(head.status).toBe(200);
+  const signed = await verifyTreeHead(head.json.data.signature, key.json.data);
+  expect(signed).toEqual({
+    treeSize: head.json.data.treeSize,
+    rootHash: head.json.data.rootHash,
+    timestamp: head.json.data.timestamp,
+  });
+  return signed!;
+}
+
+const b64 = (hash: string) => Buffer.from(hash, 'base64');
+
+describe('the public key-log routes', () => {
+  it('find each registration and revocation by kid with a proof that verifies under the signed head', async () => {
+    const merchant = await stack.apiKey(['merchant']);
+    const first = await generateSigningKey();
+    const second = await generateSigningKey({ algorithm: 'ES256' });
+    expect((await register(merchant.apiKey, first)).status).toBe(201);
+    const before = await verifiedHead();
+    expect((await register(merchant.apiKey, second, first)).status).toBe(201);
+    expect((await revoke(merchant.apiKey, first.kid, second)).status).toBe(200);
+    const head = await verifiedHead();
+
+    for (const [key, events] of [
+      [first, ['registered', 'revoked']],
+      [second, ['registered']],
+    ] as const) {
+      const reply = await get<Data<{ entries: { leaf: Leaf; proof: string[] }[] }>>(
+        `/api/v1/key-log/proof/inclusion?kid=${key.kid}&treeSize=${head.treeSize}`,
+      );
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('cache-control')).toBe('public, max-age=3600');
+      expect(reply.headers.get('etag')).toMatch(/^"[A-Za-z0-9_-]{43}"$/);
+      expect(
+        reply.json.data.entries.map(({ leaf }) => [leaf.kid, leaf.merchantClientId, leaf.event]),
+      ).toEqual(events.map((event) => [key.kid, merchant.clientId, event]));
+      for (const { leaf, proof } of reply.json.data.entries) {
+        const hash = leafHash(Buffer.from(canonicalJson(leaf)));
+        expect(verifyInclusion(leaf.index, head.treeSize, hash, proof.map(b64), b64(head.rootHash))).toBe(
+          true,
+        );
+        // An altered leaf does not verify.
+        const altered = leafHash(Buffer.from(canonicalJson({ ...leaf, merchantClientId: 'someone-else' })));
+        expect(verifyInclusion(leaf.index, head.treeSize, altered, proof.map(b64), b64(head.rootHash))).toBe(
+          false,
+        );
+      }
+    }
+
+    const consistency = await get<Data<{ proof: string[] }>>(
+      `/api/v1/key-log/proof/consistency?first=${before.treeSize}&second=${head.treeSize}`,
+    );
+    expect(consistency.status).toBe(200);
+    expect(
+      verifyConsistency(
+        before.treeSize,
+        head.treeSize,
+        consistency.json.data.proof.map(b64),
+        b64(before.rootHash),
+        b64(head.rootHash),
+      ),
+    ).toBe(true);
+
+    // The entries page shows the same leaves, the last three of the log, in order.
+    const start = head.treeSize - 3;
+    const page = await get<Data<{ entries: Leaf[] }>>(
+      `/api/v1/key-log/entries?start=${start}&end=${head.treeSize}`,
+    );
+    expect(page.status).toBe(200);
+    expect(page.json.data.entries.map((leaf) => [leaf.index, leaf.kid, leaf.event])).toEqual([
+      [start, first.kid, 'registered'],
+      [start + 1, second.kid, 'registered'],
+      [start + 2, first.kid, 'revoked'],
+    ]);
+  });
+
+  it('refuses bad parameters with 400 naming the field, and an unknown kid with 404', async () => {
+    const head = await verifiedHead();
+    const cases: [string, string][] = [
+      ['/api/v1/key-log/entries?start=0&end=abc', 'end'],
+      ['/api/v1/key-log/entries?start=-1&end=1', 'start'],
+      [`/api/v1/key-log/entries?start=0&end=${head.treeSize + 1}`, 'end'],
+      ['/api/v1/key-log/entries?start=0&end=101', 'end'],
+      ['/api/v1/key-log/proof/inclusion?kid=short&treeSize=1', 'kid'],
+      [`/api/v1/key-log/proof/inclusion?kid=${'A'.repeat(43)}&treeSize=${head.treeSize + 1}`, 'treeSize'],
+      ['/api/v1/key-log/proof/consistency?first=0&second=1', 'first'],
+      [`/api/v1/key-log/proof/consistency?first=1&second=${head.treeSize + 1}`, 'second'],
+      ['/api/v1/merchants/not-a-uuid/jwks.json', 'merchantClientId'],
+      [`/api/v1/key-log/proof/inclusion?treeSize=${head.treeSize}`, 'kid'],
+      ['/api/v1/key-log/proof/consistency?first=1', 'second'],
+      ['/api/v1/key-log/proof/exclusion?first=1&second=1', 'kind'],
+      ['/api/v1/key-log/not-a-document', 'document'],
+    ];
+    for (const [path, field] of cases) {
+      const reply = await get<unknown>(path);
+      expect([path, reply.status, reply.json.error.code]).toEqual([path, 400, 'INVALID_REQUEST']);
+      expect(reply.headers.get('cache-control')).toBe('no-store');
+      const fields = (reply.json.error.details?.fields ?? []) as { field: string }[];
+      expect(fields.map((problem) => problem.field)).toContain(field);
+    }
+    const unknownKid = await get<unknown>(
+      `/api/v1/key-log/proof/inclusion?kid=${'A'.repeat(43)}&treeSize=${head.treeSize}`,
+    );
+    expect([unknownKid.status, unknownKid.json.error.code]).toEqual([404, 'not_found']);
+    const unknownMerchant = await get<unknown>(`/api/v1/merchants/${randomUUID()}/jwks.json`);
+    expect([unknownMerchant.status, unknownMerchant.json.error.code]).toEqual([404, 'not_found']);
+  });
+});
+
+describe('GET /merchants/{merchantClientId}/jwks.json', () => {
+  it('serves exactly the active keys, with no API key; a revoked key drops out and stays in the log', async () => {
+    const merchant = await stack.apiKey(['merchant']);
+    const first = await generateSigningKey();
+    const second = await generateSigningKey({ algorithm: 'ES256' });
+    const third = await generateSigningKey();
+    expect((await register(merchant.apiKey, first)).status).toBe(201);
+    expect((await register(merchant.apiKey, second, first)).status).toBe(201);
+    expect((await register(merchant.apiKey, third, second)).status).toBe(201);
+    expect((await revoke(merchant.apiKey, first.kid, second)).status).toBe(200);
+    const jwks = await stack.request<{ keys: { kid: string; alg: string; use: string }[] }>(
+      'GET',
+      `/api/v1/merchants/${merchant.clientId}/jwks.json`,
+    );
+    expect(jwks.status).toBe(200);
+    expect(jwks.headers.get('cache-control')).toBe('public, max-age=300');
+    const byKid = (a: { kid: string }, b: { kid: string }) => a.kid.localeCompare(b.kid);
+    expect(jwks.json.keys.toSorted(byKid)).toEqual(
+      [
+        { ...second.publicJwk, kid: second.kid, alg: 'ES256', use: 'sig' },
+        { ...third.publicJwk, kid: third.kid, alg: 'EdDSA', use: 'sig' },
+      ].toSorted(byKid),
+    );
+    const head = await verifiedHead();
+    const logged = await get<Data<{ entries: { leaf: Leaf }[] }>>(
+      `/api/v1/key-log/proof/inclusion?kid=${first.kid}&treeSize=${head.treeSize}`,
+    );
+    expect(logged.json.data.entries.map(({ leaf }) => leaf.event)).toEqual(['registered', 'revoked']);
+    // Every key of the set is in the log, under this merchant.
+    for (const key of jwks.json.keys) {
+      const reply = await get<Data<{ entries: { leaf: Leaf }[] }>>(
+        `/api/v1/key-log/proof/inclusion?kid=${key.kid}&treeSize=${head.treeSize}`,
+      );
+      expect(reply.json.data.entries.map(({ leaf }) => [leaf.merchantClientId, leaf.event])).toEqual([
+        [merchant.clientId, 'registered'],
+      ]);
+    }
   });
 });
