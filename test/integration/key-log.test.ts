@@ -1,6 +1,24 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runKeyLogCommand } from '../../scripts/admin-key-log.js';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { generateSigningKey, signKeyProof, type SigningKey } from '@receipt-service/sdk';
+import {
+  createClient,
+  fetchKeyLogEvidence,
+  generateSigningKey,
+  ReceiptSignatureError,
+  signKeyProof,
+  signReceipt,
+  toDigitalReceipt,
+  verifyReceiptSignature,
+  watchMerchantKeys,
+  type SigningKey,
+} from '@receipt-service/sdk';
+import { flattenedReceipt } from '../support/fixtures.js';
+import { LocalLogSigningKey } from '../../local/log-signing-key.js';
+import { signTreeHead } from '../../lib/key-log/tree-head.js';
 import { canonicalJson, type KeyLogLeaf } from '@receipt-service/receipt-core';
 import { inclusionProof } from '../../lib/key-log/log.js';
 import { leafHash, verifyConsistency, verifyInclusion } from '../../lib/key-log/merkle.js';
@@ -316,5 +334,131 @@ describe('GET /merchants/{merchantClientId}/jwks.json', () => {
         [merchant.clientId, 'registered'],
       ]);
     }
+  });
+});
+
+describe('the SDK and the key log', () => {
+  /** The log key as an app pins it (fetched once here; shipped with the app in practice). */
+  const pinnedLogKey = async () =>
+    (await get<Data<JWK>>('/api/v1/key-log/public-key')).json.data as {
+      kty: string;
+      crv: string;
+      x: string;
+      y: string;
+    };
+  const signedReceipt = async (key: SigningKey) => {
+    const receipt = toDigitalReceipt(flattenedReceipt({ transactionDate: '2026-11-21T09:15:00Z' }) as never);
+    return {
+      ...receipt,
+      merchantSignature: { kid: key.kid, jws: await signReceipt(receipt, key.privateKey, key.kid) },
+    };
+  };
+  const reasonOf = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 'verified',
+      (error: unknown) => (error instanceof ReceiptSignatureError ? error.reason : String(error)),
+    );
+
+  it('verifyReceiptSignature demands the kid in the log under a signed head that extends the kept one', async () => {
+    const client = createClient({ baseUrl: stack.url });
+    const logPublicKey = await pinnedLogKey();
+    const kept = (await get<Data<SignedHead>>('/api/v1/key-log/tree-head')).json.data.signature;
+    const merchant = await stack.apiKey(['merchant']);
+    const logged = await generateSigningKey();
+    expect((await register(merchant.apiKey, logged)).status).toBe(201);
+
+    const receipt = await signedReceipt(logged);
+    const evidence = await fetchKeyLogEvidence(client, logged.kid, { logPublicKey, kept });
+    const verified = await verifyReceiptSignature(receipt, logged.publicJwk, { keyLog: evidence });
+    expect(verified.kid).toBe(logged.kid);
+    expect(verified.treeHead?.treeSize).toBeGreaterThan(0);
+
+    // A key the service never logged (whoever holds it, and whatever directory serves it) is refused.
+    const unlogged = await generateSigningKey();
+    const forged = await signedReceipt(unlogged);
+    const none = await fetchKeyLogEvidence(client, unlogged.kid, { logPublicKey, kept });
+    expect(await reasonOf(verifyReceiptSignature(forged, unlogged.publicJwk, { keyLog: none }))).toBe(
+      'not_logged',
+    );
+    // Another key's leaves do not vouch for it.
+    expect(
+      await reasonOf(
+        verifyReceiptSignature(forged, unlogged.publicJwk, { keyLog: { ...evidence, kept: undefined } }),
+      ),
+    ).toBe('not_logged');
+    // A head not signed by the pinned log key, an altered leaf, and a forked kept head are refused.
+    const impostor = LocalLogSigningKey.inMemory();
+    const head = (await get<Data<SignedHead>>('/api/v1/key-log/tree-head')).json.data;
+    const foreignHead = await signTreeHead(impostor, {
+      treeSize: head.treeSize,
+      rootHash: head.rootHash,
+      timestamp: 1,
+    });
+    expect(
+      await reasonOf(
+        verifyReceiptSignature(receipt, logged.publicJwk, { keyLog: { ...evidence, treeHead: foreignHead } }),
+      ),
+    ).toBe('not_logged');
+    const altered = {
+      ...evidence,
+      inclusion: {
+        entries: evidence.inclusion.entries.map((entry) => ({
+          ...entry,
+          leaf: { ...entry.leaf, at: '2020-01-01T00:00:00.000Z' },
+        })),
+      },
+    };
+    expect(await reasonOf(verifyReceiptSignature(receipt, logged.publicJwk, { keyLog: altered }))).toBe(
+      'not_logged',
+    );
+    // A kept head signed by the log key itself, of another history: the log forked, and it shows.
+    const forkedKept = await signTreeHead(stack.deps.logKey!, {
+      treeSize: 1,
+      rootHash: Buffer.alloc(32).toString('base64'),
+      timestamp: 1,
+    });
+    expect(
+      await reasonOf(
+        verifyReceiptSignature(receipt, logged.publicJwk, {
+          keyLog: { ...evidence, kept: { treeHead: forkedKept, proof: evidence.kept!.proof } },
+        }),
+      ),
+    ).toBe('not_logged');
+  });
+
+  it('watchMerchantKeys lists every key event under a merchant since a kept head, checked against the log', async () => {
+    const client = createClient({ baseUrl: stack.url });
+    const logPublicKey = await pinnedLogKey();
+    const merchant = await stack.apiKey(['merchant']);
+    const before = await generateSigningKey();
+    expect((await register(merchant.apiKey, before)).status).toBe(201);
+    const since = (await get<Data<SignedHead>>('/api/v1/key-log/tree-head')).json.data.signature;
+    const added = await generateSigningKey();
+    expect((await register(merchant.apiKey, added, before)).status).toBe(201);
+    expect((await revoke(merchant.apiKey, before.kid, added)).status).toBe(200);
+    const watched = await watchMerchantKeys(client, merchant.clientId, since, { logPublicKey });
+    expect(watched.events.map((event) => [event.kid, event.event])).toEqual([
+      [added.kid, 'registered'],
+      [before.kid, 'revoked'],
+    ]);
+    // The admin CLI prints the same events, and keeps the pinned key and the head for the next watch.
+    const state = join(mkdtempSync(join(tmpdir(), 'key-log-watch-')), 'state.json');
+    const argv = ['key-log', 'watch', '--merchant', merchant.clientId, '--url', stack.url, '--state', state];
+    const printed: string[] = [];
+    const first = (await runKeyLogCommand(argv, (line) => printed.push(line))) as {
+      events: { kid: string }[];
+    };
+    expect(first.events.map((event) => event.kid)).toEqual([before.kid, added.kid, before.kid]);
+    expect(printed.at(-1)).toContain('3 key event(s) since the last watch');
+    expect(printed[0]).toContain(`registered  ${before.kid}`);
+    const again = (await runKeyLogCommand(argv, () => undefined)) as { events: unknown[] };
+    expect(again.events).toEqual([]);
+
+    const everything = await watchMerchantKeys(client, merchant.clientId, null, { logPublicKey });
+    expect(everything.events.map((event) => [event.kid, event.event])).toEqual([
+      [before.kid, 'registered'],
+      [added.kid, 'registered'],
+      [before.kid, 'revoked'],
+    ]);
   });
 });

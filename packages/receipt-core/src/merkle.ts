@@ -98,3 +98,17 @@ export function verifyConsistency(
   }
   return sn === 0 && equal(fr, firstRoot) && equal(sr, secondRoot);
 }
+
+const split = (n: number): number => {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+};
+
+/** MTH(D[n]) over the leaf hashes (RFC 9162 §2.1.1): a watcher that read every leaf checks a head with it. */
+export function merkleRoot(leafHashes: readonly Uint8Array[]): Uint8Array {
+  if (leafHashes.length === 0) return sha256(new Uint8Array());
+  if (leafHashes.length === 1) return leafHashes[0]!;
+  const k = split(leafHashes.length);
+  return merkleNodeHash(merkleRoot(leafHashes.slice(0, k)), merkleRoot(leafHashes.slice(k)));
+}

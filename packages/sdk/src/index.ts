@@ -58,6 +58,8 @@ export {
   verifyReceiptSignature,
   verifyKeyInLog,
   verifyTreeHead,
+  verifyConsistency,
+  verifyInclusion,
   KeyLogError,
   type KeyLogEvidence,
   type KeyLogLeaf,
@@ -99,3 +101,5 @@ export {
   toRefundReceipt,
   type RefundRequest,
 } from '@receipt-service/receipt-core';
+/** The merchant key log: evidence for verifyReceiptSignature's `keyLog`, and a merchant's watch. */
+export { fetchKeyLogEvidence, watchMerchantKeys } from './key-log.js';
