@@ -35,6 +35,10 @@ import { revokeSigningKeyRoute } from './merchants/revoke-signing-key/route.js';
 import { setSigningPolicyRoute } from './merchants/set-signing-policy/route.js';
 import { getMerchantKeyRoute } from './merchants/get-merchant-key/route.js';
 import { createKeyChallengeRoute } from './merchants/create-key-challenge/route.js';
+import { getMerchantJwksRoute } from './merchants/get-merchant-jwks/route.js';
+import { getKeyLogDocumentRoute } from './key-log/get-key-log-document/route.js';
+import { listKeyLogEntriesRoute } from './key-log/list-key-log-entries/route.js';
+import { proveKeyLogRoute } from './key-log/prove-key-log/route.js';
 
 export {
   rateGroupOf,
@@ -89,6 +93,10 @@ export const routeTable = {
   'set-signing-policy': setSigningPolicyRoute,
   'get-merchant-key': getMerchantKeyRoute,
   'create-key-challenge': createKeyChallengeRoute,
+  'get-merchant-jwks': getMerchantJwksRoute,
+  'get-key-log-document': getKeyLogDocumentRoute,
+  'list-key-log-entries': listKeyLogEntriesRoute,
+  'prove-key-log': proveKeyLogRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

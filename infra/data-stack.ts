@@ -1,5 +1,11 @@
 import { CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
-import { Effect, PolicyDocument, PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
+import {
+  AccountRootPrincipal,
+  Effect,
+  PolicyDocument,
+  PolicyStatement,
+  type Role,
+} from 'aws-cdk-lib/aws-iam';
 import { Alias, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
@@ -35,6 +41,8 @@ export class ReceiptServiceDataStack extends Stack {
   /** The paging cursors' key (infra/cursor-secret.ts). */
   readonly cursorSecret: CursorSecret;
   readonly escrowKeyAlias: Alias;
+  /** Signs the key log's tree heads (lib/key-log/tree-head.ts): a P-256 signing key, retained. */
+  readonly logKey: Key;
   /**
    * Route name → the role its function runs as, for the routes that use escrow: the escrow key's
    * policy names them, so they live beside the key (a key policy naming roles of the service stack
@@ -75,6 +83,27 @@ export class ReceiptServiceDataStack extends Stack {
       aliasName: `alias/${settings.resourcePrefix}-escrow`,
       targetKey: this.escrowKey,
       removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    // Tree heads signed under it are out there for good: retained, and never rotated (a verifier pins it).
+    // The routes that declare `logKey` are granted Sign and GetPublicKey by IAM in the service stack.
+    this.logKey = new Key(this, 'LogSigningKey', {
+      description: `receipt-service ${settings.stage}: signs the merchant key log's tree heads`,
+      keySpec: KeySpec.ECC_NIST_P256,
+      keyUsage: KeyUsage.SIGN_VERIFY,
+      removalPolicy: RemovalPolicy.RETAIN,
+      policy: new PolicyDocument({
+        statements: [
+          keyAdministration(),
+          new PolicyStatement({
+            sid: 'IamGrantsSigningOnly',
+            effect: Effect.ALLOW,
+            principals: [new AccountRootPrincipal()],
+            actions: ['kms:Sign', 'kms:GetPublicKey'],
+            resources: ['*'],
+          }),
+        ],
+      }),
     });
 
     this.escrowRoles = new Map(

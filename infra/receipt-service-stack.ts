@@ -63,6 +63,8 @@ export class ReceiptServiceStack extends Stack {
   /** The paging cursors' key, read only by the routes that declare `cursors`. */
   readonly cursorSecret: CursorSecret;
   readonly escrowKeyAlias: Alias;
+  /** The key log's signing key (the data stack's). */
+  readonly logKey: Key;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
   /** API Gateway's authorizer for every keyed method; not a route. */
   readonly edgeAuthorizer: ServiceFunction;
@@ -94,6 +96,7 @@ export class ReceiptServiceStack extends Stack {
     this.cardTagSecret = data.cardTagSecret;
     this.escrowKey = data.escrowKey;
     this.escrowKeyAlias = data.escrowKeyAlias;
+    this.logKey = data.logKey;
     this.cursorSecret = data.cursorSecret;
 
     const tracingPolicy = new Policy(this, 'TracingPolicy', {
@@ -242,6 +245,7 @@ export class ReceiptServiceStack extends Stack {
       environment[tableEnvVar(key)] = this.data.tables[key].tableName;
     }
     if (route.escrow) environment.ESCROW_KMS_KEY_ID = this.escrowKeyAlias.aliasName;
+    if (route.logKey) environment.LOG_KMS_KEY_ID = this.logKey.keyArn;
     if (route.cardTags) environment.CARD_TAG_SECRET_NAME = this.cardTagSecret.secret.secretName;
     if (route.cursors) environment.CURSOR_SECRET_NAME = this.cursorSecret.secret.secretName;
     if (route.gateways) {
@@ -346,6 +350,15 @@ export class ReceiptServiceStack extends Stack {
           effect: Effect.ALLOW,
           actions: kmsActions,
           resources: [this.escrowKey.keyArn],
+        }),
+      );
+    }
+    if (route.logKey) {
+      fn.role.addToPrincipalPolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['kms:Sign', 'kms:GetPublicKey'],
+          resources: [this.logKey.keyArn],
         }),
       );
     }

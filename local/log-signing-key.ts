@@ -17,6 +17,11 @@ export class LocalLogSigningKey implements LogSigningKey {
       throw new Error('Local log signing key: not a P-256 key');
   }
 
+  /** A key of this process only (`npm start --in-memory`, tests): its tree heads die with it. */
+  static inMemory(): LocalLogSigningKey {
+    return new LocalLogSigningKey(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
+  }
+
   /** Loads `<dir>/log-signing-key.pem`, generating it (PKCS#8 PEM) on first start; folder 0700, file 0600. */
   static async loadOrCreate(dir: string): Promise<LocalLogSigningKey> {
     const file = join(dir, KEY_FILE);

@@ -20,6 +20,7 @@ import { migrateReceiptsToShards } from '../lib/receipts/migrate-sharded.js';
 import { legacyReceiptsTableName } from '../lib/kernel/tables.js';
 import { evidenceWidthMs } from '../lib/receipts/evidence.js';
 import { LocalEscrowKey } from './escrow-key.js';
+import { LocalLogSigningKey } from './log-signing-key.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';
 import { eventsPath, startGatewaySandbox, type GatewaySandbox } from './gateway-sandbox/index.js';
 import { loadOrCreateWebhookSecrets, newWebhookSecrets } from './gateway-webhook-secrets.js';
@@ -147,6 +148,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const escrow =
       options.escrowKey ??
       (options.inMemory ? await LocalEscrowKey.inMemory() : await LocalEscrowKey.loadOrCreate(dataDir));
+    const logKey = options.inMemory
+      ? LocalLogSigningKey.inMemory()
+      : await LocalLogSigningKey.loadOrCreate(dataDir);
     const cardTagKeys =
       options.cardTagKeys ??
       (options.inMemory ? inMemoryCardTagKeys() : await LocalCardTagKeyFile.loadOrCreate(dataDir));
@@ -183,6 +187,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         webhookUrlGuard: localWebhookUrlGuard(options.resolveHost ?? systemResolver),
       }),
       escrow,
+      logKey,
       gateways,
     };
     if (!options.inMemory) {

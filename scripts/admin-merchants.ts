@@ -5,6 +5,7 @@ import { merchantUsage, MerchantUsageError } from './admin/usage.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AuditLog } from '../lib/db/audit.js';
 import { createDynamoClients } from '../lib/db/client.js';
+import { KeyLogRepository } from '../lib/db/key-log.js';
 import { MerchantKeyRepository } from '../lib/db/merchant-keys.js';
 import { WebhookDeliveryRepository } from '../lib/db/webhook-deliveries.js';
 import { WebhookRepository } from '../lib/db/webhooks.js';
@@ -15,7 +16,13 @@ import { resetSigningKeys, setSigningPolicy } from '../lib/merchants/signing-key
 /** Where the command writes: the local stack's tables, a deployed stack's, or a test's. */
 export interface MerchantTarget {
   doc: DynamoDBDocumentClient;
-  tables: { merchantKeys: string; audit: string; webhooks: string; webhookDeliveries: string };
+  tables: {
+    merchantKeys: string;
+    audit: string;
+    webhooks: string;
+    webhookDeliveries: string;
+    keyLog: string;
+  };
 }
 
 async function localTarget(): Promise<MerchantTarget> {
@@ -37,6 +44,7 @@ async function localTarget(): Promise<MerchantTarget> {
       audit: `${state.tablePrefix}audit`,
       webhooks: `${state.tablePrefix}webhooks`,
       webhookDeliveries: `${state.tablePrefix}webhook-deliveries`,
+      keyLog: `${state.tablePrefix}key-log`,
     },
   };
 }
@@ -48,14 +56,15 @@ function awsTarget(): MerchantTarget {
     TABLE_AUDIT: audit,
     TABLE_WEBHOOKS: webhooks,
     TABLE_WEBHOOK_DELIVERIES: webhookDeliveries,
+    TABLE_KEY_LOG: keyLog,
   } = process.env;
-  if (!region || !merchantKeys || !audit || !webhooks || !webhookDeliveries)
+  if (!region || !merchantKeys || !audit || !webhooks || !webhookDeliveries || !keyLog)
     throw new MerchantUsageError(
-      '--aws needs AWS_REGION, TABLE_MERCHANT_KEYS, TABLE_AUDIT, TABLE_WEBHOOKS and TABLE_WEBHOOK_DELIVERIES in the environment',
+      '--aws needs AWS_REGION, TABLE_MERCHANT_KEYS, TABLE_AUDIT, TABLE_WEBHOOKS, TABLE_WEBHOOK_DELIVERIES and TABLE_KEY_LOG in the environment',
     );
   return {
     doc: createDynamoClients({ region }).doc,
-    tables: { merchantKeys, audit, webhooks, webhookDeliveries },
+    tables: { merchantKeys, audit, webhooks, webhookDeliveries, keyLog },
   };
 }
 
@@ -88,6 +97,7 @@ export async function runMerchantCommand(
       merchantKeys: new MerchantKeyRepository(where.doc, where.tables.merchantKeys),
       webhooks: new WebhookRepository(where.doc, where.tables.webhooks),
       webhookDeliveries: new WebhookDeliveryRepository(where.doc, where.tables.webhookDeliveries),
+      keyLog: new KeyLogRepository(where.doc, where.tables.keyLog),
     },
     clock: systemClock,
     audit: new AuditLog(where.doc, () => where.tables.audit, systemClock, 400),

@@ -22,7 +22,14 @@ import { createDynamoClients } from '../lib/db/client.js';
 import { ApiKeyRepository } from '../lib/db/api-keys.js';
 import type { Role } from '../lib/kernel/route.js';
 import { isTierName, tierNames, type TierName } from '../lib/kernel/tiers.js';
-import { CardholderUsageError, cardholderUsage, MerchantUsageError, merchantUsage } from './admin/usage.js';
+import {
+  CardholderUsageError,
+  cardholderUsage,
+  KeyLogUsageError,
+  keyLogUsage,
+  MerchantUsageError,
+  merchantUsage,
+} from './admin/usage.js';
 
 const usage = `Usage: npm run admin -- api-keys <command> [options]
 
@@ -45,7 +52,9 @@ given, must name that same environment: it guards against creating a key on the 
 
 ${cardholderUsage}
 
-${merchantUsage}`;
+${merchantUsage}
+
+${keyLogUsage}`;
 
 function productionStagesText(): string {
   return productionStages.map((stage) => `"${stage}"`).join(' or ');
@@ -152,6 +161,10 @@ async function main(argv: string[]): Promise<void> {
     await (await import('./admin-merchants.js')).runMerchantCommand(argv);
     return;
   }
+  if (first === 'key-log') {
+    await (await import('./admin-key-log.js')).runKeyLogCommand(argv);
+    return;
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -256,7 +269,8 @@ main(process.argv.slice(2)).then(
       error instanceof EnvironmentMismatchError ||
       error instanceof EdgeMigrationError ||
       error instanceof CardholderUsageError ||
-      error instanceof MerchantUsageError
+      error instanceof MerchantUsageError ||
+      error instanceof KeyLogUsageError
     ) {
       console.error(error.message);
     } else console.error(`admin failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -264,7 +278,8 @@ main(process.argv.slice(2)).then(
       error instanceof UsageError ||
         error instanceof EnvironmentMismatchError ||
         error instanceof CardholderUsageError ||
-        error instanceof MerchantUsageError
+        error instanceof MerchantUsageError ||
+        error instanceof KeyLogUsageError
         ? 2
         : 1,
     );

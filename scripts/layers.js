@@ -53,5 +53,5 @@ export const featureImports = {
   receipts: ['transactions', 'merchants'],
   users: ['access', 'onboarding'],
   payments: ['receipts', 'transactions', 'merchants'],
-  merchants: ['webhooks'],
+  merchants: ['webhooks', 'key-log'],
 };

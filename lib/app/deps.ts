@@ -23,6 +23,7 @@ import { UserRepository } from '../db/users.js';
 import { WebhookDeliveryRepository } from '../db/webhook-deliveries.js';
 import { WebhookRepository } from '../db/webhooks.js';
 import type { GatewayRegistry } from '../gateways/port.js';
+import type { LogSigningKey } from '../crypto/log-signing-key.js';
 import type { Logger } from '../kernel/log.js';
 import type { Telemetry } from '../kernel/telemetry.js';
 import type { TableKey } from '../kernel/tables.js';
@@ -84,6 +85,12 @@ export interface CoreDeps extends PlatformDeps {
 /** The whole service: the local server hands this to every handler; a Lambda builds only its part. */
 export interface AppDeps extends CoreDeps {
   escrow: EscrowKey;
+  /**
+   * The key log's signing key (lib/key-log/tree-head.ts): the local stack always has one; in AWS only
+   * the routes that declare `logKey` are given it (lib/wiring/aws.ts, DepsFor).
+   */
+  logKey?: LogSigningKey;
+
   gateways: GatewayRegistry;
 }
 

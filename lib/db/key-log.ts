@@ -7,11 +7,19 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { isConditionFailure } from './client.js';
 
+/** One leaf naming a kid, as the kid's index item lists it. */
+export interface KidEvent {
+  index: number;
+  event: 'registered' | 'revoked';
+  merchantClientId: string;
+}
+
 /**
  * The key log's table (lib/kernel/tables.ts, keyLog):
  *   LEAF#<index>        { leaf: JCS string }          claimed by a conditional put (attribute_not_exists)
  *   NODE#<level>#<index> { hash: base64 }             complete subtrees, deterministic, written by whoever advances the head
  *   HEAD                { treeSize, rootHash }        advanced one leaf at a time by a conditional update (treeSize = :old)
+ *   KID#<kid>           { events: [{ index, event, merchantClientId }] }  each leaf naming the kid, appended once claimed
  * An appender claims the first free index (HEAD.treeSize, then +1 on each condition failure), then
  * advances the head over every claimed leaf in order: concurrent appenders never fork, a crashed one
  * is finished by the next.
@@ -80,6 +88,30 @@ export class KeyLogRepository {
         found.push({ index: item.index as number, leaf: item.leaf as string });
     }
     return found.toSorted((a, b) => a.index - b.index);
+  }
+
+  /**
+   * The leaves that name a kid, by index: one read, so inclusion by kid is this read and the proof's
+   * O(log n) nodes. A leaf claimed by an appender that crashed before indexing it is not listed (the
+   * leaf is still in the log, and `GET /key-log/entries` shows it).
+   */
+  async kidEvents(kid: string): Promise<KidEvent[]> {
+    const result = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { pk: `KID#${kid}` }, ConsistentRead: true }),
+    );
+    const events = (result.Item?.events as KidEvent[] | undefined) ?? [];
+    return events.toSorted((a, b) => a.index - b.index);
+  }
+
+  async indexKidEvent(kid: string, entry: KidEvent): Promise<void> {
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { pk: `KID#${kid}` },
+        UpdateExpression: 'SET events = list_append(if_not_exists(events, :none), :entry)',
+        ExpressionAttributeValues: { ':none': [], ':entry': [entry] },
+      }),
+    );
   }
 
   /** Stores complete subtrees' hashes: each is a function of the leaves, so a rewrite writes the same. */

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { PlatformDeps } from '../app/deps.js';
@@ -30,6 +30,11 @@ export function responseHeaders(deps: PlatformDeps, route: RouteDeclaration): Mi
           }
         : {}),
     };
+    if (route.cache && response.statusCode === 200) {
+      // Public by design (the key log, a merchant's JWKS): a cache may keep it, and revalidate by ETag.
+      response.headers['Cache-Control'] = `public, max-age=${route.cache.maxAgeSeconds}`;
+      response.headers.ETag = `"${createHash('sha256').update(String(response.body)).digest('base64url')}"`;
+    }
     // requestId, route and clientId are on every line of the request already (correlate, below).
     deps.logger.info('request', {
       status: response.statusCode,

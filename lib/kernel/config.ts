@@ -55,6 +55,7 @@ export const serviceEnvSchema = z.object({
   DYNAMODB_ENDPOINT: z.url().optional(),
   /** KMS key id or ARN of the escrow key (deployed); unset locally, where LOCAL_ESCROW_DIR is used. */
   ESCROW_KMS_KEY_ID: z.string().min(1).optional(),
+  LOG_KMS_KEY_ID: z.string().min(1).optional(),
   LOCAL_ESCROW_DIR: z.string().min(1).optional(),
   TOKEN_TTL_SECONDS: seconds(120, 180, 180),
   API_KEY_CACHE_TTL_SECONDS: seconds(0, 300, 30),
@@ -82,6 +83,8 @@ export interface ServiceConfig {
   /** Only the tables this function was granted; see `requireTable`. */
   tables: Partial<TableNames>;
   escrowKmsKeyId: string | undefined;
+  /** The key log's signing key (KMS ECC_NIST_P256), for the routes that declare `logKey`. */
+  logKmsKeyId: string | undefined;
   localEscrowDir: string | undefined;
   healthCheckTimeoutMs: number;
   tokenTtlSeconds: number;
@@ -155,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
     dynamoDbEndpoint: values.DYNAMODB_ENDPOINT,
     tables: tableNamesFromEnv(env),
     escrowKmsKeyId: values.ESCROW_KMS_KEY_ID,
+    logKmsKeyId: values.LOG_KMS_KEY_ID,
     localEscrowDir: values.LOCAL_ESCROW_DIR,
     tokenTtlSeconds: values.TOKEN_TTL_SECONDS,
     healthCheckTimeoutMs: values.HEALTH_CHECK_TIMEOUT_MS,

@@ -61,6 +61,13 @@ export interface RouteDefinition {
   };
   /** Tags cards (lib/crypto/card-tag.ts): reads the card-tag key's secret. */
   cardTags?: boolean;
+  /** Signs the key log's tree heads or serves the log key's public half: reads the log signing key. */
+  logKey?: boolean;
+  /**
+   * A public answer anyone may cache: a 200 carries `Cache-Control: public, max-age=<maxAgeSeconds>`
+   * and a strong ETag of its body instead of `no-store` (errors stay `no-store`).
+   */
+  cache?: { maxAgeSeconds: number };
   /** Pages with sealed cursors (lib/crypto/cursor.ts): reads the cursor key's secret. */
   cursors?: boolean;
   /** Whose per-minute budget a keyed call spends (lib/kernel/tiers.ts); read it with `rateGroupOf`. */

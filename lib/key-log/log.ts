@@ -1,4 +1,4 @@
-import { canonicalJson } from '@receipt-service/receipt-core';
+import { canonicalJson, type KeyLogLeaf } from '@receipt-service/receipt-core';
 import type { CoreDeps } from '../app/deps.js';
 import { InvalidRequestError } from '../kernel/errors.js';
 import {
@@ -14,15 +14,8 @@ import {
   type NodeRef,
 } from './merkle.js';
 
-/** A leaf of the key log (DECISIONS, Round 4): its JCS is what is hashed. */
-export interface KeyLogLeaf {
-  index: number;
-  merchantClientId: string;
-  kid: string;
-  jwk: Record<string, string>;
-  event: 'registered' | 'revoked';
-  at: string;
-}
+/** A leaf of the key log (DECISIONS, Round 4): its JCS is what is hashed; the SDK checks the same type. */
+export type { KeyLogLeaf } from '@receipt-service/receipt-core';
 
 export type KeyLogDeps = { repos: Pick<CoreDeps['repos'], 'keyLog'> };
 
@@ -66,11 +59,43 @@ export async function appendKeyEvent(
   for (;;) {
     const leaf: KeyLogLeaf = { index, ...event };
     if (await deps.repos.keyLog.claim(index, canonicalJson(leaf))) {
+      await deps.repos.keyLog.indexKidEvent(event.kid, {
+        index,
+        event: event.event,
+        merchantClientId: event.merchantClientId,
+      });
       let head = await advance(deps);
       while (head.treeSize <= index) head = await advance(deps);
       return { leaf, treeSize: head.treeSize };
     }
     index += 1;
+  }
+}
+
+/** One event a key change puts in the log: who the key is under, and what happened to it. */
+export type KeyEventStep = Pick<KeyLogLeaf, 'merchantClientId' | 'event'>;
+
+const sameStep = (a: KeyEventStep, b: KeyEventStep) =>
+  a.event === b.event && a.merchantClientId === b.merchantClientId;
+
+/**
+ * Logs the events of one key change, in order, before the change is stored (lib/merchants/signing-keys.ts):
+ * a key is never served before its leaf exists. A change retried after a crash between the log and the
+ * store finds its events at the end of the kid's history and logs only the ones missing, so the retry
+ * does not log the change twice.
+ */
+export async function logKeyEvents(
+  deps: KeyLogDeps,
+  input: { kid: string; jwk: Record<string, string>; steps: KeyEventStep[]; at: string },
+): Promise<void> {
+  const history = await deps.repos.keyLog.kidEvents(input.kid);
+  let done = 0;
+  for (let n = Math.min(input.steps.length, history.length); n > 0 && done === 0; n -= 1) {
+    const tail = history.slice(history.length - n);
+    if (tail.every((entry, i) => sameStep(entry, input.steps[i]!))) done = n;
+  }
+  for (const step of input.steps.slice(done)) {
+    await appendKeyEvent(deps, { ...step, kid: input.kid, jwk: input.jwk, at: input.at });
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { merkleLeafHash, merkleNodeHash } from '@receipt-service/receipt-core';
 
 /**
  * The Merkle tree of RFC 9162 §2 (the hashing of RFC 6962): SHA-256, leaves prefixed 0x00, nodes 0x01.
@@ -17,11 +18,11 @@ const sha256 = (...parts: Uint8Array[]): Buffer => {
   return hash.digest();
 };
 
-const LEAF = Uint8Array.of(0x00);
-const NODE = Uint8Array.of(0x01);
-
-export const leafHash = (leaf: Uint8Array): Buffer => sha256(LEAF, leaf);
-export const nodeHash = (left: Uint8Array, right: Uint8Array): Buffer => sha256(NODE, left, right);
+// The hashes and the proof checks are receipt-core's, which the SDK verifies with: one copy of each.
+export const leafHash = (leaf: Uint8Array): Buffer => Buffer.from(merkleLeafHash(leaf));
+export const nodeHash = (left: Uint8Array, right: Uint8Array): Buffer =>
+  Buffer.from(merkleNodeHash(left, right));
+export { verifyConsistency, verifyInclusion } from '@receipt-service/receipt-core';
 /** MTH({}): the hash of the empty string. */
 export const emptyRoot = (): Buffer => sha256();
 
@@ -140,80 +141,4 @@ export function siblingsToClose(index: number): NodeRef[] {
     level += 1;
   }
   return siblings;
-}
-
-const isHash = (value: Uint8Array): boolean => value.length === 32;
-
-const equal = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));
-
-/** RFC 9162 §2.1.3.2: does `proof` show the leaf with `hash` at `index` in the tree of `root`? */
-export function verifyInclusion(
-  index: number,
-  treeSize: number,
-  hash: Uint8Array,
-  proof: readonly Uint8Array[],
-  root: Uint8Array,
-): boolean {
-  if (!(Number.isSafeInteger(index) && Number.isSafeInteger(treeSize)) || index < 0 || index >= treeSize)
-    return false;
-  if (![hash, root, ...proof].every(isHash)) return false;
-  let fn = index;
-  let sn = treeSize - 1;
-  let r: Uint8Array = hash;
-  for (const p of proof) {
-    if (sn === 0) return false;
-    if (fn % 2 === 1 || fn === sn) {
-      r = nodeHash(p, r);
-      while (fn % 2 === 0 && fn !== 0) {
-        fn = Math.floor(fn / 2);
-        sn = Math.floor(sn / 2);
-      }
-    } else {
-      r = nodeHash(r, p);
-    }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 && equal(r, root);
-}
-
-/** RFC 9162 §2.1.4.2: is the tree of `secondRoot` (size `second`) an append-only extension of `firstRoot`'s? */
-export function verifyConsistency(
-  first: number,
-  second: number,
-  proof: readonly Uint8Array[],
-  firstRoot: Uint8Array,
-  secondRoot: Uint8Array,
-): boolean {
-  if (!(Number.isSafeInteger(first) && Number.isSafeInteger(second)) || first < 0 || second < first)
-    return false;
-  // Every tree extends the empty one: a proof of it proves nothing, so none is accepted (as Go's verifier).
-  if (first === 0) return false;
-  if (first === second) return proof.length === 0 && equal(firstRoot, secondRoot);
-  if (proof.length === 0 || ![firstRoot, secondRoot, ...proof].every(isHash)) return false;
-  const path = isPowerOfTwo(first) ? [firstRoot, ...proof] : [...proof];
-  let fn = first - 1;
-  let sn = second - 1;
-  while (fn % 2 === 1) {
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  let fr: Uint8Array = path[0]!;
-  let sr: Uint8Array = path[0]!;
-  for (const c of path.slice(1)) {
-    if (sn === 0) return false;
-    if (fn % 2 === 1 || fn === sn) {
-      fr = nodeHash(c, fr);
-      sr = nodeHash(c, sr);
-      while (fn % 2 === 0 && fn !== 0) {
-        fn = Math.floor(fn / 2);
-        sn = Math.floor(sn / 2);
-      }
-    } else {
-      sr = nodeHash(sr, c);
-    }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 && equal(fr, firstRoot) && equal(sr, secondRoot);
 }

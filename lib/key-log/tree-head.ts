@@ -1,4 +1,5 @@
 import { compactVerify, importJWK, type JWK } from 'jose';
+import type { LogSigningKey } from '../crypto/log-signing-key.js';
 
 /** A tree head as signed (DECISIONS, Round 4): rootHash in base64, timestamp in epoch milliseconds. */
 export interface TreeHead {
@@ -7,15 +8,7 @@ export interface TreeHead {
   timestamp: number;
 }
 
-/**
- * The log signing key (a KMS ECC_NIST_P256 SIGN_VERIFY key in AWS, a key file locally): it signs the
- * JWS signing input and gives the JOSE signature (r ‖ s, 64 bytes); the private half never leaves it.
- */
-export interface LogSigningKey {
-  /** The public JWK, with its kid (the RFC 7638 thumbprint), `alg: ES256`, `use: sig`. */
-  publicJwk(): Promise<JWK>;
-  signEs256(signingInput: Uint8Array): Promise<Uint8Array>;
-}
+export type { LogSigningKey } from '../crypto/log-signing-key.js';
 
 const b64url = (bytes: Uint8Array | string) => Buffer.from(bytes).toString('base64url');
 

@@ -131,3 +131,36 @@ export const receiptSignatureHeader = z
       'of the DigitalReceipt the service will seal. Checked before anything is charged or stored; anything ' +
       'wrong is 400 invalid_signature naming it. docs/ENVELOPE.md, "The merchant\'s signature".',
   });
+
+export const merchantJwksSchema = z
+  .strictObject({
+    keys: z
+      .array(
+        z.union([
+          z.strictObject({
+            kty: z.literal('OKP'),
+            crv: z.literal('Ed25519'),
+            x: base64url,
+            kid: kidSchema,
+            alg: z.literal('EdDSA'),
+            use: z.literal('sig'),
+          }),
+          z.strictObject({
+            kty: z.literal('EC'),
+            crv: z.literal('P-256'),
+            x: base64url,
+            y: base64url,
+            kid: kidSchema,
+            alg: z.literal('ES256'),
+            use: z.literal('sig'),
+          }),
+        ]),
+      )
+      .meta({
+        description: 'The active keys, oldest first; revoked keys are left out (the key log keeps them).',
+      }),
+  })
+  .meta({
+    id: 'MerchantJwks',
+    description: "A merchant client's active signing keys as a JWK Set (RFC 7517 §5).",
+  });

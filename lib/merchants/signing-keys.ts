@@ -6,6 +6,7 @@ import type { CoreDeps } from '../app/deps.js';
 import type { AuditAction } from '../db/audit.js';
 import type { MerchantKeyRecord, SigningAlgorithm, SigningJwk } from '../db/merchant-keys.js';
 import { ConflictError, InvalidRequestError, NotFoundError, type FieldProblem } from '../kernel/errors.js';
+import { logKeyEvents, type KeyEventStep } from '../key-log/log.js';
 import { announceToClient } from '../webhooks/announce.js';
 import { checkKeyChangeProof, checkPossession, proofNonceRefused, spendNonces } from './key-proofs.js';
 
@@ -15,7 +16,7 @@ import { checkKeyChangeProof, checkPossession, proofNonceRefused, spendNonces } 
  * named by its RFC 7638 thumbprint, so one public key has one kid and one owner.
  */
 export type SigningKeyDeps = {
-  repos: Pick<CoreDeps['repos'], 'merchantKeys' | 'webhooks' | 'webhookDeliveries'>;
+  repos: Pick<CoreDeps['repos'], 'merchantKeys' | 'webhooks' | 'webhookDeliveries' | 'keyLog'>;
 } & Pick<CoreDeps, 'clock'> & {
     audit: Pick<CoreDeps['audit'], 'record'>;
   };
@@ -267,6 +268,14 @@ export async function registerSigningKey(
     ...(changeNonce ? [{ nonce: changeNonce, refusal: proofNonceRefused('Key-Change-Proof') }] : []),
   ]);
   const record = { kid, clientId, alg, publicKey, createdAt: deps.clock.now().toISOString(), proven: true };
+  // The log first: a key taken over leaves its old owner's name in the log, then joins the new one's.
+  const steps: KeyEventStep[] = [
+    ...(existing && !existing.revokedAt
+      ? [{ merchantClientId: existing.clientId, event: 'revoked' as const }]
+      : []),
+    { merchantClientId: clientId, event: 'registered' },
+  ];
+  await logKeyEvents(deps, { kid, jwk: publicKey, steps, at: record.createdAt });
   const stored = existing
     ? await deps.repos.merchantKeys.takeOver(record, existing.clientId)
     : (await deps.repos.merchantKeys.register(record)).stored;
@@ -309,6 +318,19 @@ export async function listSigningKeys(
   };
 }
 
+/**
+ * Every key event goes into the key log (lib/key-log) before the key's record changes, so no key is
+ * served that the log does not show: a crash between the two leaves an event the merchant can see
+ * and a record that never changed, and the retried request logs nothing twice (logKeyEvents).
+ */
+const logRevocation = (deps: SigningKeyDeps, key: MerchantKeyRecord, now: Date) =>
+  logKeyEvents(deps, {
+    kid: key.kid,
+    jwk: key.publicKey,
+    steps: [{ merchantClientId: key.clientId, event: 'revoked' }],
+    at: now.toISOString(),
+  });
+
 const unknownKey = () => new NotFoundError('No signing key with this kid', { field: 'kid' });
 
 /**
@@ -332,7 +354,9 @@ export async function revokeSigningKey(
   if (nonce) {
     await spendNonces(deps, clientId, [{ nonce, refusal: proofNonceRefused('Key-Change-Proof') }]);
   }
-  const revoked = await deps.repos.merchantKeys.revoke(input.kid, clientId, deps.clock.now());
+  const now = deps.clock.now();
+  if (!key.revokedAt) await logRevocation(deps, key, now);
+  const revoked = await deps.repos.merchantKeys.revoke(input.kid, clientId, now);
   if (!revoked) throw unknownKey();
   if (!key.revokedAt) {
     await recordKeyChange(deps, {
@@ -350,6 +374,27 @@ export async function getMerchantKey(deps: Pick<CoreDeps, 'repos'>, kid: string)
   const record = await deps.repos.merchantKeys.get(kid);
   if (!record) throw unknownKey();
   return signingKeyOf(record);
+}
+
+/**
+ * GET /merchants/{merchantClientId}/jwks.json: the client's active keys as a JWK Set, for any verifier.
+ * A client that never registered a key is a 404; one whose keys are all revoked has an empty set.
+ */
+export async function merchantJwks(
+  deps: Pick<CoreDeps, 'repos'>,
+  merchantClientId: string,
+): Promise<{ keys: Array<SigningJwk & { kid: string; alg: SigningAlgorithm; use: 'sig' }> }> {
+  const records = await deps.repos.merchantKeys.listForClient(merchantClientId);
+  if (records.length === 0)
+    throw new NotFoundError('No merchant client with signing keys has this id', {
+      field: 'merchantClientId',
+    });
+  const active = records
+    .filter((record) => !record.revokedAt)
+    .toSorted((a, b) => a.createdAt.localeCompare(b.createdAt));
+  return {
+    keys: active.map((record) => ({ ...record.publicKey, kid: record.kid, alg: record.alg, use: 'sig' })),
+  };
 }
 
 /**
@@ -416,7 +461,10 @@ export async function resetSigningKeys(
   const active = (await deps.repos.merchantKeys.listForClient(input.clientId)).filter(
     (key) => !key.revokedAt,
   );
-  for (const key of active) await deps.repos.merchantKeys.revoke(key.kid, input.clientId, now);
+  for (const key of active) {
+    await logRevocation(deps, key, now);
+    await deps.repos.merchantKeys.revoke(key.kid, input.clientId, now);
+  }
   await deps.repos.merchantKeys.setPolicy(input.clientId, false, now);
   const revokedKids = active.map((key) => key.kid);
   await recordKeyChange(deps, {

@@ -83,6 +83,16 @@ const headerComponents: Record<string, RawHeader> = {
     description: 'Always `no-store`: receipts, tokens and keys must never sit in a shared cache.',
     schema: { type: 'string', enum: ['no-store'] },
   },
+  'Cache-Control-Public': {
+    description:
+      'On the public key-log and JWKS answers only: `public, max-age=<seconds>`, so a shared cache may keep them ' +
+      '(their errors are `no-store`).',
+    schema: { type: 'string', pattern: '^public, max-age=[0-9]+$' },
+  },
+  ETag: {
+    description: 'On the public, cacheable answers only: a strong validator of the body (its SHA-256).',
+    schema: { type: 'string' },
+  },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   Allow: { description: 'The methods this path has, comma-separated.', schema: { type: 'string' } },
   Deprecation: {
@@ -258,6 +268,9 @@ function routeConfig(route: RouteDeclaration): RouteConfig {
         description: response.description,
         headers: {
           ...headersFor(response.status ?? 200),
+          ...(route.cache
+            ? { 'Cache-Control': ref('headers', 'Cache-Control-Public'), ETag: ref('headers', 'ETag') }
+            : {}),
           ...(route.deprecated
             ? { Deprecation: ref('headers', 'Deprecation'), Sunset: ref('headers', 'Sunset') }
             : {}),

@@ -51,3 +51,13 @@ merchants reset-keys          recovery for a merchant client that lost every sig
 (see docs/DEPLOY.md).`;
 
 export class MerchantUsageError extends Error {}
+
+export const keyLogUsage = `Usage: npm run admin -- key-log watch --merchant CLIENT_ID [--url URL] [--state FILE] [--json]
+
+key-log watch  every key registration and revocation under the merchant client since the last watch,
+               checked against the public key log (the tree head signed by the log key pinned on the
+               first watch, consistent with the head kept last, every leaf hashing to it). A key you did
+               not register is one of them. --url the service (RECEIPT_SERVICE_URL, default the local
+               stack); --state where the pinned key and last head are kept (.key-log-watch-<id>.json).`;
+
+export class KeyLogUsageError extends Error {}

@@ -133,7 +133,10 @@ describe('routes', () => {
     const open = routes.filter((route) => !route.apiKeyRequired).map((route) => route.name);
     expect(open).toContain('health');
     // The gateways' events are verified by their providers' signatures instead (test/infra/gateway-events.test.ts).
-    for (const name of open) expect(['health', 'openapi', 'api-docs', 'gateway-events']).toContain(name);
+    // The key log's routes and a merchant's JWKS are public by design (issue 39).
+    const publicByDesign = ['health', 'openapi', 'api-docs', 'gateway-events'];
+    publicByDesign.push('get-merchant-jwks', 'get-key-log-document', 'list-key-log-entries', 'prove-key-log');
+    for (const name of open) expect(publicByDesign).toContain(name);
     // API Gateway's API key requirement: an apiKey scheme in the X-API-Key header.
     expect(definition().components.securitySchemes.ApiKeyAuth).toMatchObject({
       type: 'apiKey',

@@ -96,8 +96,12 @@ describe('the REST API', () => {
     expect(open.map((route) => route.name).sort()).toEqual([
       'api-docs',
       'gateway-events',
+      'get-key-log-document',
+      'get-merchant-jwks',
       'health',
+      'list-key-log-entries',
       'openapi',
+      'prove-key-log',
     ]);
     const operations = operationsOf(definition);
     const unkeyed = [

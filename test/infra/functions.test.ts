@@ -34,6 +34,7 @@ let cardTagSecretId: string;
 let cardTagSecretKeyId: string;
 /** The paging cursors' key's secret. */
 let cursorSecretId: string;
+let logKeyId: string;
 
 beforeAll(() => {
   template = sharedTemplate();
@@ -49,6 +50,7 @@ beforeAll(() => {
   ) as Record<TableKey, string>;
   const keys = Object.entries(resourcesOf(template, 'AWS::KMS::Key'));
   escrowKeyId = keys.find(([, key]) => key.Properties.KeySpec === 'RSA_2048')?.[0] as string;
+  logKeyId = keys.find(([, key]) => key.Properties.KeySpec === 'ECC_NIST_P256')?.[0] as string;
   tableKeyId = keys.find(
     ([id, key]) => key.Properties.KeySpec === undefined && id.startsWith('Data'),
   )?.[0] as string;
@@ -355,12 +357,16 @@ describe('least privilege', () => {
         wrapAndUnwrap: ['kms:Decrypt', 'kms:DescribeKey', 'kms:GetPublicKey'],
       }[route.escrow ?? 'none'];
       expect(kmsActions).toEqual(expected);
-      // And no KMS action on anything but the escrow key and the card-tag tables' key.
+      // The log signing key: Sign and GetPublicKey for the routes that declare logKey, nothing for the rest.
+      expect([...actionsOn(name, logKeyId)].sort()).toEqual(
+        route.logKey ? ['kms:GetPublicKey', 'kms:Sign'] : [],
+      );
+      // And no KMS action on anything but the escrow key, the log key and the card-tag tables' key.
       const elsewhere = statements(name).filter(
         (statement) =>
           asArray(statement.Action).some((action) => action.startsWith('kms:')) &&
           !asArray(statement.Resource).every((resource) =>
-            [escrowKeyId, tableKeyId, ...(route.cardTags ? [cardTagSecretKeyId] : [])].includes(
+            [escrowKeyId, logKeyId, tableKeyId, ...(route.cardTags ? [cardTagSecretKeyId] : [])].includes(
               referencedId(resource) ?? '',
             ),
           ),

@@ -165,8 +165,13 @@ describe('DynamoDB tables', () => {
 
 describe('escrow key', () => {
   it('is an RSA-2048 encryption key that outlives the stack', () => {
-    // The escrow key, the card-tag tables' key and the card-tag secret's key.
-    expect(Object.keys(resourcesOf(template, 'AWS::KMS::Key'))).toHaveLength(3);
+    // The escrow key, the card-tag tables' key, the card-tag secret's key and the key log's signing key.
+    expect(Object.keys(resourcesOf(template, 'AWS::KMS::Key'))).toHaveLength(4);
+    const logKey = Object.values(resourcesOf(template, 'AWS::KMS::Key')).find(
+      (candidate) => candidate.Properties.KeySpec === 'ECC_NIST_P256',
+    );
+    expect(logKey?.Properties).toMatchObject({ KeyUsage: 'SIGN_VERIFY' });
+    expect(logKey?.DeletionPolicy).toBe('Retain');
     const [, key] = escrowKey();
     expect(key.Properties).toMatchObject({ KeySpec: 'RSA_2048', KeyUsage: 'ENCRYPT_DECRYPT' });
     expect(key.DeletionPolicy).toBe('Retain');

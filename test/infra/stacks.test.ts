@@ -97,6 +97,8 @@ const addedSinceTheSplit: Record<string, number> = {
   // The stage's web ACL, limiting each source address on the gateways' events route (infra/edge-waf.ts).
   'AWS::WAFv2::WebACL': 1,
   'AWS::WAFv2::WebACLAssociation': 1,
+  // The key log's signing key (ECC_NIST_P256, tree heads; infra/data-stack.ts).
+  'AWS::KMS::Key': 1,
 };
 
 /**
@@ -227,9 +229,9 @@ describe('one stage, three stacks', () => {
     const data = Object.values(resourcesIn(nameOf('data')));
     const ofType = (type: string) => data.filter((resource) => resource.Type === type);
     expect(ofType('AWS::DynamoDB::Table')).toHaveLength(tableKeys.length);
-    // The escrow key, the card-tag tables' key and the card-tag secret's key; the card-tag key's secret
-    // and the paging cursors' key.
-    expect(ofType('AWS::KMS::Key')).toHaveLength(3);
+    // The escrow key, the card-tag tables' key, the card-tag secret's key and the key log's signing key;
+    // the card-tag key's secret and the paging cursors' key.
+    expect(ofType('AWS::KMS::Key')).toHaveLength(4);
     const secrets = ofType('AWS::SecretsManager::Secret');
     expect(secrets).toHaveLength(2);
     // The cursor key alone goes with the stack: losing it only makes outstanding cursors start again

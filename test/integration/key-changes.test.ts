@@ -347,6 +347,7 @@ describe('a merchant with an active key', () => {
         audit: stack.config.tables.audit!,
         webhooks: stack.config.tables.webhooks!,
         webhookDeliveries: stack.config.tables.webhookDeliveries!,
+        keyLog: stack.config.tables.keyLog!,
       },
     };
     const printed: string[] = [];

@@ -721,6 +721,7 @@ describe('an operator requires signatures with the admin CLI', () => {
         audit: stack.config.tables.audit!,
         webhooks: stack.config.tables.webhooks!,
         webhookDeliveries: stack.config.tables.webhookDeliveries!,
+        keyLog: stack.config.tables.keyLog!,
       },
     };
     const cli = (...args: string[]) =>

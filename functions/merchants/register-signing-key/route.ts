@@ -14,7 +14,13 @@ export const registerSigningKeyRoute = defineRoute({
   entry: 'functions/merchants/register-signing-key/handler.ts',
   apiKeyRequired: true,
   roles: ['merchant'],
-  tables: { ...platformTables, merchantKeys: 'readWrite', webhooks: 'read', webhookDeliveries: 'readWrite' },
+  tables: {
+    ...platformTables,
+    merchantKeys: 'readWrite',
+    webhooks: 'read',
+    webhookDeliveries: 'readWrite',
+    keyLog: 'readWrite',
+  },
   docs: {
     tag: 'merchants',
     summary: 'Register a receipt signing key',

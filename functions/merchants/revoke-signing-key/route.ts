@@ -10,7 +10,13 @@ export const revokeSigningKeyRoute = defineRoute({
   entry: 'functions/merchants/revoke-signing-key/handler.ts',
   apiKeyRequired: true,
   roles: ['merchant'],
-  tables: { ...platformTables, merchantKeys: 'readWrite', webhooks: 'read', webhookDeliveries: 'readWrite' },
+  tables: {
+    ...platformTables,
+    merchantKeys: 'readWrite',
+    webhooks: 'read',
+    webhookDeliveries: 'readWrite',
+    keyLog: 'readWrite',
+  },
   docs: {
     tag: 'merchants',
     summary: 'Revoke a receipt signing key',

@@ -13,6 +13,7 @@ import canonicalize from 'canonicalize';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { decodeBase64Url, encodeBase64Url, isCanonicalBase64Url } from './base64.js';
 import { subtle, type WebCryptoKey } from './webcrypto.js';
+import { KeyLogError, verifyKeyInLog, type KeyLogEvidence, type TreeHead } from './key-log.js';
 
 export type SigningAlgorithm = 'EdDSA' | 'ES256';
 export const SIGNING_ALGORITHMS: readonly SigningAlgorithm[] = ['EdDSA', 'ES256'];
@@ -40,7 +41,8 @@ export type SignatureProblem =
   | 'kid_mismatch'
   | 'key'
   | 'not_canonical'
-  | 'mismatch';
+  | 'mismatch'
+  | 'not_logged';
 
 export class ReceiptSignatureError extends Error {
   readonly reason: SignatureProblem;
@@ -282,7 +284,8 @@ export function parseSignature(jws: string): ParsedSignature {
 export async function verifyReceiptSignature(
   receipt: SignableReceipt,
   publicJwk: { kty?: string; crv?: string; x?: string; y?: string },
-): Promise<{ kid: string; alg: SigningAlgorithm }> {
+  options: { keyLog?: KeyLogEvidence } = {},
+): Promise<{ kid: string; alg: SigningAlgorithm; treeHead?: TreeHead }> {
   const sealed = receipt.merchantSignature;
   if (!sealed || typeof sealed.jws !== 'string' || typeof sealed.kid !== 'string') {
     throw new ReceiptSignatureError('unsigned', 'The receipt carries no merchantSignature');
@@ -317,5 +320,13 @@ export async function verifyReceiptSignature(
   if (!valid) {
     throw new ReceiptSignatureError('mismatch', 'The merchant signature does not match this receipt');
   }
-  return { kid: parsed.kid, alg: parsed.alg };
+  if (!options.keyLog) return { kid: parsed.kid, alg: parsed.alg };
+  // Demanded: the key is in the public log under a signed head that extends the one the device kept.
+  try {
+    const { treeHead } = await verifyKeyInLog(parsed.kid, key, options.keyLog);
+    return { kid: parsed.kid, alg: parsed.alg, treeHead };
+  } catch (error) {
+    if (!(error instanceof KeyLogError)) throw error;
+    throw new ReceiptSignatureError('not_logged', error.message);
+  }
 }

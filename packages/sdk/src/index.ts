@@ -57,6 +57,15 @@ export {
   signReceipt,
   signKeyProof,
   verifyReceiptSignature,
+  verifyKeyInLog,
+  verifyTreeHead,
+  verifyConsistency,
+  verifyInclusion,
+  KeyLogError,
+  type KeyLogEvidence,
+  type KeyLogLeaf,
+  type SignedTreeHead,
+  type TreeHead,
   type MerchantSignature,
   type ParsedSignature,
   type SignableReceipt,
@@ -93,3 +102,5 @@ export {
   toRefundReceipt,
   type RefundRequest,
 } from '@receipt-service/receipt-core';
+/** The merchant key log: evidence for verifyReceiptSignature's `keyLog`, and a merchant's watch. */
+export { fetchKeyLogEvidence, watchMerchantKeys } from './key-log.js';

@@ -871,6 +871,102 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/merchants/{merchantClientId}/jwks.json': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A merchant's signing keys as a JWKS
+     * @description The merchant client's active signing keys as a JWK Set, for any verifier. No API key; cacheable for five minutes.
+     *
+     *     (anyone, no API key) → `{ keys }`: each active key’s public JWK with `kid` (its RFC 7638 thumbprint), `alg` and `use: "sig"`, oldest first. A revoked key drops out at once (within the cache’s five minutes) and stays in the key log. A key is served only once its registration is in the log. A client that never registered a key is `404`; one whose keys are all revoked answers `{ keys: [] }`. `Cache-Control: public, max-age=300` and an `ETag`.
+     *
+     *     No API key.
+     */
+    get: operations['getMerchantJwks'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/key-log/{document}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The key log’s signed tree head, or its public key
+     * @description `tree-head`: the signed size and root of the transparency log of merchant key events. `public-key`: the JWK tree heads verify under. No API key; cacheable for ten seconds.
+     *
+     *     (anyone, no API key) `GET /api/v1/key-log/tree-head` → `{ treeSize, rootHash, timestamp, signature }`: `signature` is a compact JWS (ES256, `typ: tree-head+jws`) of `{ treeSize, rootHash, timestamp }` under the log key; trust the payload it signs. A device verifies it, keeps it, and asks for a consistency proof from it to the next head it sees, so the log cannot show it one history and someone else another. The tree is RFC 9162 §2 (SHA-256, leaf `0x00 ‖ JCS(leaf)`, node `0x01 ‖ left ‖ right`); the empty log’s root is SHA-256 of nothing. `GET /api/v1/key-log/public-key` → the log key’s public JWK (P-256, `alg: ES256`, `kid` its RFC 7638 thumbprint): pin it in the app (the SDK takes it as `logPublicKey`). Another `{document}` is `400`. `Cache-Control: public, max-age=10` and an `ETag`.
+     *
+     *     No API key.
+     */
+    get: operations['getKeyLogDocument'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/key-log/entries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read key log entries
+     * @description Leaves start to end − 1 of the key log (at most 100). No API key; cacheable.
+     *
+     *     (anyone, no API key) → `{ start, end, entries }`: each entry is one key event, `{ index, merchantClientId, kid, jwk, event, at }` with `event` `registered` or `revoked`; the leaf hashed is its RFC 8785 JSON. A merchant (or anyone) walks the log from the size it last saw to the current head and looks for keys under its name it did not register (the SDK: watchMerchantKeys). At most 100 entries a page; `end` beyond the head, `end ≤ start` or a wider page is `400` naming the field. Leaves never change, so the page is `Cache-Control: public, max-age=3600` with an `ETag`.
+     *
+     *     No API key.
+     */
+    get: operations['listKeyLogEntries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/key-log/proof/{kind}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Prove a kid is in the key log, or that the log only grew
+     * @description `inclusion?kid=&treeSize=`: every leaf naming the kid, each with its RFC 9162 audit path. `consistency?first=&second=`: the RFC 9162 consistency proof between two tree sizes. No API key; cacheable.
+     *
+     *     (anyone, no API key) `GET /api/v1/key-log/proof/inclusion?kid=&treeSize=` → `{ kid, treeSize, entries: [{ leaf, proof }] }`, oldest first: the kid’s registration and, once revoked, its revocation. Take `treeSize` from a tree head you verified; hash each leaf (SHA-256 of 0x00 ‖ its RFC 8785 JSON) and check the path against that head’s root (the SDK: `verifyReceiptSignature` with `keyLog`). A kid the tree does not name is `404`. One read finds the kid’s leaves, then O(log n) stored nodes per leaf. `GET /api/v1/key-log/proof/consistency?first=&second=` → `{ first, second, proof }`: a device that kept a tree head of size `first` checks that the head of size `second` extends it (nothing removed or changed). Sizes beyond the head, `first` of 0 or above `second`, or a missing parameter are `400` naming the field. A tree of a given size never changes: `Cache-Control: public, max-age=3600` with an `ETag`.
+     *
+     *     No API key.
+     */
+    get: operations['proveKeyLog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -984,6 +1080,12 @@ export interface components {
         receiptIds: string[];
       }[];
       released: number;
+    };
+    ConsistencyProof: {
+      first: number;
+      second: number;
+      /** @description RFC 9162 §2.1.4 consistency proof. */
+      proof: string[];
     };
     /** @description The new webhook and its signing secret. */
     CreatedWebhook: {
@@ -1540,6 +1642,29 @@ export interface components {
        */
       relatedReceiptId: string | null;
     };
+    KeyLogEntries: {
+      start: number;
+      end: number;
+      /** @description Leaves start to end − 1, in order. */
+      entries: components['schemas']['KeyLogLeaf'][];
+    };
+    /** @description One key event. The leaf hashed into the tree is the RFC 8785 (JCS) JSON of this object: SHA-256(0x00 ‖ JCS). */
+    KeyLogLeaf: {
+      /** @description The leaf's position in the log, from 0. */
+      index: number;
+      /** @description The merchant client the key is (or was) under. */
+      merchantClientId: string;
+      /** @description The key's RFC 7638 thumbprint (SHA-256, base64url). */
+      kid: string;
+      /** @description The public key as registered: `{ kty, crv, x }` (Ed25519) or `{ kty, crv, x, y }` (P-256). */
+      jwk: {
+        [key: string]: string;
+      };
+      /** @enum {string} */
+      event: 'registered' | 'revoked';
+      /** @description When the event happened (ISO 8601). */
+      at: string;
+    };
     /** @description A freshly generated RSA-2048 key pair. */
     KeyPair: {
       /**
@@ -1570,6 +1695,17 @@ export interface components {
       /** @description Live tokens of the previous key, revoked and their slots freed. */
       tokensRevoked: number;
     };
+    KidInclusionProof: {
+      /** @description The key's RFC 7638 thumbprint (SHA-256, base64url). */
+      kid: string;
+      treeSize: number;
+      /** @description Every leaf naming the kid in the tree of treeSize leaves, oldest first. */
+      entries: {
+        leaf: components['schemas']['KeyLogLeaf'];
+        /** @description RFC 9162 §2.1.3 audit path, leaf end first. */
+        proof: string[];
+      }[];
+    };
     /** @description value is a percentage (0 to 100) or a fixed amount in minor units, per type. */
     LineItemDiscount: {
       name?: string;
@@ -1584,6 +1720,20 @@ export interface components {
       rate?: number;
       amount?: number;
       category?: components['schemas']['TaxCategory'];
+    };
+    /** @description The log signing key's public JWK: tree heads verify under it. */
+    LogPublicKey: {
+      /** @enum {string} */
+      kty: 'EC';
+      /** @enum {string} */
+      crv: 'P-256';
+      x: string;
+      y: string;
+      kid: string;
+      /** @enum {string} */
+      alg: 'ES256';
+      /** @enum {string} */
+      use: 'sig';
     };
     LoyaltyInfo: {
       programName?: string;
@@ -1632,6 +1782,45 @@ export interface components {
         /** @description The user's receipts this transaction matches (often none, now and then more than one), in no particular order. Fetch each with GET /receipts/{receiptId}. */
         receiptIds: string[];
       }[];
+    };
+    /** @description A merchant client's active signing keys as a JWK Set (RFC 7517 §5). */
+    MerchantJwks: {
+      /** @description The active keys, oldest first; revoked keys are left out (the key log keeps them). */
+      keys: (
+        | {
+            /** @enum {string} */
+            kty: 'OKP';
+            /** @enum {string} */
+            crv: 'Ed25519';
+            x: string;
+            /**
+             * @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen.
+             * @example NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs
+             */
+            kid: string;
+            /** @enum {string} */
+            alg: 'EdDSA';
+            /** @enum {string} */
+            use: 'sig';
+          }
+        | {
+            /** @enum {string} */
+            kty: 'EC';
+            /** @enum {string} */
+            crv: 'P-256';
+            x: string;
+            y: string;
+            /**
+             * @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen.
+             * @example NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs
+             */
+            kid: string;
+            /** @enum {string} */
+            alg: 'ES256';
+            /** @enum {string} */
+            use: 'sig';
+          }
+      )[];
     };
     /** @description The merchant's signature over this receipt: verify it on the device with the SDK's verifyReceiptSignature and the key GET /api/v1/merchant-keys/{kid} gives. Set by the service from the Receipt-Signature header after checking it; a request may not put it in a receipt. */
     MerchantSignature: {
@@ -1839,6 +2028,16 @@ export interface components {
     RotateUserKeyRequest: {
       /** Format: uuid */
       keyId: string;
+    };
+    /** @description The key log's current signed tree head. */
+    SignedTreeHead: {
+      treeSize: number;
+      /** @description A SHA-256 hash, base64 (44 characters). */
+      rootHash: string;
+      /** @description When the head was signed, in epoch milliseconds. */
+      timestamp: number;
+      /** @description The compact JWS (ES256, `typ: tree-head+jws`) of `{ treeSize, rootHash, timestamp }` under the log key (GET /api/v1/key-log/public-key): trust the payload it signs, not the fields beside it. */
+      signature: string;
     };
     /** @description A merchant's receipt signing key. Revoked keys stay readable: receipts signed earlier name them. */
     SigningKey: {
@@ -2248,6 +2447,10 @@ export interface components {
     'X-RateLimit-Reset': number;
     /** @description Always `no-store`: receipts, tokens and keys must never sit in a shared cache. */
     'Cache-Control': 'no-store';
+    /** @description On the public key-log and JWKS answers only: `public, max-age=<seconds>`, so a shared cache may keep them (their errors are `no-store`). */
+    'Cache-Control-Public': string;
+    /** @description On the public, cacheable answers only: a strong validator of the body (its SHA-256). */
+    ETag: string;
     /** @description Seconds to wait before retrying. */
     'Retry-After': number;
     /** @description The methods this path has, comma-separated. */
@@ -5236,6 +5439,269 @@ export interface operations {
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMerchantJwks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        merchantClientId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The JWK Set. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control-Public'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['MerchantJwks'];
+        };
+      };
+      /** @description merchantClientId is not a UUID. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      /** @description No merchant client with signing keys has this id. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+    };
+  };
+  getKeyLogDocument: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        document: 'tree-head' | 'public-key';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The signed tree head, or the log key’s public JWK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control-Public'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['SignedTreeHead'] | components['schemas']['LogPublicKey'];
+          };
+        };
+      };
+      /** @description document is neither tree-head nor public-key. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+    };
+  };
+  listKeyLogEntries: {
+    parameters: {
+      query?: {
+        start?: number | null;
+        end?: number | null;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The entries. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control-Public'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['KeyLogEntries'];
+          };
+        };
+      };
+      /** @description start or end is not a whole number, or not a range of the log. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+    };
+  };
+  proveKeyLog: {
+    parameters: {
+      query?: {
+        /** @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen. */
+        kid?: string;
+        treeSize?: number | null;
+        first?: number | null;
+        second?: number | null;
+      };
+      header?: never;
+      path: {
+        kind: 'inclusion' | 'consistency';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The inclusion proofs of the kid’s leaves, or the consistency proof. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control-Public'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['KidInclusionProof'] | components['schemas']['ConsistencyProof'];
+          };
+        };
+      };
+      /** @description A parameter is missing or not a size of the log, or kind is neither proof. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      /** @description The tree of this size names no key with this kid. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
     };
   };
 }
