@@ -21,12 +21,10 @@ export const keyLogLeafSchema = z
     index: z.number().int().min(0).meta({ description: "The leaf's position in the log, from 0." }),
     merchantClientId: z.string().meta({ description: 'The merchant client the key is (or was) under.' }),
     kid: kidSchema,
-    jwk: z
-      .record(z.string(), z.string())
-      .meta({
-        description:
-          'The public key as registered: `{ kty, crv, x }` (Ed25519) or `{ kty, crv, x, y }` (P-256).',
-      }),
+    jwk: z.record(z.string(), z.string()).meta({
+      description:
+        'The public key as registered: `{ kty, crv, x }` (Ed25519) or `{ kty, crv, x, y }` (P-256).',
+    }),
     event: z.enum(['registered', 'revoked']),
     at: z.string().meta({ description: 'When the event happened (ISO 8601).' }),
   })
