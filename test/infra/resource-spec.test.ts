@@ -113,12 +113,13 @@ describe('the check itself', () => {
     ]);
   });
 
-  it('refuses a literal of the wrong type: primitive, list, map, nested type and tag', () => {
+  it('refuses a literal of the wrong type (primitive, list, map, nested type, tag) or not among the values the spec enumerates', () => {
     const resource = validFunction();
     Object.assign(resource.Properties, {
       MemorySize: 'lots',
       Timeout: 1.5,
       Architectures: 'arm64',
+      PackageType: 'Jar',
       Tags: [{ Key: 'service' }],
     });
     Object.assign(resource.Properties.Environment, { Variables: ['STAGE=test'] });
@@ -128,6 +129,7 @@ describe('the check itself', () => {
       'Subject (AWS::Lambda::Function).Architectures: "arm64" is not a list',
       'Subject (AWS::Lambda::Function).Environment.Variables: ["STAGE=test"] is not a map',
       'Subject (AWS::Lambda::Function).Tags[0]: required Value is missing',
+      'Subject (AWS::Lambda::Function).PackageType: "Jar" is not one of Image, Zip',
     ]);
     expect(
       check({ ...validFunction(), Properties: { ...validFunction().Properties, Role: ['arn'] } }),

@@ -11,13 +11,16 @@ import type {
  * publishes it in `@aws-cdk/aws-service-spec` (Apache-2.0, a devDependency): db.json.gz, the database
  * CDK generates its L1 constructs from, built from CloudFormation's resource provider schemas and the
  * older CloudFormationResourceSpecification.json. Nothing of it is typed here by hand; updating the
- * package updates the spec. `@aws-cdk/cfnspec`, the older artefact, stopped at 2.72 (2023).
+ * package updates the spec (0.1.216, published 2026-09-29). `@aws-cdk/cfnspec`, the older artefact,
+ * stopped at 2.72.1 (2024-12); CDK itself has moved to this one.
  *
  * What it checks, for each resource: the type exists; every property is one the spec lists for the
  * type, at every depth of nested types; required properties are there; a literal value has the spec's
- * shape (string, number, integer, boolean, list, map, tag or nested type). An intrinsic function stands
- * for any value, except that a string-building one (Fn::Join, Fn::Sub, Fn::Base64) cannot stand for a
- * list or an object, and each branch of an Fn::If is checked as the value itself.
+ * shape (string, number, integer, boolean, list, map, tag or nested type), and a string or integer
+ * the spec enumerates is one of its values. An intrinsic function stands for any value, except that a
+ * string-building one (Fn::Join, Fn::Sub, Fn::Base64) cannot stand for a list or an object, and each
+ * branch of an Fn::If is checked as the value itself. Strings for numbers and booleans ("10", "true")
+ * pass, as CloudFormation converts them.
  */
 
 /** The spec as loaded: about 1.5 s, so a test file loads it once. */
@@ -133,10 +136,17 @@ export class ResourceSpecChecker {
     const wrong = (expected: string): string[] => [`${path}: ${JSON.stringify(value)} is not ${expected}`];
     switch (type.type) {
       case 'string':
+        if (typeof value !== 'string') return wrong('a string');
+        return !type.allowedValues || type.allowedValues.includes(value)
+          ? []
+          : wrong(`one of ${type.allowedValues.join(', ')}`);
       case 'date-time':
         return typeof value === 'string' ? [] : wrong('a string');
       case 'integer':
-        return Number.isInteger(value) || isIntegerText(value) ? [] : wrong('an integer');
+        if (!Number.isInteger(value) && !isIntegerText(value)) return wrong('an integer');
+        return !type.allowedValues || type.allowedValues.includes(Number(value))
+          ? []
+          : wrong(`one of ${type.allowedValues.join(', ')}`);
       case 'number':
         return (typeof value === 'number' && Number.isFinite(value)) || isNumberText(value)
           ? []
