@@ -37,9 +37,18 @@ describe('the synthesized stacks against the resource specification', () => {
     expect(types.size).toBeGreaterThan(20);
   });
 
-  it('finds the resources an alarm e-mail adds valid too', () => {
-    // The one setting that adds resource types the shared synthesis has not (the topic's subscription).
-    const { templates } = synthVariant({ monitoring: true, context: { alarmEmail: 'ops@example.com' } });
+  it('finds the stacks valid with the optional settings set: alarm e-mail, Square, its webhook URL', () => {
+    // One synthesis for the settings that add resources (the topic's subscription) or change their
+    // properties (the functions' environment); the shared synthesis has none of them.
+    const { templates } = synthVariant({
+      monitoring: true,
+      context: { alarmEmail: 'ops@example.com' },
+      settings: {
+        squareLocationId: 'L123',
+        squareEnvironment: 'sandbox',
+        squareWebhookUrl: 'https://api.example.com/v1/square',
+      },
+    });
     const problems = Object.entries(templates.stacks).flatMap(([name, template]) =>
       checker.checkTemplate(template).map((problem) => `${name}: ${problem}`),
     );
@@ -69,6 +78,17 @@ const validFunction = () => ({
 const check = (resource: unknown): string[] => checker.checkTemplate({ Resources: { Subject: resource } });
 
 describe('the check itself', () => {
+  it('refuses one of the app’s own functions with a property misspelt', () => {
+    const service = sharedApp().templates.stacks[testStackNames.service];
+    const [id, fn] = Object.entries(service?.Resources ?? {}).find(
+      ([, resource]) => resource.Type === 'AWS::Lambda::Function',
+    ) ?? ['none', undefined];
+    const { Timeout, ...rest } = fn?.Properties ?? {};
+    expect(checker.checkResource(id, { ...fn, Properties: { ...rest, TimeOut: Timeout } })).toEqual([
+      `${id} (AWS::Lambda::Function): TimeOut is not a property the spec lists`,
+    ]);
+  });
+
   it('accepts a resource the spec allows, intrinsic functions included', () => {
     expect(check(validFunction())).toEqual([]);
     expect(check({ Type: 'AWS::CDK::Metadata', Properties: { Analytics: 'v2:deflate64:…' } })).toEqual([]);
