@@ -12,10 +12,19 @@ interface LintReport {
 }
 
 /*
- * Redocly's `recommended` ruleset, nothing switched off: every rule applies to this document. Should
+ * Redocly's `recommended` ruleset, one rule switched off with its reason (below). Should another
  * one ever have to be disabled, do it here with the reason, e.g. `rules: { some-rule: off }  # why`.
  */
-const config = ['extends:', '  - recommended', ''].join('\n');
+const config = [
+  'extends:',
+  '  - recommended',
+  'rules:',
+  // /merchants/{merchantClientId}/jwks.json (issue 39 names the path) against /merchants/signing-keys/{kid}:
+  // a client id is a UUID (the route's parameter schema), so no request matches both; API Gateway and the
+  // local router also take the literal `signing-keys` segment first.
+  '  no-ambiguous-paths: off',
+  '',
+].join('\n');
 
 describe('the OpenAPI document under Redocly lint', () => {
   let dir: string;

@@ -52,8 +52,12 @@ describe('api-docs bundle', () => {
   it('keeps the handler small: Redoc is read at run time, not bundled', () => {
     const handlerBytes = statSync(join(assetDir, 'index.mjs')).size;
     const redocBytes = statSync(join(assetDir, 'assets', 'redoc.standalone.js')).size;
-    expect(handlerBytes).toBeLessThan(redocBytes);
-    expect(readFileSync(join(assetDir, 'index.mjs'), 'utf8')).not.toContain('perfect-scrollbar');
+    // Redoc's own modules, not a size race: the handler carries the whole OpenAPI document, which
+    // grows with every route, and passed Redoc's 0.94 MB with the key log's routes.
+    const handler = readFileSync(join(assetDir, 'index.mjs'), 'utf8');
+    for (const redocPart of ['perfect-scrollbar', 'styled-components', 'mobx']) {
+      expect(handler).not.toContain(redocPart);
+    }
     // The whole function stays far under Lambda's 50 MB zipped / 250 MB unzipped limits.
     expect(handlerBytes + redocBytes).toBeLessThan(5 * 1024 * 1024);
   });
