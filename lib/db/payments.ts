@@ -129,6 +129,22 @@ export class PaymentRepository {
 
   /** Stores a new payment; false when it is there already (a retried create). */
   async putPayment(record: PaymentRecord, alongside: TransactItem[] = []): Promise<boolean> {
+    // Alone, a conditional put: a transaction of one item would bill it twice.
+    if (alongside.length === 0) {
+      try {
+        await this.doc.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: record,
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (isConditionFailure(error)) return false;
+        throw error;
+      }
+    }
     const outcome = await transactWrite(this.doc, {
       TransactItems: [
         {
