@@ -18,7 +18,7 @@ const MATCH_PATH = matchReceiptsRoute.path;
  * for a card with 0, 1, 10 and 400 receipts near its time, none matching (a caller guessing, without
  * the evidence), named by amount and time, and by an authorization code with an amount the card did
  * pay (every receipt is a gateway_b payment, charged at create, so each has its code's entries). A claim looks among the card's escrowed receipts, a match among the user's own; both make
- * one look-up in the keyed evidence index per transaction, so within each the medians should be the
+ * the same look-ups in the keyed evidence index per transaction (three buckets by time, one by code), so within each the medians should be the
  * same (target: largest over smallest ≤ 1.10), and so should the DynamoDB calls, counted on the
  * service's own document client for one call naming one transaction and per transaction more.
  * The sixteen measured series (four cards claimed, four matched, each guessed by time and by code)

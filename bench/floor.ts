@@ -16,7 +16,7 @@ import type { Clock } from '../lib/kernel/clock.js';
 import { cardTagPrefix, type CardTags } from '../lib/crypto/card-tag.js';
 import { openEnvelope, transferEnvelope, type Recipient } from '../lib/crypto/envelope.js';
 import type { EscrowKey } from '../lib/crypto/escrow.js';
-import { lookupIdOf, openEvidence } from '../lib/crypto/evidence.js';
+import { lookupIdsOf, openEvidence } from '../lib/crypto/evidence.js';
 import { matchesPublicKey, parsePrivateKey, parsePublicKey } from '../lib/crypto/keys.js';
 import { receiptKeyOf, receiptRefOf } from '../lib/db/evidence.js';
 import {
@@ -935,20 +935,29 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     for (const [transactionIndex, transaction] of transactions.entries()) {
       const refs = new Set<string>();
       for (const tag of tags) {
-        const id = lookupIdOf(
+        const ids = lookupIdsOf(
           keyring,
           tag,
           { amount: transaction.amount, currency: transaction.currency, at: transaction.transactionDate },
           widthMs,
         );
-        const entries = await queryAll({
-          TableName: tables.evidence,
-          KeyConditionExpression: 'evidenceId = :id',
-          ExpressionAttributeValues: { ':id': id },
-          ConsistentRead: true,
-        });
-        for (const entry of entries) {
-          const facts = openEvidence(keyring, id, String(entry.receiptRef), String(entry.sealed));
+        const partitions = await Promise.all(
+          ids.map((id) =>
+            queryAll({
+              TableName: tables.evidence,
+              KeyConditionExpression: 'evidenceId = :id',
+              ExpressionAttributeValues: { ':id': id },
+              ConsistentRead: true,
+            }),
+          ),
+        );
+        for (const entry of partitions.flat()) {
+          const facts = openEvidence(
+            keyring,
+            String(entry.evidenceId),
+            String(entry.receiptRef),
+            String(entry.sealed),
+          );
           if (evidenceMatches(facts, tag, transaction, widthMs)) refs.add(String(entry.receiptRef));
         }
       }

@@ -1,16 +1,19 @@
 /**
  * The keyed evidence index (DECISIONS, round 3, "Claims and evidence"): what lets a claim, or an
- * issuer's match, find a card's receipts by a card transaction with one look-up, instead of reading
+ * issuer's match, find a card's receipts by a card transaction with a fixed few look-ups, instead of reading
  * and unsealing every receipt the card has near that time.
  *
  * At seal time each receipt addressed to a card gets entries, one per amount it can be claimed by
- * (its total, and its total before tip) and per time bucket (its own and the two beside it):
+ * (its total, and its total before tip), in its own time bucket:
  *
  *     evidenceId = v<n>.HMAC(K_index(n), tag ‖ amount ‖ currency ‖ bucket width ‖ bucket)
  *
  * with K_index derived (HKDF) from card-tag key version n and the card's version-n tag. Buckets are as
- * wide as the claim window, so a look-up of the claimed time's one bucket finds every receipt within
- * ± the window (and some up to twice it, which the exact time, sealed in the entry, then rules out).
+ * wide as the claim window, so a look-up of the claimed time's bucket and its two neighbours finds
+ * every receipt within ± the window (and some up to twice it, which the exact time, sealed in the
+ * entry, then rules out). Written once and read three times, not written three times and read once
+ * (issue 40): a receipt's write units are the bill, a claim's three reads are small and rare. Entries
+ * written under all three buckets before that are still found (a look-up keeps a receipt once).
  * The entry's body (the tag, the amount, currency, exact time and last four) is sealed with
  * AES-256-GCM under K_seal(n), bound to the entry's id and receipt, so a table copy shows no amount,
  * time or card, and an entry cannot be moved to another receipt. The body is also what lets an
@@ -82,7 +85,7 @@ export const evidenceVersion = (evidenceId: string): number | undefined => {
   return match ? Number(match[1]) : undefined;
 };
 
-/** The id of the entries for this card, amount, currency and bucket: the partition one look-up reads. */
+/** The id of the entries for this card, amount, currency and bucket: one partition a look-up reads. */
 export function evidenceId(
   keyring: CardTagKeyring,
   tag: CardTag,
@@ -124,8 +127,8 @@ export const networkEvidenceId = (
 ): string => referenceId(keyring, tag, ['network', tag, networkTransactionId]);
 
 /**
- * The ids an entry with these facts is written under: a time entry's bucket and the two beside it; a
- * reference entry's one id. What an operator re-keys an entry by, from its opened body.
+ * The id an entry with these facts is written under (one: a time entry's own bucket, a reference
+ * entry's reference). What an operator re-keys an entry by, from its opened body.
  */
 export function evidenceIdsOf(
   keyring: CardTagKeyring,
@@ -142,17 +145,19 @@ export function evidenceIdsOf(
   if (facts.kind === 'network' && facts.networkTransactionId)
     return [networkEvidenceId(keyring, facts.tag, facts.networkTransactionId)];
   if (facts.kind !== undefined) throw new Error('a reference entry without its reference');
-  const bucket = bucketOf(facts.at, widthMs);
-  return [bucket - 1, bucket, bucket + 1].map((each) => evidenceId(keyring, facts.tag, facts, each, widthMs));
+  return [evidenceId(keyring, facts.tag, facts, bucketOf(facts.at, widthMs), widthMs)];
 }
 
-/** The id a look-up reads: the claimed time's own bucket. */
-export const lookupIdOf = (
+/** The ids a look-up reads: the claimed time's bucket and the two beside it, always three. */
+export const lookupIdsOf = (
   keyring: CardTagKeyring,
   tag: CardTag,
   query: EvidenceQuery,
   widthMs: number,
-): string => evidenceId(keyring, tag, query, bucketOf(query.at, widthMs), widthMs);
+): string[] => {
+  const bucket = bucketOf(query.at, widthMs);
+  return [bucket - 1, bucket, bucket + 1].map((each) => evidenceId(keyring, tag, query, each, widthMs));
+};
 
 const additionalData = (id: string, receiptRef: string) => Buffer.from(`${id}\n${receiptRef}`, 'utf8');
 

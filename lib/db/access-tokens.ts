@@ -3,6 +3,7 @@ import {
   BatchGetCommand,
   DeleteCommand,
   GetCommand,
+  PutCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { BATCH_GET_MAX, sendInBatches } from './batch.js';
@@ -30,8 +31,11 @@ const epoch = (iso: string) => Math.floor(Date.parse(iso) / 1000);
 
 /**
  * At most `maxActive` live tokens per user, enforced with one slot item per allowed token: a grant
- * claims a slot whose holder is absent or expired, in the same transaction that writes the token.
- * A slot can only be claimed by one transaction, so the limit holds under any concurrency.
+ * claims a slot whose holder is absent or expired (a conditional put), and only then writes the token.
+ * A slot can only be claimed by one grant, and no token exists without its slot, so the limit holds
+ * under any concurrency. Two plain puts, not a transaction, which bills each item twice (issue 40): a
+ * grant that stops between them leaves a slot without a token, which holds until the token would have
+ * expired (a refusal of a further token meanwhile, never one token too many).
  */
 export class AccessTokenRepository {
   constructor(
@@ -47,26 +51,42 @@ export class AccessTokenRepository {
     const start = Math.floor(Math.random() * this.maxActive);
     for (let offset = 0; offset < this.maxActive; offset += 1) {
       const slot = (start + offset) % this.maxActive;
-      const outcome = await transactWrite(this.doc, {
-        TransactItems: [
-          {
-            Put: {
+      const slotKey = { pk: slotPk(token.userId, slot) };
+      try {
+        await this.doc.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: { ...slotKey, tokenHash, expiresAt, ttl: expiresAt },
+            ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
+            ExpressionAttributeValues: { ':now': nowSeconds },
+          }),
+        );
+      } catch (error) {
+        if (isConditionFailure(error)) continue;
+        throw error;
+      }
+      try {
+        await this.doc.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: { pk: tokenPk(tokenHash), ...token, slot, ttl: expiresAt },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        );
+      } catch (error) {
+        await this.doc
+          .send(
+            new DeleteCommand({
               TableName: this.tableName,
-              Item: { pk: slotPk(token.userId, slot), tokenHash, expiresAt, ttl: expiresAt },
-              ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
-              ExpressionAttributeValues: { ':now': nowSeconds },
-            },
-          },
-          {
-            Put: {
-              TableName: this.tableName,
-              Item: { pk: tokenPk(tokenHash), ...token, slot, ttl: expiresAt },
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
-          },
-        ],
-      });
-      if (outcome.ok) return { granted: true };
+              Key: slotKey,
+              ConditionExpression: 'tokenHash = :tokenHash',
+              ExpressionAttributeValues: { ':tokenHash': tokenHash },
+            }),
+          )
+          .catch(() => undefined);
+        throw error;
+      }
+      return { granted: true };
     }
     return { granted: false, retryAfterSeconds: await this.secondsUntilASlotFrees(token.userId, nowSeconds) };
   }

@@ -43,7 +43,7 @@ const keyOf = ({ evidenceId, receiptRef }: EvidenceKey): EvidenceKey => ({ evide
 
 /**
  * The evidence table. Entries are written with their receipt, in its transaction
- * (ReceiptRepository.putIfAbsent); read by id (a claim's or a match's one look-up), found by receipt
+ * (ReceiptRepository.putIfAbsent); read by id (a claim's or a match's look-ups), found by receipt
  * (the by-receipt index) when the receipt is released, erased or moved.
  */
 export class EvidenceRepository {

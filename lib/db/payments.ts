@@ -6,7 +6,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { GatewayKind, PaymentState, RefundState } from '../gateways/port.js';
-import { isConditionFailure } from './client.js';
+import { isConditionFailure, putIfAbsent } from './client.js';
 import { transactWrite } from './transact.js';
 import type { RefundedLine } from '@receipt-service/receipt-core';
 
@@ -129,6 +129,13 @@ export class PaymentRepository {
 
   /** Stores a new payment; false when it is there already (a retried create). */
   async putPayment(record: PaymentRecord, alongside: TransactItem[] = []): Promise<boolean> {
+    // Alone, a conditional put: a transaction of one item would bill it twice.
+    if (alongside.length === 0) {
+      const outcome = await putIfAbsent(this.doc, this.tableName, record, 'pk', () =>
+        this.getPayment(record.gateway, record.paymentId),
+      );
+      return outcome.stored;
+    }
     const outcome = await transactWrite(this.doc, {
       TransactItems: [
         {

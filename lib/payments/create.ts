@@ -239,7 +239,7 @@ export async function createPaymentWithReceipt(
     receipt: signed,
     requestId: input.requestId,
   });
-  const { envelope } = await encryptAndStore(deps, {
+  const { envelope, paymentStatus: storedStatus } = await encryptAndStore(deps, {
     receipt,
     ...(body.recipientHashedPan ? { recipientHashedPan: body.recipientHashedPan } : {}),
     caller,
@@ -316,7 +316,7 @@ export async function createPaymentWithReceipt(
       recipientHashedPan: body.recipientHashedPan,
     });
   }
-  await recordCreatedPayment(deps, { kind, created, receipt, caller });
+  await recordCreatedPayment(deps, { kind, created, receipt, caller, storedStatus });
   await deps.audit.record({
     action: 'payment.create',
     outcome: 'success',

@@ -108,13 +108,23 @@ export async function retrying<T>(attempt: () => Promise<T>): Promise<T> {
 /**
  * Records a payment just made: its amount, state and the sealed basis its refund receipts are made
  * from, and the sale receipt's status when the payment is already settled (gateway_b completes at
- * creation). A repeat (a retried create) finds it there and changes nothing.
+ * creation). A repeat (a retried create) finds it there and changes nothing. `storedStatus` is the
+ * sale's status as this request stored or found it: when the payment's state is that already, the
+ * sale is not written again (nothing else moves a sale's status before its payment is recorded:
+ * gateway events and refunds need the payment record), and the payment is one plain conditional
+ * put instead of a transaction, which bills every item twice (issue 40).
  */
 export async function recordCreatedPayment(
   deps: LifecycleDeps,
-  input: { kind: GatewayKind; created: CreatedPayment; receipt: DigitalReceipt; caller: Caller },
+  input: {
+    kind: GatewayKind;
+    created: CreatedPayment;
+    receipt: DigitalReceipt;
+    caller: Caller;
+    storedStatus?: PaymentStatus | undefined;
+  },
 ): Promise<void> {
-  const { kind, created, receipt, caller } = input;
+  const { kind, created, receipt, caller, storedStatus } = input;
   const at = deps.clock.now();
   const now = at.toISOString();
   const keyring = await deps.cardTags.keyring();
@@ -138,7 +148,9 @@ export async function recordCreatedPayment(
   };
   const saleKey = { merchantClientId: caller.clientId, receiptId: receipt.receiptId };
   // Also after a decline at an earlier attempt, which marked the receipt failed.
-  await deps.repos.payments.putPayment(record, [deps.repos.receipts.statusChange(saleKey, created.state)]);
+  const saleChanges =
+    storedStatus === created.state ? [] : [deps.repos.receipts.statusChange(saleKey, created.state)];
+  await deps.repos.payments.putPayment(record, saleChanges);
 }
 
 export type Applied = 'applied' | 'unchanged' | 'unknown-payment';

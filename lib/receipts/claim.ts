@@ -31,7 +31,7 @@ const DAY_MS = 86_400_000;
  * Releases the receipts escrowed for a user's card that a card transaction matches: same currency,
  * the receipt's total (or total before tip) equal to the amount, and its transaction time within the
  * configured window of the transaction's. Registering a card proves nothing about who issues it; the
- * card transaction is what only the issuer has. Each claimed transaction is one look-up in the keyed
+ * card transaction is what only the issuer has. Each claimed transaction is the same look-ups in the keyed
  * evidence index (lib/receipts/evidence.ts), so a claim costs the same whatever the card has escrowed
  * near that time, and releases every receipt the evidence matches. Each released receipt is re-wrapped
  * for the user's current key: escrow unwrap, wrap, with the envelope's bound fields and protected

@@ -39,6 +39,8 @@ export interface EncryptInput {
 export interface EncryptOutcome {
   envelope: ReceiptEnvelope;
   recipientUserId: string | null;
+  /** The stored receipt's payment status as this request left or found it (absent: not a payment's). */
+  paymentStatus?: StoredReceipt['paymentStatus'];
 }
 
 const DAY_MS = 86_400_000;
@@ -220,11 +222,19 @@ export async function encryptAndStore(deps: EncryptDeps, input: EncryptInput): P
         ? keyring.tagsOf(input.recipientHashedPan).map((tag) => boundDigest(input.requestDigest, tag))
         : [boundDigest(input.requestDigest, null)];
     if (existing.merchantClientId === caller.clientId && digests.includes(existing.requestDigest)) {
-      return { envelope: existing.envelope, recipientUserId: existing.recipientUserId ?? null };
+      return {
+        envelope: existing.envelope,
+        recipientUserId: existing.recipientUserId ?? null,
+        ...(existing.paymentStatus ? { paymentStatus: existing.paymentStatus } : {}),
+      };
     }
     throw new ConflictError('A different receipt with this receiptId already exists', { field: 'receiptId' });
   }
   // Counted once per stored receipt: an identical retry returned above and is not a second receipt.
   deps.telemetry.count(isEscrowed ? 'ReceiptsEscrowed' : 'ReceiptsEncrypted');
-  return { envelope, recipientUserId: userId };
+  return {
+    envelope,
+    recipientUserId: userId,
+    ...(stored.paymentStatus ? { paymentStatus: stored.paymentStatus } : {}),
+  };
 }

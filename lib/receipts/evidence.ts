@@ -1,8 +1,8 @@
 /**
  * Finding a card's receipts by a card transaction: the keyed evidence index (lib/crypto/evidence.ts)
  * written at seal time, read by claims (escrowed receipts: lib/receipts/claim.ts) and by an issuer's
- * match (the user's own receipts). One look-up per transaction and card-tag version, whatever the card
- * has near that time: a caller without the evidence reads an empty partition in the same calls as for
+ * match (the user's own receipts). The same look-ups per transaction and card-tag version (three for a
+ * time, one for a reference), whatever the card has near that time: a caller without the evidence reads an empty partition in the same calls as for
  * a card with no receipts at all, and every receipt the evidence matches is found, however many
  * others share the window.
  */
@@ -10,7 +10,7 @@ import type { CardTag, CardTagKeyring, ClaimFacts } from '../crypto/card-tag.js'
 import {
   authorizationEvidenceId,
   evidenceIdsOf,
-  lookupIdOf,
+  lookupIdsOf,
   networkEvidenceId,
   openEvidence,
   sealEvidence,
@@ -48,8 +48,8 @@ export const evidenceWidthMs = (deps: Pick<CoreDeps, 'config'>): number =>
   deps.config.claimWindowMinutes * 60_000;
 
 /**
- * A receipt's entries: per amount it can be claimed by, one per bucket (its own and its two
- * neighbours), under the card's current tag. `ttl` is the receipt's own.
+ * A receipt's entries: per amount it can be claimed by, one in its own time bucket (a look-up reads
+ * the neighbours too), under the card's current tag. `ttl` is the receipt's own.
  */
 export function evidenceEntriesFor(
   keyring: CardTagKeyring,
@@ -108,20 +108,20 @@ export const lookupKindOf = (transaction: EvidenceTransaction): EvidenceKind | u
       ? 'authorization'
       : undefined;
 
-/** The one id a transaction is looked up by, for this tag. */
-export function lookupIdFor(
+/** The ids a transaction is looked up by, for this tag: a reference's one, or a time's three buckets. */
+export function lookupIdsFor(
   keyring: CardTagKeyring,
   tag: CardTag,
   transaction: EvidenceTransaction,
   widthMs: number,
-): string {
+): string[] {
   const { amount, currency, transactionDate, authorizationCode, networkTransactionId } = transaction;
-  if (networkTransactionId !== undefined) return networkEvidenceId(keyring, tag, networkTransactionId);
+  if (networkTransactionId !== undefined) return [networkEvidenceId(keyring, tag, networkTransactionId)];
   if (authorizationCode !== undefined && amount !== undefined && currency !== undefined)
-    return authorizationEvidenceId(keyring, tag, { authorizationCode, amount, currency });
+    return [authorizationEvidenceId(keyring, tag, { authorizationCode, amount, currency })];
   if (amount === undefined || currency === undefined || transactionDate === undefined)
     throw new Error('a transaction names neither a reference nor amount, currency and time');
-  return lookupIdOf(keyring, tag, { amount, currency, at: transactionDate }, widthMs);
+  return lookupIdsOf(keyring, tag, { amount, currency, at: transactionDate }, widthMs);
 }
 
 /**
@@ -169,9 +169,11 @@ export async function findByEvidence(
   // receiptRef → the bindings of its matching entries (null: an entry written in its receipt's transaction).
   const found = new Map<string, Set<string | null>>();
   for (const tag of tagsOfCard(card, keyring)) {
-    const id = lookupIdFor(keyring, tag, transaction, widthMs);
-    for (const entry of await deps.repos.evidence.entries(id)) {
-      const facts = openEvidence(keyring, id, entry.receiptRef, entry.sealed);
+    const ids = lookupIdsFor(keyring, tag, transaction, widthMs);
+    const partitions = await Promise.all(ids.map((id) => deps.repos.evidence.entries(id)));
+    // A receipt stored before entries were written once may be under all three ids: kept once.
+    for (const entry of partitions.flat()) {
+      const facts = openEvidence(keyring, entry.evidenceId, entry.receiptRef, entry.sealed);
       if (!evidenceMatches(facts, tag, transaction, widthMs)) continue;
       const bindings = found.get(entry.receiptRef) ?? new Set<string | null>();
       bindings.add(facts?.binding ?? null);

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Caller } from '../../lib/api-keys/authenticator.js';
 import { openEnvelope } from '../../lib/crypto/envelope.js';
+import { bucketOf, evidenceId, sealEvidence } from '../../lib/crypto/evidence.js';
+import { receiptRefOf } from '../../lib/db/evidence.js';
 import { ConflictError, NotFoundError } from '../../lib/kernel/errors.js';
 import { ClaimLimitError } from '../../lib/receipts/vocabulary.js';
 import { claimEscrowedReceipts, type ClaimedTransaction } from '../../lib/receipts/claim.js';
@@ -273,6 +275,40 @@ describe('claims: escrowed receipts released by the card transaction', () => {
     await expectReleased(receipt, { ...user, keyId: newKey.keyId, privateKey: newKey.privateKey });
     const { envelope } = await getReceipt(useCases.deps, receipt.receiptId, issuer);
     expect(() => openEnvelope(envelope, user.privateKey)).toThrow();
+  });
+
+  it('finds a receipt whose entries an earlier version wrote under its bucket and both neighbours, and releases it once', async () => {
+    const receipt = sampleReceipt();
+    const hashedPan = newHashedPan();
+    await storeReceipt(useCases.deps, merchant, hashedPan, receipt);
+    // What the version before issue 40 wrote, in the receipt's transaction (no binding): every amount
+    // under three buckets. Today's code writes the middle one; these are the neighbours.
+    const keyring = await useCases.deps.cardTags.keyring();
+    const widthMs = evidenceWidthMs(useCases.deps);
+    const tag = keyring.tagsOf(hashedPan)[0]!;
+    const { amounts, currency, at, cardLast4 } = claimFactsOf(receipt);
+    const receiptRef = receiptRefOf({ merchantClientId: merchant.clientId, receiptId: receipt.receiptId });
+    const bucket = bucketOf(at, widthMs);
+    await useCases.deps.repos.evidence.putAll(
+      [...new Set(amounts)].flatMap((amount) =>
+        [bucket - 1, bucket + 1].map((each) => {
+          const id = evidenceId(keyring, tag, { amount, currency }, each, widthMs);
+          const body = { tag, amount, currency, at, ...(cardLast4 ? { cardLast4 } : {}) };
+          return {
+            evidenceId: id,
+            receiptRef,
+            sealed: sealEvidence(keyring, id, receiptRef, body),
+            ttl: 2e9,
+          };
+        }),
+      ),
+    );
+    const user = await registerCardholder(useCases.deps, issuer, hashedPan);
+
+    // At the window's edge the look-up's three buckets hold two of the receipt's entries: one receipt.
+    const outcome = await claim(user, [transaction({ transactionDate: shifted(-WINDOW_MINUTES * MINUTE) })]);
+    expect(outcome).toMatchObject({ results: [{ receiptIds: [receipt.receiptId] }], released: 1 });
+    await expectReleased(receipt, user);
   });
 
   describe('evidence written ahead of its receipt, bound to it (issue 40: no transaction)', () => {

@@ -233,6 +233,25 @@ describe('payments: a receipt stored, charged and mapped, or nothing charged', (
     expect(paymentsMade()).toBe(0);
   });
 
+  it("leaves the sale receipt at its payment's state, written again only when the payment's state differs, and failed after a decline", async () => {
+    const statusOf = async (receiptId: string) =>
+      (await useCases.deps.repos.receipts.get({ merchantClientId: merchant.clientId, receiptId }))
+        ?.paymentStatus;
+    const stateOf = async (kind: GatewayKind, paymentId: string) =>
+      (await useCases.deps.repos.payments.getPayment(kind, paymentId))?.state;
+    // issue 40: the sale is written again only when the payment's state is not the one it was stored with.
+    for (const kind of ['gateway_a', 'gateway_b'] as const) {
+      const paymentBody = body(kind);
+      const result = await pay(kind, paymentBody);
+      expect(await statusOf(paymentBody.receiptId)).toBe(await stateOf(kind, result.paymentId));
+    }
+    // A declined one stays failed: the gateway replays its decline to the same request made again.
+    const declined = body('gateway_a');
+    sandbox().faults.add({ kind: 'decline', operation: 'stripe.paymentIntents.create' });
+    await expect(pay('gateway_a', declined)).rejects.toBeInstanceOf(PaymentDeclinedError);
+    expect(await statusOf(declined.receiptId)).toBe('failed');
+  });
+
   describe('behind the idempotency store, as the handler runs it', () => {
     const context = { getRemainingTimeInMillis: () => 30_000 } as unknown as Context;
     const once = () =>

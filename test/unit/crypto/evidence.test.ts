@@ -6,12 +6,12 @@ import {
   bucketOf,
   evidenceId,
   evidenceIdsOf,
-  lookupIdOf,
+  lookupIdsOf,
   networkEvidenceId,
   openEvidence,
   sealEvidence,
 } from '../../../lib/crypto/evidence.js';
-import { evidenceEntriesFor, evidenceMatches, lookupIdFor } from '../../../lib/receipts/evidence.js';
+import { evidenceEntriesFor, evidenceMatches, lookupIdsFor } from '../../../lib/receipts/evidence.js';
 
 const WIDTH = 15 * 60_000;
 const pan = 'b'.repeat(64);
@@ -39,26 +39,32 @@ describe('the keyed evidence index', () => {
     );
   });
 
-  it('writes a receipt under its bucket and both neighbours, so one look-up finds it anywhere within ± the window', () => {
+  it('writes a receipt under its own bucket once, and a look-up of three buckets finds it anywhere within ± the window', () => {
     const written = evidenceIdsOf(keyring, { tag, amount: 1748, currency: 'USD', at }, WIDTH);
-    expect(written).toHaveLength(3);
+    expect(written).toHaveLength(1);
     for (const offset of [-WIDTH, -WIDTH / 2, -1, 0, 1, WIDTH / 3, WIDTH]) {
       const claimed = new Date(Date.parse(at) + offset).toISOString();
-      expect(written).toContain(
-        lookupIdOf(keyring, tag, { amount: 1748, currency: 'USD', at: claimed }, WIDTH),
-      );
+      const read = lookupIdsOf(keyring, tag, { amount: 1748, currency: 'USD', at: claimed }, WIDTH);
+      expect(read).toHaveLength(3);
+      expect(read).toContain(written[0]);
     }
+    // Beyond twice the window the receipt's bucket is not read at all.
+    const far = new Date(Date.parse(at) + 2 * WIDTH + 1).toISOString();
+    expect(lookupIdsOf(keyring, tag, { amount: 1748, currency: 'USD', at: far }, WIDTH)).not.toContain(
+      written[0],
+    );
     // Another amount, currency or card reads another partition.
     for (const [other, query] of [
       [tag, { amount: 1749, currency: 'USD', at }],
       [tag, { amount: 1748, currency: 'EUR', at }],
       [keyring.tagOf('c'.repeat(64)), { amount: 1748, currency: 'USD', at }],
     ] as const)
-      expect(written).not.toContain(lookupIdOf(keyring, other, query, WIDTH));
+      for (const id of lookupIdsOf(keyring, other, query, WIDTH)) expect(written).not.toContain(id);
   });
 
   it('seals an entry for its id and receipt only: another id, receipt, key or a changed byte opens nothing', () => {
-    const [id, neighbour] = evidenceIdsOf(keyring, { tag, amount: 1748, currency: 'USD', at }, WIDTH);
+    const [id] = evidenceIdsOf(keyring, { tag, amount: 1748, currency: 'USD', at }, WIDTH);
+    const [neighbour] = lookupIdsOf(keyring, tag, { amount: 1748, currency: 'USD', at }, WIDTH);
     const body = { tag, amount: 1748, currency: 'USD', at, cardLast4: '4242' };
     const sealed = sealEvidence(keyring, id!, receiptRef, body);
     expect(openEvidence(keyring, id!, receiptRef, sealed)).toEqual(body);
@@ -118,8 +124,8 @@ describe('the keyed evidence index', () => {
       expect(networkEvidenceId(keyring, tag, '581012345678901')).toBe(
         mac(['network', tag, '581012345678901']),
       );
-      // 2 amounts × 3 buckets, 2 amounts by code, 1 by network id.
-      expect(entries).toHaveLength(9);
+      // 2 amounts in their one bucket, 2 amounts by code, 1 by network id.
+      expect(entries).toHaveLength(5);
       expect(entries.map((entry) => entry.evidenceId)).toContain(byCode);
       // Neither code is in an entry in clear: only in its sealed body.
       expect(JSON.stringify(entries)).not.toMatch(/A1B2C3|581012345678901/);
@@ -129,27 +135,35 @@ describe('the keyed evidence index', () => {
       const byCode = { authorizationCode: 'A1B2C3', amount: 1548, currency: 'USD' };
       const byNetwork = { networkTransactionId: '581012345678901' };
       for (const transaction of [byCode, byNetwork, { ...byNetwork, amount: 1748, cardLast4: '4242' }]) {
-        const id = lookupIdFor(keyring, tag, transaction, WIDTH);
-        expect(opened(id).map((body) => evidenceMatches(body, tag, transaction, WIDTH))).toEqual([true]);
+        const [id, ...more] = lookupIdsFor(keyring, tag, transaction, WIDTH);
+        expect(more).toEqual([]);
+        expect(opened(id!).map((body) => evidenceMatches(body, tag, transaction, WIDTH))).toEqual([true]);
       }
       for (const wrong of [
         { ...byCode, authorizationCode: 'A1B2C4' },
         { ...byCode, amount: 1549 },
         { networkTransactionId: '581012345678902' },
       ])
-        expect(opened(lookupIdFor(keyring, tag, wrong, WIDTH))).toEqual([]);
+        expect(lookupIdsFor(keyring, tag, wrong, WIDTH).flatMap(opened)).toEqual([]);
       // Every field given must match, even beside the reference that found the entry.
-      const id = lookupIdFor(keyring, tag, byNetwork, WIDTH);
+      const [id] = lookupIdsFor(keyring, tag, byNetwork, WIDTH);
       for (const mismatch of [
         { ...byNetwork, amount: 1 },
         { ...byNetwork, authorizationCode: 'ZZZZZZ' },
         { ...byNetwork, transactionDate: '2026-11-22T09:15:00.000Z' },
         { ...byNetwork, cardLast4: '0000' },
       ])
-        expect(opened(id).map((body) => evidenceMatches(body, tag, mismatch, WIDTH))).toEqual([false]);
+        expect(opened(id!).map((body) => evidenceMatches(body, tag, mismatch, WIDTH))).toEqual([false]);
       // A time look-up never matches a reference entry, nor a reference look-up a time entry.
-      const timeId = lookupIdFor(keyring, tag, { amount: 1548, currency: 'USD', transactionDate: at }, WIDTH);
-      expect(opened(timeId).map((body) => evidenceMatches(body, tag, byCode, WIDTH))).toEqual([false]);
+      const timeIds = lookupIdsFor(
+        keyring,
+        tag,
+        { amount: 1548, currency: 'USD', transactionDate: at },
+        WIDTH,
+      );
+      expect(timeIds.flatMap(opened).map((body) => evidenceMatches(body, tag, byCode, WIDTH))).toEqual([
+        false,
+      ]);
     });
 
     it('re-keys a reference entry from its opened body alone (card-key rotate)', () => {
