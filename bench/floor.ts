@@ -19,6 +19,8 @@ import type { EscrowKey } from '../lib/crypto/escrow.js';
 import { lookupIdsOf, openEvidence } from '../lib/crypto/evidence.js';
 import { matchesPublicKey, parsePrivateKey, parsePublicKey } from '../lib/crypto/keys.js';
 import { receiptKeyOf, receiptRefOf } from '../lib/db/evidence.js';
+import { cardPk, USER_CACHE_MAX_AGE_MS } from '../lib/db/users.js';
+import { LruCache } from '../lib/kernel/lru.js';
 import {
   paymentPk,
   refundSk,
@@ -36,7 +38,7 @@ import { idempotencyBody } from '../lib/payments/create.js';
 import { basisOf, derivedUuid, openBasis, sealBasis } from '../lib/payments/refund-basis.js';
 import type { CreatePaymentBody } from '../lib/payments/schemas.js';
 import type { PaymentStatus } from '../lib/kernel/payment-status.js';
-import type { ReceiptEnvelope, StoredReceipt } from '../lib/db/receipts.js';
+import { receiptTableKey, type ReceiptEnvelope, type StoredReceipt } from '../lib/db/receipts.js';
 import { boundDigest, claimFactsOf, digestOf } from '../lib/receipts/encrypt.js';
 import { evidenceEntriesFor, evidenceMatches, tagsOfCard } from '../lib/receipts/evidence.js';
 import type { DigitalReceipt } from '../lib/receipts/schemas.js';
@@ -84,11 +86,6 @@ export interface FloorOptions {
   tokens: { ttlSeconds: number; maxActive: number };
   /** The gateway sandbox (GATEWAY_SANDBOX_URL), reached with the stripe SDK as the service does. */
   sandboxUrl: string;
-  /**
-   * Registered recipients by hashedPan, as the bench registered them: a warm service finds them in
-   * its memory (lib/db/users.ts), so a warm encrypt reads no user, and neither does the floor.
-   */
-  recipients: ReadonlyMap<string, { userId: string; keyId: string; publicKey: string }>;
 }
 
 export interface FloorServer {
@@ -97,6 +94,13 @@ export interface FloorServer {
 }
 
 type Json = Record<string, unknown>;
+
+/** The fields of a user's card guard (lib/db/users.ts's UserRecord) that a seal needs. */
+interface RegisteredRecipient {
+  userId: string;
+  keyId: string;
+  publicKey: string;
+}
 
 class FloorRefusal extends Error {
   constructor(
@@ -196,10 +200,28 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     if (policy.Item?.requireSignatures === true) throw new FloorRefusal(400, 'a signature is required');
   }
 
+  // The card's registered user, kept no longer than the service may keep it (USER_CACHE_MAX_AGE_MS,
+  // lib/db/users.ts): that bound is what lets a key rotation or an erasure in another process take
+  // effect within 30 s, so a floor that kept its recipients for the whole run would do less than the
+  // same guarantees allow. Misses are not kept, as in the service.
+  const recipients = new LruCache<string, RegisteredRecipient>(10_000, USER_CACHE_MAX_AGE_MS);
+  async function recipientOf(cardTag: string): Promise<RegisteredRecipient | undefined> {
+    const known = recipients.get(cardTag);
+    if (known) return known;
+    const found = await doc.send(
+      new GetCommand({ TableName: tables.users, Key: { pk: cardPk(cardTag) }, ConsistentRead: true }),
+    );
+    if (!found.Item) return undefined;
+    const user = found.Item as RegisteredRecipient;
+    recipients.set(cardTag, user);
+    return user;
+  }
+
   /**
    * lib/receipts/encrypt.ts's encryptAndStore for a warm service: the card's tags (its registered user
-   * is in memory, as the service's recipient cache has it, and the merchantId's owner too), the seal,
-   * then the receipt with its evidence entries in one transaction beside the audit record.
+   * read at most once per USER_CACHE_MAX_AGE_MS, as the service's recipient cache has it; the
+   * merchantId's owner in memory), the seal, then the evidence entries and the receipt beside the
+   * audit record.
    */
   async function sealAndStore(
     clientId: string,
@@ -211,7 +233,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
   ): Promise<ReceiptEnvelope> {
     const keyring = hashedPan ? await options.cardTags.keyring() : null;
     const cardTag = keyring && hashedPan ? (keyring.tagsOf(hashedPan)[0] ?? null) : null;
-    const user = hashedPan ? options.recipients.get(hashedPan) : undefined;
+    const user = cardTag ? await recipientOf(cardTag) : undefined;
     const recipient: Recipient = user
       ? { keyId: user.keyId, publicKey: parsePublicKey(user.publicKey) }
       : { keyId: options.escrow.keyId, publicKey: await options.escrow.publicKey() };
@@ -245,26 +267,34 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
             receipt: stored,
             ttl,
             widthMs: options.claims.windowMinutes * 60_000,
+            binding: stored.requestDigest,
           })
         : [];
-    const receiptPut = {
-      TableName: tables.receipts,
-      Item: stored as unknown as Json,
-      ConditionExpression: 'attribute_not_exists(receiptId)',
-    };
-    await Promise.all([
-      evidence.length === 0
-        ? doc.send(new PutCommand(receiptPut))
-        : doc.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                { Put: receiptPut },
-                ...evidence.map((entry) => ({
-                  Put: { TableName: tables.evidence, Item: entry as unknown as Json },
-                })),
-              ],
+    // As lib/db/receipts.ts's putIfAbsent: the entries first, each bound to the receipt's digest, then
+    // the receipt (not one transaction, which bills every item twice).
+    const storeReceipt = async () => {
+      await Promise.all(
+        evidence.map((entry) =>
+          doc.send(
+            new PutCommand({
+              TableName: tables.evidence,
+              Item: entry as unknown as Json,
+              ConditionExpression: 'attribute_not_exists(evidenceId) OR binding = :binding',
+              ExpressionAttributeValues: { ':binding': entry.binding },
             }),
           ),
+        ),
+      );
+      await doc.send(
+        new PutCommand({
+          TableName: tables.receipts,
+          Item: { ...stored, ...receiptTableKey(stored) } as unknown as Json,
+          ConditionExpression: 'attribute_not_exists(receiptId)',
+        }),
+      );
+    };
+    await Promise.all([
+      storeReceipt(),
       audit({
         action: user ? 'receipt.encrypt' : 'escrow.wrap',
         outcome: 'success',
@@ -564,7 +594,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
           {
             Update: {
               TableName: tables.receipts,
-              Key: { merchantClientId: clientId, receiptId },
+              Key: receiptTableKey({ merchantClientId: clientId, receiptId }),
               UpdateExpression: 'SET paymentStatus = :status',
               ConditionExpression: 'attribute_exists(receiptId)',
               ExpressionAttributeValues: { ':status': state },
@@ -746,7 +776,10 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
     const pending = after?.requests.find((candidate) => candidate.refundId === refundId);
     if (!after || !pending) throw new FloorRefusal(409, 'the request is gone');
     const now = clock.now();
-    const saleKey = { merchantClientId: payment.merchantClientId, receiptId: payment.receiptId };
+    const saleKey = receiptTableKey({
+      merchantClientId: payment.merchantClientId,
+      receiptId: payment.receiptId,
+    });
     const sale = (
       await doc.send(new GetCommand({ TableName: tables.receipts, Key: saleKey, ConsistentRead: true }))
     ).Item;
@@ -815,7 +848,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       {
         Put: {
           TableName: tables.receipts,
-          Item: stored,
+          Item: { ...stored, ...receiptTableKey(stored) },
           ConditionExpression: 'attribute_not_exists(receiptId)',
         },
       },
@@ -966,7 +999,11 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
           async (ref) =>
             (
               await doc.send(
-                new GetCommand({ TableName: tables.receipts, Key: receiptKeyOf(ref), ConsistentRead: true }),
+                new GetCommand({
+                  TableName: tables.receipts,
+                  Key: receiptTableKey(receiptKeyOf(ref)),
+                  ConsistentRead: true,
+                }),
               )
             ).Item,
         ),
@@ -995,7 +1032,7 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
           await doc.send(
             new UpdateCommand({
               TableName: tables.receipts,
-              Key: key,
+              Key: receiptTableKey(key),
               UpdateExpression:
                 'SET envelope = :envelope, recipientUserId = :user, #ttl = :ttl REMOVE pendingRecipient, claimAt, claimFacts',
               ConditionExpression:
@@ -1052,7 +1089,9 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
         });
         // The sale read again for refund receipts escrowed with it (lib/receipts/claim.ts).
         const sale = (
-          await doc.send(new GetCommand({ TableName: tables.receipts, Key: key, ConsistentRead: true }))
+          await doc.send(
+            new GetCommand({ TableName: tables.receipts, Key: receiptTableKey(key), ConsistentRead: true }),
+          )
         ).Item;
         if (Array.isArray(sale?.refundReceiptIds) && sale.refundReceiptIds.length > 0)
           throw new Error(
