@@ -156,6 +156,14 @@ describe('routes', () => {
     });
   });
 
+  /** An operation's response, through the deployed view's shared responses (`$ref`) when it is one. */
+  const responseOf = (operation: ReturnType<typeof operationAt>, status: string) => {
+    const response = operation.responses?.[status] as { $ref?: string; headers?: Record<string, unknown> };
+    const shared = response?.$ref?.replace('#/components/responses/', '');
+    const components = (definition().components as { responses?: Record<string, typeof response> }).responses;
+    return shared ? components?.[shared] : response;
+  };
+
   it('answers a method a known path lacks with 405 method_not_allowed and Allow', () => {
     const paths = [...new Set(routes.map((route) => route.path))];
     for (const path of paths) {
@@ -169,7 +177,7 @@ describe('routes', () => {
       expect(response?.responseParameters?.['method.response.header.Allow']).toBe(`'${allowed.join(', ')}'`);
       expect(response?.responseParameters?.['method.response.header.X-Request-Id']).toBe('context.requestId');
       // A header is mapped only when the method response declares it.
-      expect(Object.keys(any.responses?.['405']?.headers ?? {}).sort()).toEqual(
+      expect(Object.keys(responseOf(any, '405')?.headers ?? {}).sort()).toEqual(
         Object.keys(response?.responseParameters ?? {})
           .map((name) => name.slice('method.response.header.'.length))
           .sort(),
