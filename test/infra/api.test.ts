@@ -135,7 +135,8 @@ describe('routes', () => {
     // The gateways' events are verified by their providers' signatures instead (test/infra/gateway-events.test.ts).
     // The key log's routes and a merchant's JWKS are public by design (issue 39).
     const publicByDesign = ['health', 'openapi', 'api-docs', 'gateway-events'];
-    publicByDesign.push('get-merchant-jwks', 'get-key-log-document', 'list-key-log-entries', 'prove-key-log');
+    publicByDesign.push('get-merchant-jwks', 'get-key-log-tree-head', 'get-key-log-public-key');
+    publicByDesign.push('list-key-log-entries', 'prove-key-log-inclusion', 'prove-key-log-consistency');
     for (const name of open) expect(publicByDesign).toContain(name);
     // API Gateway's API key requirement: an apiKey scheme in the X-API-Key header.
     expect(definition().components.securitySchemes.ApiKeyAuth).toMatchObject({
