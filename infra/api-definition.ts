@@ -217,6 +217,7 @@ export function deployedDefinition(
       'x-amazon-apigateway-any-method': mockAnswer(notFoundAnswer, wiring.authorizerName, path),
     };
   }
-  // Responses alike (the mocks', most errors once their prose is gone) are declared once and referenced.
+  // Responses alike (most errors, once their prose is gone) are declared once and referenced; the
+  // mocks' stay inline (lib/openapi/views.ts, shareResponses).
   return shareResponses(document);
 }

@@ -111,6 +111,17 @@ const operationsOf = (document: Json): Json[] =>
   );
 
 /**
+ * The operations whose responses API Gateway never reads: all but those a mock integration answers,
+ * whose integration response maps its headers onto the method response they declare. Those stay
+ * inline, as the importer has always read them; a Lambda proxy's responses are the reader's only.
+ */
+const shareableOperationsOf = (document: Json): Json[] =>
+  operationsOf(document).filter((operation) => {
+    const integration = operation['x-amazon-apigateway-integration'];
+    return !(isObject(integration) && integration.type === 'mock');
+  });
+
+/**
  * `document` (the deployed view, changed in place) with each response object that occurs more than
  * once replaced by a `$ref` to a shared component (SHARED_RESPONSE_PREFIX): the template's bytes per
  * route (docs/DEPLOY.md, "What one more route costs").
@@ -118,7 +129,7 @@ const operationsOf = (document: Json): Json[] =>
 export function shareResponses<T extends Json>(document: T): T {
   const seen = new Map<string, number>();
   const responsesOf = (operation: Json) => operation.responses as Record<string, unknown>;
-  for (const operation of operationsOf(document))
+  for (const operation of shareableOperationsOf(document))
     for (const response of Object.values(responsesOf(operation))) {
       if (!isObject(response) || '$ref' in response) continue;
       const key = JSON.stringify(response);
@@ -136,7 +147,7 @@ export function shareResponses<T extends Json>(document: T): T {
     if (name in shared) throw new Error(`The public document already has a response named ${name}`);
     shared[name] = JSON.parse(key) as unknown;
   }
-  for (const operation of operationsOf(document))
+  for (const operation of shareableOperationsOf(document))
     for (const [status, response] of Object.entries(responsesOf(operation))) {
       const name = isObject(response) && !('$ref' in response) && names.get(JSON.stringify(response));
       if (name) responsesOf(operation)[status] = { $ref: sharedRef(name) };

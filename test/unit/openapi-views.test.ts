@@ -114,6 +114,13 @@ describe('shareResponses', () => {
         delete: { responses: { 204: { description: 'B' }, 404: structuredClone(notFound) } },
         'x-amazon-apigateway-any-method': { responses: { 405: { description: 'Answered by API Gateway' } } },
       },
+      // A mock's integration maps headers onto its method responses: they stay as they are.
+      '/c': {
+        'x-amazon-apigateway-any-method': {
+          responses: { 405: { description: 'Answered by API Gateway' } },
+          'x-amazon-apigateway-integration': { type: 'mock' },
+        },
+      },
     },
   });
 
@@ -132,10 +139,14 @@ describe('shareResponses', () => {
     expect(shared.paths['/b']['x-amazon-apigateway-any-method'].responses[405]).toEqual({
       $ref: '#/components/responses/Shared2',
     });
+    expect(shared.paths['/c']['x-amazon-apigateway-any-method'].responses[405]).toEqual({
+      description: 'Answered by API Gateway',
+    });
     const expected = document() as Record<string, unknown> & {
       paths: Record<string, Record<string, unknown>>;
     };
     for (const item of Object.values(expected.paths)) delete item['x-amazon-apigateway-any-method'];
+    delete expected.paths['/c'];
     expect(publicView(shared)).toEqual(expected);
   });
 });
