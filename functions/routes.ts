@@ -36,9 +36,11 @@ import { setSigningPolicyRoute } from './merchants/set-signing-policy/route.js';
 import { getMerchantKeyRoute } from './merchants/get-merchant-key/route.js';
 import { createKeyChallengeRoute } from './merchants/create-key-challenge/route.js';
 import { getMerchantJwksRoute } from './merchants/get-merchant-jwks/route.js';
-import { getKeyLogDocumentRoute } from './key-log/get-key-log-document/route.js';
+import { getKeyLogPublicKeyRoute } from './key-log/get-key-log-public-key/route.js';
+import { getKeyLogTreeHeadRoute } from './key-log/get-key-log-tree-head/route.js';
 import { listKeyLogEntriesRoute } from './key-log/list-key-log-entries/route.js';
-import { proveKeyLogRoute } from './key-log/prove-key-log/route.js';
+import { proveKeyLogConsistencyRoute } from './key-log/prove-key-log-consistency/route.js';
+import { proveKeyLogInclusionRoute } from './key-log/prove-key-log-inclusion/route.js';
 
 export {
   rateGroupOf,
@@ -94,9 +96,11 @@ export const routeTable = {
   'get-merchant-key': getMerchantKeyRoute,
   'create-key-challenge': createKeyChallengeRoute,
   'get-merchant-jwks': getMerchantJwksRoute,
-  'get-key-log-document': getKeyLogDocumentRoute,
+  'get-key-log-tree-head': getKeyLogTreeHeadRoute,
+  'get-key-log-public-key': getKeyLogPublicKeyRoute,
   'list-key-log-entries': listKeyLogEntriesRoute,
-  'prove-key-log': proveKeyLogRoute,
+  'prove-key-log-inclusion': proveKeyLogInclusionRoute,
+  'prove-key-log-consistency': proveKeyLogConsistencyRoute,
 } as const satisfies Record<string, RouteDeclaration>;
 
 export type RouteName = keyof typeof routeTable;

@@ -13,7 +13,12 @@
  * - the gateway responses of infra/gateway-responses.ts.
  */
 import type { RouteDefinition } from '../lib/kernel/route.js';
-import { API_GATEWAY_SECURITY_MARKER, withoutProse, type OpenApiDocument } from '../lib/openapi/views.js';
+import {
+  API_GATEWAY_SECURITY_MARKER,
+  shareResponses,
+  withoutProse,
+  type OpenApiDocument,
+} from '../lib/openapi/views.js';
 import {
   edgeErrorResponses,
   gatewayResponseHeaders,
@@ -212,5 +217,7 @@ export function deployedDefinition(
       'x-amazon-apigateway-any-method': mockAnswer(notFoundAnswer, wiring.authorizerName, path),
     };
   }
-  return document;
+  // Responses alike (most errors, once their prose is gone) are declared once and referenced; the
+  // mocks' stay inline (lib/openapi/views.ts, shareResponses).
+  return shareResponses(document);
 }

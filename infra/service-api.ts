@@ -1,4 +1,4 @@
-import { ArnFormat, Aws, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   ApiDefinition,
@@ -115,15 +115,12 @@ export class ServiceApi extends Construct {
         ]),
     );
 
+    // One Fn::Sub rather than the Fn::Join a formatted ARN gives: a third of the bytes, once per route.
     const invocationUri = ({ name }: ApiFunction): string =>
-      `arn:${Aws.PARTITION}:apigateway:${Aws.REGION}:lambda:path/2015-03-31/functions/${Stack.of(
-        this,
-      ).formatArn({
-        service: 'lambda',
-        resource: 'function',
-        resourceName: name,
-        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-      })}/invocations`;
+      Fn.sub(
+        'arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/' +
+          `arn:\${AWS::Partition}:lambda:\${AWS::Region}:\${AWS::AccountId}:function:${name}/invocations`,
+      );
     const handlerOf = (route: RouteDefinition): ApiFunction => {
       const handler = props.handlers.get(route.name);
       if (!handler) throw new Error(`No function for route ${route.name}`);
@@ -181,7 +178,11 @@ export class ServiceApi extends Construct {
     for (const route of props.routes) {
       handlerOf(route).fn.addPermission('ApiInvoke', {
         principal,
-        sourceArn: this.api.arnForExecuteApi(route.method, arnPath(route.path), props.stage),
+        // Fn::Sub rather than arnForExecuteApi's Fn::Join: a third of the bytes, once per route.
+        sourceArn: Fn.sub(
+          `arn:\${AWS::Partition}:execute-api:\${AWS::Region}:\${AWS::AccountId}:\${Api}/${props.stage}/${route.method}${arnPath(route.path)}`,
+          { Api: this.api.restApiId },
+        ),
       });
     }
     props.authorizer.fn.addPermission('ApiAuthorizerInvoke', {

@@ -44,9 +44,7 @@ export async function runKeyLogCommand(
   let logPublicKey = kept?.logPublicKey;
   if (!logPublicKey) {
     // First watch: the key is pinned from the service once (compare it with the one your operator publishes).
-    const { data } = await client.GET('/api/v1/key-log/{document}', {
-      params: { path: { document: 'public-key' } },
-    });
+    const { data } = await client.GET('/api/v1/key-log/public-key');
     logPublicKey = data?.data as WatchState['logPublicKey'] | undefined;
     if (!logPublicKey) throw new KeyLogUsageError(`No key log at ${values.url}: is the service running?`);
   }

@@ -1,6 +1,6 @@
 import type { JWK } from 'jose';
 import { InvalidRequestError, NotFoundError, type FieldProblem } from '../kernel/errors.js';
-import { consistencyProof, inclusionProof, type KeyLogDeps, type KeyLogLeaf } from './log.js';
+import { inclusionProof, type KeyLogDeps, type KeyLogLeaf } from './log.js';
 import { emptyRoot } from './merkle.js';
 import { signTreeHead, type LogSigningKey, type TreeHead } from './tree-head.js';
 
@@ -8,6 +8,20 @@ import { signTreeHead, type LogSigningKey, type TreeHead } from './tree-head.js'
  * The key log's public reads (GET /api/v1/key-log/…): what a device or a merchant needs to check a key
  * is in the log and to watch it grow, with no API key.
  */
+
+/** GET /key-log/proof/consistency: the proof that the tree of size `second` extends that of `first`. */
+export { consistencyProof } from './log.js';
+
+/**
+ * What every public read of the log declares (its route.ts spreads it): no API key, the anonymous rate
+ * limit the pipeline keeps, the log's table read-only.
+ */
+export const publicLogRead = {
+  method: 'GET',
+  apiKeyRequired: false,
+  roles: [],
+  tables: { rateLimits: 'write', apiKeys: 'read', keyLog: 'read' },
+} as const;
 
 /** Most leaves one GET /key-log/entries answers. */
 export const maxEntriesPage = 100;
@@ -83,32 +97,4 @@ export async function inclusionByKid(
     }),
   );
   return { ...input, entries };
-}
-
-const required = <T>(value: T | undefined, field: string): T => {
-  if (value === undefined)
-    throw new InvalidRequestError(`${field} is missing`, [{ field, message: 'is required for this proof' }]);
-  return value;
-};
-
-/** GET /key-log/proof/{kind}: the parameters each proof needs, each missing one named. */
-export function proveKeyLog(
-  deps: KeyLogDeps,
-  input: {
-    kind: 'inclusion' | 'consistency';
-    kid?: string;
-    treeSize?: number;
-    first?: number;
-    second?: number;
-  },
-) {
-  return input.kind === 'inclusion'
-    ? inclusionByKid(deps, {
-        kid: required(input.kid, 'kid'),
-        treeSize: required(input.treeSize, 'treeSize'),
-      })
-    : consistencyProof(deps, {
-        first: required(input.first, 'first'),
-        second: required(input.second, 'second'),
-      });
 }

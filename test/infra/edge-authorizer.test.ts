@@ -96,12 +96,14 @@ describe('the REST API', () => {
     expect(open.map((route) => route.name).sort()).toEqual([
       'api-docs',
       'gateway-events',
-      'get-key-log-document',
+      'get-key-log-public-key',
+      'get-key-log-tree-head',
       'get-merchant-jwks',
       'health',
       'list-key-log-entries',
       'openapi',
-      'prove-key-log',
+      'prove-key-log-consistency',
+      'prove-key-log-inclusion',
     ]);
     const operations = operationsOf(definition);
     const unkeyed = [

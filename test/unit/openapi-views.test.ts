@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { publicView, withoutProse } from '../../lib/openapi/views.js';
+import { publicView, shareResponses, withoutProse } from '../../lib/openapi/views.js';
 
 /**
  * The two views of the OpenAPI document (lib/openapi/views.ts); test/infra/api.test.ts checks them on
@@ -92,5 +92,61 @@ describe('withoutProse', () => {
         schemas: { Line: { type: 'object', properties: { description: { type: 'string' } } } },
       },
     });
+  });
+});
+
+describe('shareResponses', () => {
+  const notFound = { description: '', content: { 'application/json': { schema: { type: 'object' } } } };
+  const document = () => ({
+    components: { responses: { Unauthorized: { description: '' } } },
+    paths: {
+      '/a': {
+        get: {
+          responses: {
+            200: { description: 'A' },
+            401: { $ref: '#/components/responses/Unauthorized' },
+            404: notFound,
+          },
+        },
+        'x-amazon-apigateway-any-method': { responses: { 405: { description: 'Answered by API Gateway' } } },
+      },
+      '/b': {
+        delete: { responses: { 204: { description: 'B' }, 404: structuredClone(notFound) } },
+        'x-amazon-apigateway-any-method': { responses: { 405: { description: 'Answered by API Gateway' } } },
+      },
+      // A mock's integration maps headers onto its method responses: they stay as they are.
+      '/c': {
+        'x-amazon-apigateway-any-method': {
+          responses: { 405: { description: 'Answered by API Gateway' } },
+          'x-amazon-apigateway-integration': { type: 'mock' },
+        },
+      },
+    },
+  });
+
+  it('declares a response that occurs more than once as a component and references it; publicView puts it back', () => {
+    const shared = shareResponses(document());
+    expect(shared.components.responses).toEqual({
+      Unauthorized: { description: '' },
+      Shared1: notFound,
+      Shared2: { description: 'Answered by API Gateway' },
+    });
+    expect(shared.paths['/a'].get.responses).toEqual({
+      200: { description: 'A' },
+      401: { $ref: '#/components/responses/Unauthorized' },
+      404: { $ref: '#/components/responses/Shared1' },
+    });
+    expect(shared.paths['/b']['x-amazon-apigateway-any-method'].responses[405]).toEqual({
+      $ref: '#/components/responses/Shared2',
+    });
+    expect(shared.paths['/c']['x-amazon-apigateway-any-method'].responses[405]).toEqual({
+      description: 'Answered by API Gateway',
+    });
+    const expected = document() as Record<string, unknown> & {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    for (const item of Object.values(expected.paths)) delete item['x-amazon-apigateway-any-method'];
+    delete expected.paths['/c'];
+    expect(publicView(shared)).toEqual(expected);
   });
 });

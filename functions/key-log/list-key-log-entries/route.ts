@@ -1,16 +1,13 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { maxEntriesPage } from '../../../lib/key-log/reads.js';
+import { maxEntriesPage, publicLogRead } from '../../../lib/key-log/reads.js';
 import { keyLogEntriesSchema, logSize } from '../../../lib/key-log/schemas.js';
 
 export const listKeyLogEntriesRoute = defineRoute({
   name: 'list-key-log-entries',
-  method: 'GET',
+  ...publicLogRead,
   path: '/api/v1/key-log/entries',
   entry: 'functions/key-log/list-key-log-entries/handler.ts',
-  apiKeyRequired: false,
-  roles: [],
-  tables: { rateLimits: 'write', apiKeys: 'read', keyLog: 'read' },
   cache: { maxAgeSeconds: 3600 },
   docs: {
     tag: 'merchants',

@@ -25,9 +25,7 @@ const fail = (what: string, error: unknown): never => {
 };
 
 async function currentHead(client: ReceiptServiceClient): Promise<string> {
-  const { data, error } = await client.GET('/api/v1/key-log/{document}', {
-    params: { path: { document: 'tree-head' } },
-  });
+  const { data, error } = await client.GET('/api/v1/key-log/tree-head');
   const head = data?.data as { signature?: string } | undefined;
   return head?.signature ?? fail('The tree head could not be read', error);
 }
@@ -40,8 +38,8 @@ async function consistencyFrom(
 ): Promise<{ treeHead: string; proof: string[] }> {
   const before = await verifyTreeHead(kept, logPublicKey);
   if (before.treeSize === 0 || before.treeSize >= head.treeSize) return { treeHead: kept, proof: [] };
-  const { data, error } = await client.GET('/api/v1/key-log/proof/{kind}', {
-    params: { path: { kind: 'consistency' }, query: { first: before.treeSize, second: head.treeSize } },
+  const { data, error } = await client.GET('/api/v1/key-log/proof/consistency', {
+    params: { query: { first: before.treeSize, second: head.treeSize } },
   });
   const proof = (data?.data as { proof?: string[] } | undefined)?.proof;
   return { treeHead: kept, proof: proof ?? fail('The consistency proof could not be read', error) };
@@ -59,8 +57,8 @@ export async function fetchKeyLogEvidence(
 ): Promise<KeyLogEvidence> {
   const treeHead = await currentHead(client);
   const head = await verifyTreeHead(treeHead, options.logPublicKey);
-  const { data, error } = await client.GET('/api/v1/key-log/proof/{kind}', {
-    params: { path: { kind: 'inclusion' }, query: { kid, treeSize: head.treeSize } },
+  const { data, error } = await client.GET('/api/v1/key-log/proof/inclusion', {
+    params: { query: { kid, treeSize: head.treeSize } },
   });
   // A kid the log does not name is a 404: evidence with no leaves, which verification refuses.
   if (!data && (error as { error?: { code?: string } } | undefined)?.error?.code !== 'not_found')

@@ -895,7 +895,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v1/key-log/{document}': {
+  '/api/v1/key-log/tree-head': {
     parameters: {
       query?: never;
       header?: never;
@@ -903,14 +903,38 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The key log’s signed tree head, or its public key
-     * @description `tree-head`: the signed size and root of the transparency log of merchant key events. `public-key`: the JWK tree heads verify under. No API key; cacheable for ten seconds.
+     * The key log’s signed tree head
+     * @description The signed size and root of the transparency log of merchant key events. No API key; cacheable for ten seconds.
      *
-     *     (anyone, no API key) `GET /api/v1/key-log/tree-head` → `{ treeSize, rootHash, timestamp, signature }`: `signature` is a compact JWS (ES256, `typ: tree-head+jws`) of `{ treeSize, rootHash, timestamp }` under the log key; trust the payload it signs. A device verifies it, keeps it, and asks for a consistency proof from it to the next head it sees, so the log cannot show it one history and someone else another. The tree is RFC 9162 §2 (SHA-256, leaf `0x00 ‖ JCS(leaf)`, node `0x01 ‖ left ‖ right`); the empty log’s root is SHA-256 of nothing. `GET /api/v1/key-log/public-key` → the log key’s public JWK (P-256, `alg: ES256`, `kid` its RFC 7638 thumbprint): pin it in the app (the SDK takes it as `logPublicKey`). Another `{document}` is `400`. `Cache-Control: public, max-age=10` and an `ETag`.
+     *     (anyone, no API key) → `{ treeSize, rootHash, timestamp, signature }`: `signature` is a compact JWS (ES256, `typ: tree-head+jws`) of `{ treeSize, rootHash, timestamp }` under the log key (`GET /api/v1/key-log/public-key`); trust the payload it signs. A device verifies it, keeps it, and asks for a consistency proof from it to the next head it sees, so the log cannot show it one history and someone else another. The tree is RFC 9162 §2 (SHA-256, leaf `0x00 ‖ JCS(leaf)`, node `0x01 ‖ left ‖ right`); the empty log’s root is SHA-256 of nothing. `Cache-Control: public, max-age=10` and an `ETag`.
      *
      *     No API key.
      */
-    get: operations['getKeyLogDocument'];
+    get: operations['getKeyLogTreeHead'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/key-log/public-key': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The key log’s public key
+     * @description The JWK the key log’s tree heads verify under. No API key; cacheable for ten seconds.
+     *
+     *     (anyone, no API key) → the log key’s public JWK (P-256, `alg: ES256`, `kid` its RFC 7638 thumbprint): pin it in the app (the SDK takes it as `logPublicKey`) and compare it with the one your operator publishes. `Cache-Control: public, max-age=10` and an `ETag`.
+     *
+     *     No API key.
+     */
+    get: operations['getKeyLogPublicKey'];
     put?: never;
     post?: never;
     delete?: never;
@@ -943,7 +967,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v1/key-log/proof/{kind}': {
+  '/api/v1/key-log/proof/inclusion': {
     parameters: {
       query?: never;
       header?: never;
@@ -951,14 +975,38 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Prove a kid is in the key log, or that the log only grew
-     * @description `inclusion?kid=&treeSize=`: every leaf naming the kid, each with its RFC 9162 audit path. `consistency?first=&second=`: the RFC 9162 consistency proof between two tree sizes. No API key; cacheable.
+     * Prove a kid is in the key log
+     * @description Every leaf of a tree of the key log naming the kid, each with its RFC 9162 audit path. No API key; cacheable.
      *
-     *     (anyone, no API key) `GET /api/v1/key-log/proof/inclusion?kid=&treeSize=` → `{ kid, treeSize, entries: [{ leaf, proof }] }`, oldest first: the kid’s registration and, once revoked, its revocation. Take `treeSize` from a tree head you verified; hash each leaf (SHA-256 of 0x00 ‖ its RFC 8785 JSON) and check the path against that head’s root (the SDK: `verifyReceiptSignature` with `keyLog`). A kid the tree does not name is `404`. One read finds the kid’s leaves, then O(log n) stored nodes per leaf. `GET /api/v1/key-log/proof/consistency?first=&second=` → `{ first, second, proof }`: a device that kept a tree head of size `first` checks that the head of size `second` extends it (nothing removed or changed). Sizes beyond the head, `first` of 0 or above `second`, or a missing parameter are `400` naming the field. A tree of a given size never changes: `Cache-Control: public, max-age=3600` with an `ETag`.
+     *     (anyone, no API key) `?kid=&treeSize=` → `{ kid, treeSize, entries: [{ leaf, proof }] }`, oldest first: the kid’s registration and, once revoked, its revocation. Take `treeSize` from a tree head you verified; hash each leaf (SHA-256 of 0x00 ‖ its RFC 8785 JSON) and check the path against that head’s root (the SDK: `verifyReceiptSignature` with `keyLog`). A kid the tree does not name is `404`. One read finds the kid’s leaves, then O(log n) stored nodes per leaf. A size beyond the head or a missing parameter is `400` naming the field. A tree of a given size never changes: `Cache-Control: public, max-age=3600` with an `ETag`.
      *
      *     No API key.
      */
-    get: operations['proveKeyLog'];
+    get: operations['proveKeyLogInclusion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/key-log/proof/consistency': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Prove the key log only grew
+     * @description The RFC 9162 consistency proof between two tree sizes of the key log. No API key; cacheable.
+     *
+     *     (anyone, no API key) `?first=&second=` → `{ first, second, proof }`: a device that kept a tree head of size `first` checks that the head of size `second` extends it (nothing removed or changed). Sizes beyond the head, `first` of 0 or above `second`, or a missing parameter are `400` naming the field. A tree of a given size never changes: `Cache-Control: public, max-age=3600` with an `ETag`.
+     *
+     *     No API key.
+     */
+    get: operations['proveKeyLogConsistency'];
     put?: never;
     post?: never;
     delete?: never;
@@ -5511,18 +5559,16 @@ export interface operations {
       500: components['responses']['InternalError'];
     };
   };
-  getKeyLogDocument: {
+  getKeyLogTreeHead: {
     parameters: {
       query?: never;
       header?: never;
-      path: {
-        document: 'tree-head' | 'public-key';
-      };
+      path?: never;
       cookie?: never;
     };
     requestBody?: never;
     responses: {
-      /** @description The signed tree head, or the log key’s public JWK. */
+      /** @description The signed tree head. */
       200: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -5537,27 +5583,41 @@ export interface operations {
           'application/json': {
             /** @enum {boolean} */
             success: true;
-            data: components['schemas']['SignedTreeHead'] | components['schemas']['LogPublicKey'];
+            data: components['schemas']['SignedTreeHead'];
           };
         };
       };
-      /** @description document is neither tree-head nor public-key. */
-      400: {
+      404: components['responses']['NotFound'];
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+    };
+  };
+  getKeyLogPublicKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The log key’s public JWK. */
+      200: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
-          'Cache-Control': components['headers']['Cache-Control'];
+          'Cache-Control': components['headers']['Cache-Control-Public'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['ErrorEnvelope'] & {
-            error?: {
-              /** @enum {string} */
-              code?: 'INVALID_REQUEST' | 'invalid_request';
-              details?: components['schemas']['ValidationDetails'];
-            };
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['LogPublicKey'];
           };
         };
       };
@@ -5624,24 +5684,20 @@ export interface operations {
       500: components['responses']['InternalError'];
     };
   };
-  proveKeyLog: {
+  proveKeyLogInclusion: {
     parameters: {
-      query?: {
+      query: {
         /** @description The signing key's RFC 7638 JWK thumbprint (SHA-256, base64url): assigned by the service from the key itself, so one public key has one kid wherever it is seen. */
-        kid?: string;
+        kid: string;
         treeSize?: number | null;
-        first?: number | null;
-        second?: number | null;
       };
       header?: never;
-      path: {
-        kind: 'inclusion' | 'consistency';
-      };
+      path?: never;
       cookie?: never;
     };
     requestBody?: never;
     responses: {
-      /** @description The inclusion proofs of the kid’s leaves, or the consistency proof. */
+      /** @description The inclusion proofs of the kid’s leaves. */
       200: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -5656,11 +5712,11 @@ export interface operations {
           'application/json': {
             /** @enum {boolean} */
             success: true;
-            data: components['schemas']['KidInclusionProof'] | components['schemas']['ConsistencyProof'];
+            data: components['schemas']['KidInclusionProof'];
           };
         };
       };
-      /** @description A parameter is missing or not a size of the log, or kind is neither proof. */
+      /** @description kid or treeSize is missing, or treeSize is not a size of the log. */
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -5699,6 +5755,63 @@ export interface operations {
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+    };
+  };
+  proveKeyLogConsistency: {
+    parameters: {
+      query?: {
+        first?: number | null;
+        second?: number | null;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The consistency proof. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control-Public'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {boolean} */
+            success: true;
+            data: components['schemas']['ConsistencyProof'];
+          };
+        };
+      };
+      /** @description first or second is missing, or not a size of the log. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Cache-Control': components['headers']['Cache-Control'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'] & {
+            error?: {
+              /** @enum {string} */
+              code?: 'INVALID_REQUEST' | 'invalid_request';
+              details?: components['schemas']['ValidationDetails'];
+            };
+          };
+        };
+      };
+      404: components['responses']['NotFound'];
       405: components['responses']['MethodNotAllowed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
