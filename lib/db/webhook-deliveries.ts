@@ -75,19 +75,22 @@ export const dueBucketOf = (deliveryId: string): string =>
 const DELIVERY_RETENTION_SECONDS = 30 * 24 * 3_600;
 
 /**
- * A new delivery, pending and due at once: should its queued attempt never be made, the sweeper
- * queues it again.
+ * A new delivery, pending: due at once for the sweeper to queue, or, when its first attempt is queued
+ * as it is written, due at `queuedUntil` (as the sweeper's markQueued would set it), so a sweep in
+ * between neither queues it twice nor moves its by-due key; should that message be lost, the sweeper
+ * queues it then.
  */
 export const newDelivery = (
   input: Pick<DeliveryRecord, 'webhookId' | 'deliveryId' | 'clientId' | 'eventType' | 'payload'>,
   now: Date,
+  queuedUntil?: Date,
 ): DeliveryRecord => ({
   ...input,
   status: 'pending',
   attemptCount: 0,
   scheduledFrom: 0,
   attempts: [],
-  nextAttemptAt: now.toISOString(),
+  nextAttemptAt: (queuedUntil ?? now).toISOString(),
   dueBucket: dueBucketOf(input.deliveryId),
   createdAt: now.toISOString(),
   ttl: epochSeconds(now) + DELIVERY_RETENTION_SECONDS,

@@ -3,7 +3,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 
 import { newDelivery } from '../db/webhook-deliveries.js';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
-import { messageOf, type DeliveryMessage, type DispatchDeps } from './queue.js';
+import { messageOf, QUEUE_LEASE_MS, type DeliveryMessage, type DispatchDeps } from './queue.js';
 import type { DeliveryDeps } from './send.js';
 
 /**
@@ -66,6 +66,7 @@ async function deliveriesOf(
         payload: payloadOf(event, now),
       },
       now,
+      new Date(now.getTime() + QUEUE_LEASE_MS),
     );
     await deps.deliveries.create(delivery);
     messages.push(messageOf(delivery));
