@@ -7,7 +7,7 @@ import { listDeliveries, retryDelivery } from '../../lib/webhooks/deliveries-api
 import { deliveryDeps } from '../../lib/webhooks/delivery-deps.js';
 import { dispatchReceiptStream } from '../../lib/webhooks/dispatch.js';
 import type { ReceiptStreamRecord } from '../../lib/webhooks/events.js';
-import type { DispatchDeps } from '../../lib/webhooks/queue.js';
+import { QUEUE_LEASE_MS, type DeliveryMessage, type DispatchDeps } from '../../lib/webhooks/queue.js';
 import { LocalDeliveryQueue } from '../../local/delivery-queue.js';
 import { createWebhook, deleteWebhook } from '../../lib/webhooks/registration.js';
 import type { DeliveryDeps } from '../../lib/webhooks/send.js';
@@ -233,6 +233,33 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
       await sweep();
     }
     expect(receiver.received).toHaveLength(2);
+  });
+
+  it("leaves a stored receipt's queued first attempt to its message: no sweep queues it again until the queue lease runs out, then one does (its message lost)", async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    // SQS loses the first attempt's message: it is queued, never handed to a consumer.
+    const lost: DeliveryMessage[] = [];
+    const { batchItemFailures } = await dispatchReceiptStream(
+      { Records: (await stream.next()) as Parameters<typeof dispatchReceiptStream>[0]['Records'] },
+      { ...deps, queue: { enqueue: async (messages) => void lost.push(...messages) } },
+    );
+    expect(batchItemFailures).toEqual([]);
+    expect(lost).toHaveLength(1);
+
+    expect(await sweep()).toEqual({ due: 0, queued: 0 });
+    advance(QUEUE_LEASE_MS - SECOND);
+    expect(await sweep()).toEqual({ due: 0, queued: 0 });
+    expect(receiver.received).toHaveLength(0);
+
+    advance(SECOND);
+    expect(await sweep()).toEqual({ due: 1, queued: 1 });
+    expect(receiver.received).toHaveLength(1);
+    expect(await deliveryOf(merchant, webhook.webhookId)).toMatchObject({
+      status: 'succeeded',
+      attemptCount: 1,
+    });
   });
 
   it('sends a due attempt once however many sweeps run at the same moment', async () => {
