@@ -22,7 +22,7 @@ import { signTreeHead } from '../../lib/key-log/tree-head.js';
 import { canonicalJson, type KeyLogLeaf } from '@receipt-service/receipt-core';
 import { inclusionProof } from '../../lib/key-log/log.js';
 import { leafHash, verifyConsistency, verifyInclusion } from '../../lib/key-log/merkle.js';
-import { verifyTreeHead } from '../../lib/key-log/tree-head.js';
+import { verifyTreeHeadWithJose as verifyTreeHead } from '../support/tree-head.js';
 import type { JWK } from 'jose';
 import { startTestStack, type TestStack } from '../support/stack.js';
 

@@ -22,7 +22,7 @@ import { SDJwtInstance, type SdJwtPayload } from '@sd-jwt/core';
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { encodeBase64Url } from './base64.js';
 import { currencyExponent, decimalAmount, localDate, type DigitalReceipt12 } from './formats/receipt.js';
-import { VRECEIPT_VCT } from './formats/vreceipt.js';
+import { VRECEIPT_VCT, vReceiptParty, type VReceiptParty } from './formats/vreceipt.js';
 import { lowS } from './signing.js';
 import { subtle, type WebCryptoKey } from './webcrypto.js';
 
@@ -69,16 +69,7 @@ export interface ReceiptCredentialClaims {
   };
   MonetaryTotal: { lineExtensionAmount: number; payableAmount: number };
   TaxTotal: { taxAmount: number };
-  Party: {
-    partyName_: { name: string };
-    partyIdentification_?: { iD: string };
-    postalAddress_?: {
-      streetName?: string;
-      cityName?: string;
-      postcode?: string;
-      countryIdentifier?: string;
-    };
-  };
+  Party: VReceiptParty;
   PurchaseReceiptLine: {
     iD: string;
     quantity: number;
@@ -100,16 +91,7 @@ export function receiptCredentialClaims(receipt: DigitalReceipt12): ReceiptCrede
   const { summary, merchant, transaction } = receipt;
   const exponent = currencyExponent(summary.currency);
   const amount = (minor: number) => Number(decimalAmount(minor, exponent));
-  const address = merchant.address;
   const card = transaction.cardDetails;
-  const postal = address
-    ? defined({
-        streetName: address.street ?? undefined,
-        cityName: address.city ?? undefined,
-        postcode: address.postalCode ?? undefined,
-        countryIdentifier: address.country ?? undefined,
-      })
-    : undefined;
   return {
     PurchaseReceipt: defined({
       iD: receipt.receiptId,
@@ -123,11 +105,7 @@ export function receiptCredentialClaims(receipt: DigitalReceipt12): ReceiptCrede
       payableAmount: amount(summary.total),
     },
     TaxTotal: { taxAmount: amount(summary.totalTax) },
-    Party: defined({
-      partyName_: { name: merchant.legalName ?? merchant.name },
-      partyIdentification_: merchant.vatId ? { iD: merchant.vatId } : undefined,
-      postalAddress_: postal && Object.keys(postal).length > 0 ? postal : undefined,
-    }),
+    Party: vReceiptParty(merchant),
     PurchaseReceiptLine: receipt.items.map((item, index) => ({
       iD: String(index + 1),
       quantity: item.quantity,

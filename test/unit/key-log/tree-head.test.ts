@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { GetPublicKeyCommand, KMSClient, SignCommand } from '@aws-sdk/client-kms';
 import { mockClient } from 'aws-sdk-client-mock';
-import { signTreeHead, verifyTreeHead } from '../../../lib/key-log/tree-head.js';
+import { signTreeHead } from '../../../lib/key-log/tree-head.js';
+import { verifyTreeHeadWithJose as verifyTreeHead } from '../../support/tree-head.js';
 import { KmsLogSigningKey } from '../../../lib/wiring/kms-log-key.js';
 import { LocalLogSigningKey } from '../../../local/log-signing-key.js';
 

@@ -23,6 +23,18 @@ interface ItemProperty {
   value: string;
 }
 
+/** The seller as vReceipt names it; the presentable receipt's `Party` claims are these too. */
+export interface VReceiptParty {
+  partyName_: { name: string };
+  partyIdentification_?: { iD: string };
+  postalAddress_?: {
+    streetName?: string;
+    cityName?: string;
+    postcode?: string;
+    countryIdentifier?: string;
+  };
+}
+
 export interface VReceiptClaims {
   vct: typeof VRECEIPT_VCT;
   PurchaseReceipt: {
@@ -43,16 +55,7 @@ export interface VReceiptClaims {
     taxCategory_: string;
   }[];
   AllowanceCharge?: { amount: number; allowanceChargeReason: string }[];
-  Party: {
-    partyName_: { name: string };
-    partyIdentification_?: { iD: string };
-    postalAddress_?: {
-      streetName?: string;
-      cityName?: string;
-      postcode?: string;
-      countryIdentifier?: string;
-    };
-  };
+  Party: VReceiptParty;
   PurchaseReceiptLine: {
     iD: string;
     quantity: number;
@@ -74,6 +77,22 @@ const fail = (field: string, reason: string): never => {
  * payment. The line amounts include tax, so each line's VAT entry must state its amount (ReceiptFormatError
  * names the first that does not), and the VAT breakdown must be there.
  */
+/** The seller's legal name (or trading name), VAT number and postal address; an empty address is left out. */
+export function vReceiptParty(merchant: DigitalReceipt12['merchant']): VReceiptParty {
+  const address = merchant.address;
+  const postal = {
+    ...(address?.street ? { streetName: address.street } : {}),
+    ...(address?.city ? { cityName: address.city } : {}),
+    ...(address?.postalCode ? { postcode: address.postalCode } : {}),
+    ...(address?.country ? { countryIdentifier: address.country } : {}),
+  };
+  return {
+    partyName_: { name: merchant.legalName ?? merchant.name },
+    ...(merchant.vatId ? { partyIdentification_: { iD: merchant.vatId } } : {}),
+    ...(Object.keys(postal).length > 0 ? { postalAddress_: postal } : {}),
+  };
+}
+
 export function toVReceipt(receipt: DigitalReceipt12): VReceiptClaims {
   const { summary, merchant, transaction } = receipt;
   const exponent = currencyExponent(summary.currency);
@@ -81,7 +100,6 @@ export function toVReceipt(receipt: DigitalReceipt12): VReceiptClaims {
   const breakdown = summary.taxBreakdown ?? fail('summary.taxBreakdown', 'is missing');
   const tip = summary.tipAmount ?? 0;
   const lineTotal = receipt.items.reduce((total, item) => total + item.totalPrice, 0);
-  const address = merchant.address;
   const card = transaction.cardDetails;
   const allowances = receipt.allowances ?? [];
   return {
@@ -117,20 +135,7 @@ export function toVReceipt(receipt: DigitalReceipt12): VReceiptClaims {
           })),
         }
       : {}),
-    Party: {
-      partyName_: { name: merchant.legalName ?? merchant.name },
-      ...(merchant.vatId ? { partyIdentification_: { iD: merchant.vatId } } : {}),
-      ...(address
-        ? {
-            postalAddress_: {
-              ...(address.street ? { streetName: address.street } : {}),
-              ...(address.city ? { cityName: address.city } : {}),
-              ...(address.postalCode ? { postcode: address.postalCode } : {}),
-              ...(address.country ? { countryIdentifier: address.country } : {}),
-            },
-          }
-        : {}),
-    },
+    Party: vReceiptParty(merchant),
     PurchaseReceiptLine: receipt.items.map((item, index) => {
       const vat = lineVat('vreceipt', item, index);
       const tax = vat.amount ?? fail(`items[${index}].taxes[0].amount`, 'is missing');
