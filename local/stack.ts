@@ -46,6 +46,8 @@ export interface LocalStackOptions {
   dataDir?: string;
   inMemory?: boolean;
   tablePrefix?: string;
+  /** Whether new tables expire items by TTL (lib/db/create-tables.ts says why tests turn it off). */
+  timeToLive?: boolean;
   clock?: Clock;
   tiers?: TierTable;
   /** Environment overrides (TOKEN_TTL_SECONDS, ANON_RATE_LIMIT_PER_MINUTE, ...). */
@@ -143,7 +145,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const scope = invocationScope(createLogger({ level: options.logLevel ?? config.logLevel }));
     const logger = scope.logger;
     const dynamo = createDynamoClients({ region: config.region, endpoint });
-    await ensureTables(dynamo.client, requireAllTables(config));
+    await ensureTables(dynamo.client, requireAllTables(config), { timeToLive: options.timeToLive });
 
     const escrow =
       options.escrowKey ??

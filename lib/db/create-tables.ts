@@ -25,7 +25,12 @@ export async function exists(client: DynamoDBClient, name: string): Promise<bool
   }
 }
 
-async function createTable(client: DynamoDBClient, name: string, definition: TableDefinition): Promise<void> {
+async function createTable(
+  client: DynamoDBClient,
+  name: string,
+  definition: TableDefinition,
+  options: EnsureTablesOptions,
+): Promise<void> {
   const attributes = new Set<string>([definition.partitionKey]);
   if (definition.sortKey) attributes.add(definition.sortKey);
   for (const index of definition.indexes ?? []) {
@@ -56,7 +61,7 @@ async function createTable(client: DynamoDBClient, name: string, definition: Tab
         : {}),
     }),
   );
-  if (definition.ttlAttribute) {
+  if (definition.ttlAttribute && options.timeToLive !== false) {
     await client.send(
       new UpdateTimeToLiveCommand({
         TableName: name,
@@ -123,12 +128,26 @@ async function checkKeySchema(client: DynamoDBClient, name: string, definition: 
   }
 }
 
+export interface EnsureTablesOptions {
+  /**
+   * Whether new tables expire items by their TTL attribute (default: yes, as in AWS). DynamoDB Local
+   * deletes an item within seconds of its TTL by the machine's clock, so a test whose injected clock
+   * is fixed at a date now past would see its items vanish at a moment it does not control; the
+   * tests turn it off (no code relies on TTL deletion, which AWS makes up to days late).
+   */
+  timeToLive?: boolean;
+}
+
 /** Creates whichever of the service's tables are missing (the local stack's equivalent of the CDK stack). */
-export async function ensureTables(client: DynamoDBClient, names: TableNames): Promise<void> {
+export async function ensureTables(
+  client: DynamoDBClient,
+  names: TableNames,
+  options: EnsureTablesOptions = {},
+): Promise<void> {
   await Promise.all(
     tableKeys.map(async (key) => {
       const definition: TableDefinition = tableDefinitions[key];
-      if (!(await exists(client, names[key]))) await createTable(client, names[key], definition);
+      if (!(await exists(client, names[key]))) await createTable(client, names[key], definition, options);
       else {
         await checkKeySchema(client, names[key], definition);
         await addMissingIndexes(client, names[key], definition);

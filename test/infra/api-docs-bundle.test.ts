@@ -77,7 +77,7 @@ describe('api-docs bundle', () => {
     const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
     const names = prefixedTableNames(`t${randomBytes(4).toString('hex')}-`);
     const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials });
-    await ensureTables(client, names);
+    await ensureTables(client, names, { timeToLive: false });
     client.destroy();
     // Only what the CDK stack gives this function: its two tables, no project around it.
     const env = {

@@ -139,7 +139,7 @@ let keyRecord: { keyId: string };
 
 beforeAll(async () => {
   template = sharedTemplate();
-  await ensureTables(client, names);
+  await ensureTables(client, names, { timeToLive: false });
   const created = newApiKeyRecord(
     { name: 'POS', roles: ['merchant'], tier: 'standard', environment: 'live' },
     new Date(),

@@ -43,7 +43,7 @@ doc.middlewareStack.add(
 );
 
 beforeAll(async () => {
-  await ensureTables(client, tables);
+  await ensureTables(client, tables, { timeToLive: false });
 });
 
 describe("one merchant's audit trail at the enterprise tier's rate", () => {

@@ -97,7 +97,7 @@ const denial = (result: APIGatewayAuthorizerResult) => ({
 });
 
 beforeAll(async () => {
-  await ensureTables(client, names);
+  await ensureTables(client, names, { timeToLive: false });
 });
 
 describe('edge authorizer', () => {
@@ -324,7 +324,7 @@ describe('edge keys made and migrated by the admin CLI', () => {
 
   it('moves every active key to a usage-identifier key, then deletes the old keys once the API reads the authorizer', async () => {
     const migrationNames = prefixedTableNames(`edge-migrate-${process.pid}-${Date.now()}-`);
-    await ensureTables(client, migrationNames);
+    await ensureTables(client, migrationNames, { timeToLive: false });
     const table = new ApiKeyRepository(doc, migrationNames.apiKeys);
     // Three keys of the previous CLI, whose API Gateway keys hold the whole API key as their value.
     const old = [];

@@ -47,6 +47,8 @@ export async function startTestStack(options: LocalStackOptions = {}): Promise<T
     escrowKey: await runEscrowKey(),
     tablePrefix: `t${randomBytes(4).toString('hex')}-`,
     inMemory: true,
+    // A test's clock may stand at a past date: its items must not expire by the machine's clock.
+    timeToLive: false,
     port: 0,
     logLevel: 'INFO',
     // Webhook tests wait for the stream and the sweeper; a short cycle keeps that wait short.

@@ -73,7 +73,7 @@ export async function startUseCases(options: UseCaseOptions = {}): Promise<UseCa
   const dynamo = createDynamoClients({ region: config.region, endpoint });
   const sandbox = options.gateways ? await startGatewaySandbox() : undefined;
   try {
-    await ensureTables(dynamo.client, requireAllTables(config));
+    await ensureTables(dynamo.client, requireAllTables(config), { timeToLive: false });
     const clock = new ManualClock(options.start ?? new Date('2026-11-21T12:00:00Z'));
     const logger = createLogger({ level: 'ERROR' });
     const deps: AppDeps = {
