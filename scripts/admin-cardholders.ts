@@ -162,7 +162,7 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
       audit,
     });
     print(
-      `Indexed ${counts.receiptsIndexed} escrowed receipts stored before the evidence index; re-keyed ${counts.entriesRekeyed} entries (${counts.skipped} skipped: facts that do not open, or changed meanwhile).`,
+      `Indexed ${counts.receiptsIndexed} escrowed receipts stored before the evidence index; re-keyed ${counts.entriesRekeyed} entries; named ${counts.entriesNamed} on their receipts (${counts.skipped} skipped: facts that do not open, or changed meanwhile).`,
       counts,
     );
     return;
