@@ -594,6 +594,9 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     const dump = await dumpTables();
     expect(dump).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v1\./);
     expect(dump).not.toMatch(/"pk":"CARD#v1\./);
+    // Receipts name their moved entries, and no longer the ids they were moved from.
+    expect(dump).toMatch(/"evidenceIds":\["v2\./);
+    expect(dump).not.toMatch(/"evidenceIds":\[[^\]]*"v1\./);
 
     // The registered card is found (its guard is under version 2 now): encrypted for the user.
     const found = await encrypt(registeredPan);
@@ -620,6 +623,7 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     const counts = await retagCardRecords(admin);
     expect(counts.guards).toBeGreaterThan(0);
     expect(await dumpTables()).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v[12]\./);
+    expect(await dumpTables()).not.toMatch(/"evidenceIds":\[[^\]]*"v[12]\./);
   });
 
   /** The receipt as stored before the evidence index: no entries of its own, none named on it. */

@@ -7,7 +7,8 @@ import { receiptTableKey, type ReceiptKey } from '../../lib/db/receipts.js';
 import { requireAllTables } from '../../lib/kernel/config.js';
 import { claimEscrowedReceipts } from '../../lib/receipts/claim.js';
 import { backfillEvidence } from '../../lib/receipts/evidence-backfill.js';
-import { evidenceWidthMs } from '../../lib/receipts/evidence.js';
+import { claimFactsOf } from '../../lib/receipts/encrypt.js';
+import { evidenceEntriesFor, evidenceWidthMs } from '../../lib/receipts/evidence.js';
 import { eraseUser } from '../../lib/users/lifecycle.js';
 import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { evidenceOfReceipt } from '../support/tables.js';
@@ -145,6 +146,66 @@ describe('evidence: a receipt names its entries, and its release and erasure fin
 
     expect(await storedItem(receiptId)).toBeUndefined();
     expect(await entriesOf(receiptId)).toEqual([]);
+  });
+
+  describe('entries written for a stored receipt are named on it, whatever its write finds', () => {
+    /** Entries for a stored receipt, bound to its digest, under a bucket width of `minutes` (other ids). */
+    async function entriesFor(receiptId: string, hashedPan: string, minutes: number) {
+      const stored = await useCases.deps.repos.receipts.get(keyOf(receiptId));
+      const keyring = await useCases.deps.cardTags.keyring();
+      return {
+        stored: stored!,
+        entries: evidenceEntriesFor(keyring, {
+          tag: keyring.tagsOf(hashedPan)[0]!,
+          facts: claimFactsOf(sampleReceipt({ receiptId })),
+          receipt: keyOf(receiptId),
+          ttl: stored!.ttl,
+          widthMs: minutes * 60_000,
+          binding: stored!.requestDigest,
+        }),
+      };
+    }
+    const idsOf = (entries: { evidenceId: string }[]) => entries.map((entry) => entry.evidenceId);
+
+    it('a retry of the stored request whose entries have other ids (a key rotated between) adds them', async () => {
+      const hashedPan = newHashedPan();
+      const { receipt } = await storeReceipt(useCases.deps, merchant, hashedPan);
+      const first = idsOf(await entriesOf(receipt.receiptId));
+      const { stored, entries } = await entriesFor(receipt.receiptId, hashedPan, 7);
+
+      const outcome = await useCases.deps.repos.receipts.putIfAbsent(stored, entries);
+
+      expect(outcome.stored).toBe(false);
+      expect((await storedItem(receipt.receiptId))?.evidenceIds).toEqual(
+        new Set([...first, ...idsOf(entries)]),
+      );
+    });
+
+    it('a resealing refused because the envelope changed still names its entries; a receipt gone takes them away', async () => {
+      const hashedPan = newHashedPan();
+      const { receipt } = await storeReceipt(useCases.deps, merchant, hashedPan);
+      const first = idsOf(await entriesOf(receipt.receiptId));
+      const { stored, entries } = await entriesFor(receipt.receiptId, hashedPan, 7);
+      const reseal = () =>
+        useCases.deps.repos.receipts.resealIf(
+          { ...keyOf(receipt.receiptId), requestDigest: stored.requestDigest },
+          'not the envelope it has',
+          stored.envelope,
+          entries,
+        );
+
+      expect(await reseal()).toBe(false);
+      expect((await storedItem(receipt.receiptId))?.evidenceIds).toEqual(
+        new Set([...first, ...idsOf(entries)]),
+      );
+
+      // Erased in between: the entries just written would name a receipt that is not there.
+      await useCases.deps.repos.receipts.deleteAll([receiptTableKey(keyOf(receipt.receiptId))]);
+      await useCases.deps.repos.evidence.deleteAll(await entriesOf(receipt.receiptId));
+      expect(await reseal()).toBe(false);
+      expect(await storedItem(receipt.receiptId)).toBeUndefined();
+      expect(await entriesOf(receipt.receiptId)).toEqual([]);
+    });
   });
 
   describe('receipts stored by the version before (no ids on the item), after the backfill', () => {
