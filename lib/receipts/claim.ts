@@ -208,9 +208,10 @@ export async function releaseRelatedReceipts(
 }
 
 /**
- * A released receipt lives as long as any of the user's, and so must the entries a match finds it by.
- * The release has happened whatever this finds: a failure is logged, and the entries keep the escrow
- * expiry (`evidence backfill` finds nothing to do about that; the receipt itself is unaffected).
+ * A released receipt lives as long as any of the user's, and so must the entries a match finds it by
+ * (named on the receipt: StoredReceipt.evidenceIds). The release has happened whatever this finds: a
+ * failure is logged, and the entries keep the escrow expiry until `evidence backfill` gives them the
+ * receipt's (the receipt itself is unaffected).
  */
 async function extendEvidence(
   deps: ClaimDeps,
