@@ -23,6 +23,18 @@ export interface EvidenceAdminDeps {
   keyring: CardTagKeyring;
   /** The claim window in ms (CLAIM_WINDOW_MINUTES): evidence buckets are as wide. */
   widthMs: number;
+  /** Delete entries whose receipt is gone (`evidence backfill --remove-orphans`): see removeOrphans. */
+  removeOrphans?: OrphanRemoval;
+}
+
+export interface OrphanRemoval {
+  /** The receipts table before issue 40, while it exists: a receipt not copied from it yet is not gone. */
+  legacyReceipts?: string;
+  /**
+   * Waits between finding an entry without its receipt and looking again: entries are written just
+   * before their receipt, so one seen in that moment has its receipt by then.
+   */
+  settle: () => Promise<void>;
 }
 
 export interface EvidenceCounts {
@@ -37,6 +49,8 @@ export interface EvidenceCounts {
   entriesNamed: number;
   /** Records nothing could be done with (facts that no longer open), or changed meanwhile. */
   skipped: number;
+  /** With removeOrphans: entries deleted because their receipt was gone, and still was after settle. */
+  orphansRemoved?: number;
 }
 
 /**
@@ -151,27 +165,56 @@ async function updateReceipt(
   }
 }
 
+/** A stored receipt's evidenceIds and ttl, strongly consistent; undefined when it is not stored. */
+async function receiptOf(deps: EvidenceAdminDeps, receiptRef: string) {
+  const { Item } = await deps.doc.send(
+    new GetCommand({
+      TableName: deps.tables.receipts,
+      Key: receiptTableKey(receiptKeyOf(receiptRef)),
+      ProjectionExpression: 'evidenceIds, #ttl',
+      ExpressionAttributeNames: { '#ttl': 'ttl' },
+      ConsistentRead: true,
+    }),
+  );
+  return Item;
+}
+
+/** Whether the receipts table before issue 40 (keyed by merchantClientId and receiptId) holds it. */
+async function inLegacyTable(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  receiptRef: string,
+): Promise<boolean> {
+  try {
+    const { Item } = await doc.send(
+      new GetCommand({ TableName: table, Key: receiptKeyOf(receiptRef), ConsistentRead: true }),
+    );
+    return Item !== undefined;
+  } catch (error) {
+    if (error instanceof Error && error.name === 'ResourceNotFoundException') return false;
+    throw error;
+  }
+}
+
 /**
  * Receipts stored before they carried their entries' ids (issue 40; the evidence table's `by-receipt`
  * index found them before) are given them, so a release and an erasure find their entries; and an
  * entry of a receipt released meanwhile (its release could not find the entry to extend it) gets the
- * receipt's expiry. An entry whose receipt is not stored is left alone: it may be one written just
- * ahead of its receipt, and it expires with its own `ttl` anyway.
+ * receipt's expiry. An entry whose receipt is not stored is left alone (it may be one written just
+ * ahead of its receipt, and it expires with its own `ttl`), unless removeOrphans is asked for: then,
+ * after `settle`, it is deleted if its receipt is still nowhere, which is what an erasure between the
+ * deployment and this run leaves (DEPLOY.md).
  */
 export async function nameEvidenceOnReceipts(deps: EvidenceAdminDeps, counts: EvidenceCounts): Promise<void> {
   const evidence = new EvidenceRepository(deps.doc, deps.tables.evidence);
+  const orphans: EvidenceKey[] = [];
   for await (const item of scanTable(deps.doc, deps.tables.evidence, { consistent: true })) {
     const entry = item as unknown as EvidenceEntry;
-    const { Item: receipt } = await deps.doc.send(
-      new GetCommand({
-        TableName: deps.tables.receipts,
-        Key: receiptTableKey(receiptKeyOf(entry.receiptRef)),
-        ProjectionExpression: 'evidenceIds, #ttl',
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
-        ConsistentRead: true,
-      }),
-    );
-    if (!receipt) continue;
+    const receipt = await receiptOf(deps, entry.receiptRef);
+    if (!receipt) {
+      if (deps.removeOrphans) orphans.push({ evidenceId: entry.evidenceId, receiptRef: entry.receiptRef });
+      continue;
+    }
     const named = (receipt.evidenceIds as Set<string> | undefined)?.has(entry.evidenceId) === true;
     const longer = typeof receipt.ttl === 'number' && receipt.ttl > entry.ttl;
     if (named && !longer) continue;
@@ -179,6 +222,17 @@ export async function nameEvidenceOnReceipts(deps: EvidenceAdminDeps, counts: Ev
       await updateReceipt(deps, entry.receiptRef, 'ADD evidenceIds :ids', new Set([entry.evidenceId]));
     if (longer) await evidence.setTtl([entry], receipt.ttl as number);
     counts.entriesNamed += 1;
+  }
+  if (!deps.removeOrphans) return;
+  const { settle, legacyReceipts } = deps.removeOrphans;
+  counts.orphansRemoved = 0;
+  if (orphans.length === 0) return;
+  await settle();
+  for (const orphan of orphans) {
+    if (await receiptOf(deps, orphan.receiptRef)) continue;
+    if (legacyReceipts && (await inLegacyTable(deps.doc, legacyReceipts, orphan.receiptRef))) continue;
+    await evidence.deleteAll([orphan]);
+    counts.orphansRemoved += 1;
   }
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Caller } from '../../lib/api-keys/authenticator.js';
 import { receiptRefOf } from '../../lib/db/evidence.js';
 import { receiptTableKey, type ReceiptKey } from '../../lib/db/receipts.js';
@@ -226,6 +226,72 @@ describe('evidence: a receipt names its entries, and its release and erasure fin
       expect((await entriesOf(receiptId)).map((entry) => entry.ttl)).toEqual([releasedTtl, releasedTtl]);
       await erase(user);
       expect(await entriesOf(receiptId)).toEqual([]);
+    });
+
+    it('with --remove-orphans, deletes the entries an erasure before the backfill left, and keeps those whose receipt appears meanwhile', async () => {
+      // Released, then its user erased before the backfill: the erasure found no ids on the receipt.
+      const { receiptId, user } = await escrowed();
+      await asStoredBefore(receiptId);
+      expect((await claim(user)).released).toBe(1);
+      await erase(user);
+      expect(await storedItem(receiptId)).toBeUndefined();
+      expect(await entriesOf(receiptId)).toHaveLength(2);
+      // Entries written just ahead of their receipt, whose receipt is stored while the backfill waits.
+      const inFlight = await escrowed();
+      const item = await storedItem(inFlight.receiptId);
+      await useCases.deps.repos.receipts.deleteAll([receiptTableKey(keyOf(inFlight.receiptId))]);
+
+      const counts = await backfillEvidence({
+        doc: useCases.deps.dynamo.doc,
+        tables: tables(),
+        keyring: await useCases.deps.cardTags.keyring(),
+        widthMs: evidenceWidthMs(useCases.deps),
+        removeOrphans: {
+          settle: async () => {
+            await useCases.deps.dynamo.doc.send(new PutCommand({ TableName: tables().receipts, Item: item }));
+          },
+        },
+      });
+
+      expect(counts.orphansRemoved).toBe(2);
+      expect(await entriesOf(receiptId)).toEqual([]);
+      expect(await entriesOf(inFlight.receiptId)).toHaveLength(2);
+      expect((await claim(inFlight.user)).released).toBe(1);
+      // Without the option nothing is deleted, and the count is not given.
+      expect((await backfill()).orphansRemoved).toBeUndefined();
+    });
+
+    it('with --remove-orphans, keeps the entries of a receipt still in the table before issue 40, not copied yet', async () => {
+      const { receiptId } = await escrowed();
+      const legacyReceipts = tables().receipts.replace(/receipts-sharded$/, 'receipts-before-40');
+      await useCases.deps.dynamo.client.send(
+        new CreateTableCommand({
+          TableName: legacyReceipts,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: ['merchantClientId', 'receiptId'].map((AttributeName) => ({
+            AttributeName,
+            AttributeType: 'S' as const,
+          })),
+          KeySchema: [
+            { AttributeName: 'merchantClientId', KeyType: 'HASH' },
+            { AttributeName: 'receiptId', KeyType: 'RANGE' },
+          ],
+        }),
+      );
+      const { pk: _pk, ...item } = (await storedItem(receiptId))!;
+      await useCases.deps.dynamo.doc.send(new PutCommand({ TableName: legacyReceipts, Item: item }));
+      await useCases.deps.repos.receipts.deleteAll([receiptTableKey(keyOf(receiptId))]);
+
+      const counts = await backfillEvidence({
+        doc: useCases.deps.dynamo.doc,
+        tables: tables(),
+        keyring: await useCases.deps.cardTags.keyring(),
+        widthMs: evidenceWidthMs(useCases.deps),
+        removeOrphans: { legacyReceipts, settle: async () => {} },
+      });
+
+      expect(counts.orphansRemoved).toBe(0);
+      expect(await entriesOf(receiptId)).toHaveLength(2);
     });
 
     it('extends the entries of one released before the backfill ran, which its release could not find', async () => {
