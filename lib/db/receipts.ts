@@ -296,6 +296,19 @@ export class ReceiptRepository {
       await this.evidenceRepository.deleteAll(evidenceKeysOf({ ...key, evidenceIds: new Set(ids) }));
   }
 
+  /** The keys of one receipt's evidence entries, read from it strongly consistent (none if it is gone). */
+  async evidenceKeysOfReceipt(key: ReceiptKey): Promise<EvidenceKey[]> {
+    const { Item } = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keyOf(key),
+        ProjectionExpression: 'evidenceIds',
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? evidenceKeysOf({ ...key, evidenceIds: Item.evidenceIds as Set<string> | undefined }) : [];
+  }
+
   /**
    * The keys of the evidence entries of receipts given by table key (as by-recipient-user gives
    * them): read from the receipts themselves, strongly consistent. Gone receipts give none.

@@ -3,12 +3,7 @@ import type { Caller } from '../api-keys/authenticator.js';
 import { cardTagPrefix } from '../crypto/card-tag.js';
 import { transferEnvelope, type Recipient } from '../crypto/envelope.js';
 import { parsePublicKey } from '../crypto/keys.js';
-import {
-  receiptTableKey,
-  type ReceiptEnvelope,
-  type ReceiptKey,
-  type StoredReceipt,
-} from '../db/receipts.js';
+import type { ReceiptEnvelope, ReceiptKey, StoredReceipt } from '../db/receipts.js';
 import type { UserRecord } from '../db/users.js';
 import type { AppDeps } from '../app/deps.js';
 import { admitCardRequest } from './card-request.js';
@@ -221,8 +216,7 @@ async function extendEvidence(
 ): Promise<void> {
   try {
     // Read again, strongly consistent: ids a resealing added since the claim read the receipt count too.
-    const keys = await deps.repos.receipts.evidenceKeysOfTableKeys([receiptTableKey(receipt)]);
-    await deps.repos.evidence.setTtl(keys, ttl);
+    await deps.repos.evidence.setTtl(await deps.repos.receipts.evidenceKeysOfReceipt(receipt), ttl);
   } catch (error) {
     deps.logger.warn("a released receipt's evidence entries keep their escrow expiry", {
       requestId,
