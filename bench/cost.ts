@@ -197,7 +197,10 @@ class CapacityMeter {
     const keptTables = new Set([stack.config.tables.receipts, stack.config.tables.evidence]);
     const keptBytes = (put: unknown): number =>
       isRecord(put) && keptTables.has(put.TableName as string) && isRecord(put.Item)
-        ? Buffer.byteLength(JSON.stringify(put.Item))
+        ? // A set (a receipt's evidenceIds) counted as its strings: JSON.stringify alone would give {}.
+          Buffer.byteLength(
+            JSON.stringify(put.Item, (_key, value: unknown) => (value instanceof Set ? [...value] : value)),
+          )
         : 0;
     stack.deps.dynamo.doc.middlewareStack.add(
       (next, context) => async (args) => {

@@ -285,10 +285,13 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
           ),
         ),
       );
+      // Naming its entries' ids, which a release and an erasure find them by (the table has no index).
+      const evidenceIds =
+        evidence.length > 0 ? { evidenceIds: new Set(evidence.map((e) => e.evidenceId)) } : {};
       await doc.send(
         new PutCommand({
           TableName: tables.receipts,
-          Item: { ...stored, ...receiptTableKey(stored) } as unknown as Json,
+          Item: { ...stored, ...evidenceIds, ...receiptTableKey(stored) } as unknown as Json,
           ConditionExpression: 'attribute_not_exists(receiptId)',
         }),
       );
@@ -1056,13 +1059,21 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
           if (error instanceof Error && error.name === 'ConditionalCheckFailedException') continue;
           throw error;
         }
-        const entryKeys = await queryAll({
-          TableName: tables.evidence,
-          IndexName: 'by-receipt',
-          KeyConditionExpression: 'receiptRef = :ref',
-          ExpressionAttributeValues: { ':ref': ref },
-          ProjectionExpression: 'evidenceId, receiptRef',
-        });
+        // The receipt names its entries (lib/receipts/claim.ts reads them again, strongly consistent).
+        const named = (
+          await doc.send(
+            new GetCommand({
+              TableName: tables.receipts,
+              Key: receiptTableKey(key),
+              ProjectionExpression: 'evidenceIds',
+              ConsistentRead: true,
+            }),
+          )
+        ).Item?.evidenceIds;
+        const entryKeys = [...((named as Set<string> | undefined) ?? [])].map((evidenceId) => ({
+          evidenceId,
+          receiptRef: ref,
+        }));
         await Promise.all(
           entryKeys.map((entry) =>
             doc.send(

@@ -65,12 +65,12 @@ export const tableOperations: Record<TableKey, TableOperations> = {
     // Payment creation reserves the mapping before it charges and records the payment after.
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
-  // The evidence index: entries written in their receipt's transaction (or 25 to a batch by the
-  // backfill), read by id (a Query on the table) and by receipt (by-receipt), their expiry moved when
-  // the receipt is released, deleted with it at an erasure.
+  // The evidence index: entries written just before their receipt (or 25 to a batch by the
+  // backfill), read by id (a Query on the table), their expiry moved when the receipt is released,
+  // deleted with it at an erasure (found by the ids the receipt carries: the table has no index).
   evidence: {
     read: ['dynamodb:Query'],
-    indexRead: ['dynamodb:Query'],
+    indexRead: [],
     write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem'],
   },
   // merchantId claims: a conditional put, and the owner read back when it fails.

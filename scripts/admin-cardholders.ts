@@ -116,6 +116,7 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
       reason: { type: 'string' },
       json: { type: 'boolean', default: false },
       aws: { type: 'boolean', default: false },
+      'remove-orphans': { type: 'boolean', default: false },
     },
   });
   const [group, command] = positionals;
@@ -160,9 +161,19 @@ export async function runCardholderCommand(argv: string[]): Promise<void> {
       keyring: new CardTagKeyring(await (await target.store()).load()),
       widthMs: claimWindowMs(),
       audit,
+      // A minute between seeing an entry without its receipt and deleting it: a receipt is stored
+      // a moment after its entries.
+      ...(values['remove-orphans']
+        ? {
+            removeOrphans: {
+              ...(target.legacyReceipts ? { legacyReceipts: target.legacyReceipts } : {}),
+              settle: () => new Promise<void>((resolve) => setTimeout(resolve, 60_000)),
+            },
+          }
+        : {}),
     });
     print(
-      `Indexed ${counts.receiptsIndexed} escrowed receipts stored before the evidence index; re-keyed ${counts.entriesRekeyed} entries (${counts.skipped} skipped: facts that do not open, or changed meanwhile).`,
+      `Indexed ${counts.receiptsIndexed} escrowed receipts stored before the evidence index; re-keyed ${counts.entriesRekeyed} entries; named ${counts.entriesNamed} on their receipts${counts.orphansRemoved === undefined ? '' : `; removed ${counts.orphansRemoved} whose receipt is gone`} (${counts.skipped} skipped: facts that do not open, or changed meanwhile).`,
       counts,
     );
     return;

@@ -42,9 +42,9 @@ export function receiptKeyOf(receiptRef: string): ReceiptKey {
 const keyOf = ({ evidenceId, receiptRef }: EvidenceKey): EvidenceKey => ({ evidenceId, receiptRef });
 
 /**
- * The evidence table. Entries are written with their receipt, in its transaction
- * (ReceiptRepository.putIfAbsent); read by id (a claim's or a match's look-ups), found by receipt
- * (the by-receipt index) when the receipt is released, erased or moved.
+ * The evidence table. Entries are written just before their receipt (ReceiptRepository.putIfAbsent);
+ * read by id (a claim's or a match's look-ups). The receipt item carries its entries' ids
+ * (StoredReceipt.evidenceIds), which is how a release or an erasure finds them: the table has no index.
  */
 export class EvidenceRepository {
   constructor(
@@ -61,18 +61,7 @@ export class EvidenceRepository {
     });
   }
 
-  /** The keys of a receipt's entries (by-receipt; eventually consistent). */
-  async keysOfReceipt(key: ReceiptKey): Promise<EvidenceKey[]> {
-    const keys = await this.queryAll<EvidenceKey>({
-      IndexName: 'by-receipt',
-      KeyConditionExpression: 'receiptRef = :ref',
-      ExpressionAttributeValues: { ':ref': receiptRefOf(key) },
-      ProjectionExpression: 'evidenceId, receiptRef',
-    });
-    return keys.map(keyOf);
-  }
-
-  /** Every page of one query on the table or an index. */
+  /** Every page of one query. */
   private async queryAll<T>(input: Omit<QueryCommandInput, 'TableName' | 'ExclusiveStartKey'>): Promise<T[]> {
     const items: T[] = [];
     let startKey: Record<string, unknown> | undefined;

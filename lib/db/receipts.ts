@@ -11,7 +11,7 @@ import type { SealedEnvelope } from '../crypto/envelope.js';
 import { BATCH_WRITE_MAX, sendInBatches } from './batch.js';
 import { isConditionFailure, putIfAbsent, queryIndexAll, type PutIfAbsentOutcome } from './client.js';
 import type { PaymentStatus } from '../kernel/payment-status.js';
-import { EvidenceRepository, type EvidenceEntry } from './evidence.js';
+import { EvidenceRepository, receiptRefOf, type EvidenceEntry, type EvidenceKey } from './evidence.js';
 import { tableDefinitions } from '../kernel/tables.js';
 import type { TransactItem } from './payments.js';
 
@@ -44,6 +44,14 @@ export interface StoredReceipt {
   claimFacts?: string;
   /** sha256 of the validated request, so an identical retry returns the first envelope. */
   requestDigest: string;
+  /**
+   * The ids of its evidence entries (each keyed by the id and this receipt's ref): what a release
+   * finds them by to extend their expiry, and an erasure to delete them, instead of an index of the
+   * evidence table that every entry would be written to again (issue 40). A string set, so adding the
+   * ids a resealing brings is idempotent. Receipts stored before it get theirs from
+   * `npm run admin -- evidence backfill`.
+   */
+  evidenceIds?: Set<string>;
   createdAt: string;
   ttl: number;
   /**
@@ -116,6 +124,12 @@ const receiptOf = (item: Record<string, unknown> | undefined): StoredReceipt | n
   return receipt as unknown as StoredReceipt;
 };
 
+/** The keys of a receipt's evidence entries, from the ids it carries. */
+export const evidenceKeysOf = (receipt: ReceiptKey & Pick<StoredReceipt, 'evidenceIds'>): EvidenceKey[] => {
+  const receiptRef = receiptRefOf(receipt);
+  return [...(receipt.evidenceIds ?? [])].map((evidenceId) => ({ evidenceId, receiptRef }));
+};
+
 export class ReceiptRepository {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -156,16 +170,20 @@ export class ReceiptRepository {
       );
     const evidenceRepository = this.evidenceRepository;
     const taken = await evidenceRepository.putBound(evidence);
+    const ids = new Set(evidence.map((entry) => entry.evidenceId));
     const outcome = await putIfAbsent(
       this.doc,
       this.tableName,
-      itemOf(receipt) as unknown as StoredReceipt,
+      itemOf({ ...receipt, evidenceIds: ids }) as unknown as StoredReceipt,
       'receiptId',
       () => this.get(receipt),
     );
     if (outcome.stored || outcome.existing.requestDigest === receipt.requestDigest) {
       // This request's receipt is the one stored (or a retry of it): entries left by another are stale.
       if (taken.length > 0) await evidenceRepository.putAll(taken);
+      // A retry whose entries have other ids (a card-tag key rotated in between): the receipt names them too.
+      if (!outcome.stored && [...ids].some((id) => !outcome.existing.evidenceIds?.has(id)))
+        await this.addEvidenceIds(receipt, ids);
       return outcome;
     }
     const written = evidence.filter((entry) => !taken.includes(entry));
@@ -185,7 +203,10 @@ export class ReceiptRepository {
   }
 
   /** Receipts by table key (as an index gives them), in that order, strongly consistent; gone ones left out. */
-  private async getByTableKeys(keys: readonly Record<string, unknown>[]): Promise<StoredReceipt[]> {
+  private async getByTableKeys(
+    keys: readonly Record<string, unknown>[],
+    projection?: string,
+  ): Promise<StoredReceipt[]> {
     const found = new Map<string, StoredReceipt>();
     const id = (key: Record<string, unknown>) => `${String(key.pk)}\n${String(key.receiptId)}`;
     await sendInBatches(
@@ -194,7 +215,13 @@ export class ReceiptRepository {
       async (pending) => {
         const result = await this.doc.send(
           new BatchGetCommand({
-            RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+            RequestItems: {
+              [this.tableName]: {
+                Keys: pending,
+                ConsistentRead: true,
+                ...(projection ? { ProjectionExpression: projection } : {}),
+              },
+            },
           }),
         );
         for (const item of result.Responses?.[this.tableName] ?? []) found.set(id(item), receiptOf(item)!);
@@ -239,11 +266,56 @@ export class ReceiptRepository {
     const taken = evidence.length > 0 ? await this.evidenceRepository!.putBound(evidence) : [];
     // Entries under the same keys bound to another digest were left by a request whose receipt never was.
     if (taken.length > 0) await this.evidenceRepository!.putAll(taken);
-    return this.updateIf(key, {
-      UpdateExpression: 'SET envelope = :envelope',
+    const ids = new Set(evidence.map((entry) => entry.evidenceId));
+    // The receipt names its entries in the same write (ADD: the ids it has already are kept once).
+    const replaced = await this.updateIf(key, {
+      UpdateExpression: `SET envelope = :envelope${ids.size > 0 ? ' ADD evidenceIds :ids' : ''}`,
       ConditionExpression: 'envelope.keyBundle.encryptedAesKey = :previous',
-      ExpressionAttributeValues: { ':envelope': envelope, ':previous': previousEncryptedKey },
+      ExpressionAttributeValues: {
+        ':envelope': envelope,
+        ':previous': previousEncryptedKey,
+        ...(ids.size > 0 ? { ':ids': ids } : {}),
+      },
     });
+    // Refused, the entries stay (they are true of this receipt): it names them all the same.
+    if (!replaced && ids.size > 0) await this.addEvidenceIds(key, ids);
+    return replaced;
+  }
+
+  /**
+   * Adds entry ids to a stored receipt. Should the receipt be gone (erased meanwhile), the entries
+   * just written for it would be found by nothing: they are deleted.
+   */
+  private async addEvidenceIds(key: ReceiptKey, ids: ReadonlySet<string>): Promise<void> {
+    const added = await this.updateIf(key, {
+      UpdateExpression: 'ADD evidenceIds :ids',
+      ConditionExpression: 'attribute_exists(receiptId)',
+      ExpressionAttributeValues: { ':ids': ids },
+    });
+    if (!added && this.evidenceRepository)
+      await this.evidenceRepository.deleteAll(evidenceKeysOf({ ...key, evidenceIds: new Set(ids) }));
+  }
+
+  /** The keys of one receipt's evidence entries, read from it strongly consistent (none if it is gone). */
+  async evidenceKeysOfReceipt(key: ReceiptKey): Promise<EvidenceKey[]> {
+    const { Item } = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keyOf(key),
+        ProjectionExpression: 'evidenceIds',
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? evidenceKeysOf({ ...key, evidenceIds: Item.evidenceIds as Set<string> | undefined }) : [];
+  }
+
+  /**
+   * The keys of the evidence entries of receipts given by table key (as by-recipient-user gives
+   * them): read from the receipts themselves, strongly consistent. Gone receipts give none.
+   */
+  async evidenceKeysOfTableKeys(keys: readonly Record<string, unknown>[]): Promise<EvidenceKey[]> {
+    const receipts = await this.getByTableKeys(keys, 'pk, receiptId, merchantClientId, evidenceIds');
+    return receipts.flatMap(evidenceKeysOf);
   }
 
   /** Sets a receipt's paymentStatus when it is still `from` (a payment declined at creation). */

@@ -75,14 +75,15 @@ export const tableDefinitions = {
     indexes: [{ name: 'by-transaction-id', partitionKey: 'transactionId' }],
   },
   // The keyed evidence index (lib/crypto/evidence.ts): entries written with their receipt, read by
-  // their opaque id; by-receipt finds a receipt's entries when it is released or erased.
+  // their opaque id. No index: the receipt item names its entries' ids (StoredReceipt.evidenceIds),
+  // which is how a release or an erasure finds them; a `by-receipt` index cost each entry a second
+  // write unit (issue 40; DEPLOY.md gives the upgrade).
   evidence: {
     name: 'evidence',
     partitionKey: 'evidenceId',
     sortKey: 'receiptRef',
     ttlAttribute: 'ttl',
     durable: true,
-    indexes: [{ name: 'by-receipt', partitionKey: 'receiptRef' }],
   },
   // One item per merchantId: the merchant client that named it first, which alone may name it again.
   merchants: { name: 'merchants', partitionKey: 'merchantId', durable: true },

@@ -203,9 +203,10 @@ export async function releaseRelatedReceipts(
 }
 
 /**
- * A released receipt lives as long as any of the user's, and so must the entries a match finds it by.
- * The release has happened whatever this finds: a failure is logged, and the entries keep the escrow
- * expiry (`evidence backfill` finds nothing to do about that; the receipt itself is unaffected).
+ * A released receipt lives as long as any of the user's, and so must the entries a match finds it by
+ * (named on the receipt: StoredReceipt.evidenceIds). The release has happened whatever this finds: a
+ * failure is logged, and the entries keep the escrow expiry until `evidence backfill` gives them the
+ * receipt's (the receipt itself is unaffected).
  */
 async function extendEvidence(
   deps: ClaimDeps,
@@ -214,7 +215,8 @@ async function extendEvidence(
   requestId: string,
 ): Promise<void> {
   try {
-    await deps.repos.evidence.setTtl(await deps.repos.evidence.keysOfReceipt(receipt), ttl);
+    // Read again, strongly consistent: ids a resealing added since the claim read the receipt count too.
+    await deps.repos.evidence.setTtl(await deps.repos.receipts.evidenceKeysOfReceipt(receipt), ttl);
   } catch (error) {
     deps.logger.warn("a released receipt's evidence entries keep their escrow expiry", {
       requestId,

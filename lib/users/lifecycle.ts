@@ -1,5 +1,4 @@
 import type { Caller } from '../api-keys/authenticator.js';
-import { receiptKeyOfTableKey } from '../db/receipts.js';
 import type { ErasedUserRecord, UserRecord } from '../db/users.js';
 import type { CoreDeps } from '../app/deps.js';
 import { ConflictError, NotFoundError } from '../kernel/errors.js';
@@ -129,10 +128,8 @@ export async function eraseUser(
     if (input.remainingMs() < TIME_RESERVE_MS) break;
     const batch = keys.slice(start, start + DELETE_BATCH);
     // Their evidence entries first: a call cut short between the two finds the receipts again.
-    const evidence = await Promise.all(
-      batch.map((key) => deps.repos.evidence.keysOfReceipt(receiptKeyOfTableKey(key))),
-    );
-    await deps.repos.evidence.deleteAll(evidence.flat());
+    // Named by the receipts themselves (StoredReceipt.evidenceIds).
+    await deps.repos.evidence.deleteAll(await deps.repos.receipts.evidenceKeysOfTableKeys(batch));
     await deps.repos.receipts.deleteAll(batch);
     receiptsDeleted += batch.length;
   }

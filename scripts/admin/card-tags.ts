@@ -43,7 +43,7 @@ export async function retagCardRecords(deps: CardKeyAdminDeps): Promise<RetagCou
   const keyring = new CardTagKeyring(await deps.store.load());
   const counts: RetagCounts = { guards: 0, users: 0, receipts: 0, evidence: 0, skipped: 0 };
   // Evidence first, like escrowed receipts: a claim that reads a user's newer tag then finds it.
-  const evidence = { receiptsIndexed: 0, entriesRekeyed: 0, skipped: 0 };
+  const evidence = { receiptsIndexed: 0, entriesRekeyed: 0, entriesNamed: 0, skipped: 0 };
   await rekeyEvidence({ doc: deps.doc, tables: deps.tables, keyring, widthMs: deps.widthMs }, evidence);
   counts.evidence = evidence.entriesRekeyed;
   counts.skipped += evidence.skipped;

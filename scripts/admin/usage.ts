@@ -7,7 +7,7 @@
 export const cardholderUsage = `Usage: npm run admin -- card-key <rotate|retag> [--aws] [--json]
        npm run admin -- users unbind --user USER_ID --reason TEXT [--aws] [--json]
        npm run admin -- keys audit [--aws] [--json]
-       npm run admin -- evidence backfill [--aws] [--json]
+       npm run admin -- evidence backfill [--remove-orphans] [--aws] [--json]
        npm run admin -- receipts migrate [--aws] [--json]
 
 card-key rotate  starts a new card-tag key version and re-tags every stored card tag (card guards,
@@ -19,7 +19,9 @@ users unbind     undoes a registration made by the wrong client (after a registe
                  the reason under the user's client.
 evidence backfill  indexes escrowed receipts stored before the evidence index (removing the card tag,
                  time and facts they carried) and re-keys entries made under an older card-tag key
-                 version or claim window. Safe to repeat; \`npm start\` runs it on every start.
+                 version or claim window, and names entries on receipts stored before receipts named
+                 them. --remove-orphans also deletes entries whose receipt is gone (after a minute's
+                 wait; after \`receipts migrate\`). Safe to repeat; \`npm start\` runs it on every start.
 receipts migrate copies the receipts of the table keyed by merchant alone (before issue 40) into the
                  sharded receipts table, each under its sharded key; what is there already stays.
                  Safe to repeat; \`npm start\` runs it on every start. --aws reads the old table's

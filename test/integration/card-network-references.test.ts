@@ -8,7 +8,9 @@ import { grantToken, onboardUser, type OnboardedUser } from '../support/flow.js'
 import { fetchReceipt, pay, sandboxStripe, type Kind, type Paid } from '../support/lifecycle.js';
 import { logsWhile } from '../support/logs.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
-import { dumpTables } from '../support/tables.js';
+import { dumpTables, evidenceOfReceipt } from '../support/tables.js';
+import { receiptRefOf } from '../../lib/db/evidence.js';
+import { requireAllTables } from '../../lib/kernel/config.js';
 
 const MATCH_PATH = matchReceiptsRoute.path;
 
@@ -265,6 +267,19 @@ describe('card-network references (issue 38)', () => {
         expect((await decrypt(escrowed[1]!.body.receiptId, late)).cardTransaction).toEqual(
           escrowedReferences[1],
         );
+        // Each sale names every entry it has, its references' included (a release and an erasure find
+        // them by these ids: issue 40), and a released one's entries all took its longer expiry.
+        for (const receiptId of [a, b, escrowed[0]!.body.receiptId, escrowed[1]!.body.receiptId]) {
+          const [stored] = await stack.deps.repos.receipts.allWithReceiptId(receiptId);
+          const entries = await evidenceOfReceipt(
+            stack.deps.dynamo.doc,
+            requireAllTables(stack.config).evidence,
+            receiptRefOf(stored!),
+          );
+          expect(entries.length).toBeGreaterThan(1);
+          expect(stored!.evidenceIds).toEqual(new Set(entries.map((entry) => entry.evidenceId)));
+          expect(new Set(entries.map((entry) => entry.ttl))).toEqual(new Set([stored!.ttl]));
+        }
 
         // A code needs the amount and currency it was given for; the 400 names what is missing.
         const partial = await match(issuer, user.userId, [{ reference: 'x', authorizationCode: 'A1B2C3' }]);

@@ -13,9 +13,10 @@ import { createPaymentBody } from '../../lib/payments/schemas.js';
 import { flattenedReceipt, newHashedPan, sampleReceipt } from '../support/fixtures.js';
 import { grantToken, onboardUser, withoutRequestIdentity, type OnboardedUser } from '../support/flow.js';
 import { logsWhile } from '../support/logs.js';
-import { dumpTables as dumpStackTables } from '../support/tables.js';
+import { dumpTables as dumpStackTables, evidenceOfReceipt } from '../support/tables.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 import { receiptTableKey } from '../../lib/db/receipts.js';
+import { receiptRefOf } from '../../lib/db/evidence.js';
 
 interface Data<T> {
   success: true;
@@ -593,6 +594,9 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     const dump = await dumpTables();
     expect(dump).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v1\./);
     expect(dump).not.toMatch(/"pk":"CARD#v1\./);
+    // Receipts name their moved entries, and no longer the ids they were moved from.
+    expect(dump).toMatch(/"evidenceIds":\["v2\./);
+    expect(dump).not.toMatch(/"evidenceIds":\[[^\]]*"v1\./);
 
     // The registered card is found (its guard is under version 2 now): encrypted for the user.
     const found = await encrypt(registeredPan);
@@ -619,12 +623,23 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     const counts = await retagCardRecords(admin);
     expect(counts.guards).toBeGreaterThan(0);
     expect(await dumpTables()).not.toMatch(/"(pendingRecipient|cardTag|evidenceId)":"v[12]\./);
+    expect(await dumpTables()).not.toMatch(/"evidenceIds":\[[^\]]*"v[12]\./);
   });
 
-  /** The receipt as stored before the evidence index: no entries of its own. */
+  /** The receipt as stored before the evidence index: no entries of its own, none named on it. */
   const forgetEvidence = async (receiptId: string) => {
     const key = { merchantClientId: merchantA.clientId, receiptId };
-    await stack.deps.repos.evidence.deleteAll(await stack.deps.repos.evidence.keysOfReceipt(key));
+    const tables = requireAllTables(stack.config);
+    await stack.deps.repos.evidence.deleteAll(
+      await evidenceOfReceipt(stack.deps.dynamo.doc, tables.evidence, receiptRefOf(key)),
+    );
+    await stack.deps.dynamo.doc.send(
+      new UpdateCommand({
+        TableName: tables.receipts,
+        Key: receiptTableKey(key),
+        UpdateExpression: 'REMOVE evidenceIds',
+      }),
+    );
   };
 
   /** What `npm start` and `npm run admin -- evidence backfill` run. */
@@ -664,8 +679,8 @@ describe('cardholder trust: card tags, claims on evidence, registration disputes
     };
     // Not found before the backfill (the claim counts; the receipt stays escrowed).
     expect((await claim(issuerA.apiKey, user.userId, [evidence])).json.data.released).toBe(0);
-    expect(await backfill()).toEqual({ receiptsIndexed: 1, entriesRekeyed: 0, skipped: 0 });
-    expect(await backfill()).toEqual({ receiptsIndexed: 0, entriesRekeyed: 0, skipped: 0 });
+    expect(await backfill()).toEqual({ receiptsIndexed: 1, entriesRekeyed: 0, entriesNamed: 0, skipped: 0 });
+    expect(await backfill()).toEqual({ receiptsIndexed: 0, entriesRekeyed: 0, entriesNamed: 0, skipped: 0 });
     const dump = await dumpTables();
     expect(dump).not.toMatch(/pendingRecipient|claimAt|claimFacts/);
     const audited = (await stack.deps.audit.forClient('operator', 10)).find(

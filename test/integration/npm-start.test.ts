@@ -7,12 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CardTagKeyring } from '../../lib/crypto/card-tag.js';
 import { createDynamoClients } from '../../lib/db/client.js';
-import { EvidenceRepository } from '../../lib/db/evidence.js';
+import { EvidenceRepository, receiptRefOf } from '../../lib/db/evidence.js';
 import { receiptTableKey } from '../../lib/db/receipts.js';
 import { claimFactsOf } from '../../lib/receipts/encrypt.js';
 import type { DigitalReceipt } from '../../lib/receipts/schemas.js';
 import { LocalCardTagKeyFile } from '../../local/card-tag-key.js';
 import { newHashedPan, sampleReceipt } from '../support/fixtures.js';
+import { evidenceOfReceipt } from '../support/tables.js';
 import {
   answersHttp,
   patience,
@@ -132,13 +133,14 @@ async function asStoredBeforeTheIndex(dataDir: string, receipt: DigitalReceipt, 
   await withTables(dataDir, async (doc, prefix) => {
     const evidence = new EvidenceRepository(doc, `${prefix}evidence`);
     const key = { merchantClientId: String(item!.merchantClientId), receiptId: receipt.receiptId };
-    await evidence.deleteAll(await evidence.keysOfReceipt(key));
+    await evidence.deleteAll(await evidenceOfReceipt(doc, `${prefix}evidence`, receiptRefOf(key)));
     const tag = keyring.tagOf(hashedPan);
     await doc.send(
       new UpdateCommand({
         TableName: `${prefix}receipts-sharded`,
         Key: receiptTableKey(key),
-        UpdateExpression: 'SET pendingRecipient = :tag, claimAt = :at, claimFacts = :facts',
+        UpdateExpression:
+          'SET pendingRecipient = :tag, claimAt = :at, claimFacts = :facts REMOVE evidenceIds',
         ExpressionAttributeValues: {
           ':tag': tag,
           ':at': claimFactsOf(receipt).at,
@@ -380,11 +382,13 @@ describe('npm start', () => {
       expect(await adminJson(dataDir, 'evidence', 'backfill')).toEqual({
         receiptsIndexed: 1,
         entriesRekeyed: 0,
+        entriesNamed: 0,
         skipped: 0,
       });
       expect(await adminJson(dataDir, 'evidence', 'backfill')).toEqual({
         receiptsIndexed: 0,
         entriesRekeyed: 0,
+        entriesNamed: 0,
         skipped: 0,
       });
       expect(await storedReceipt(dataDir, one.receipt.receiptId)).not.toHaveProperty('pendingRecipient');

@@ -34,8 +34,8 @@ export const eraseUserRoute = defineRoute({
     keyPairs: 'write',
     accessTokens: 'readWrite',
     receipts: 'readWrite',
-    // The erased user's receipts take their evidence entries with them.
-    evidence: 'readWrite',
+    // The erased user's receipts take their evidence entries with them (named on the receipts).
+    evidence: 'write',
   },
   docs: {
     tag: 'onboarding',
