@@ -89,6 +89,8 @@ export interface LocalStack {
   cardTagKeys: CardTagKeyStore;
   /** The webhook dispatcher (local/stream-poller.ts): tests stop it and start it again. */
   dispatcher: Dispatcher;
+  /** The local delivery queue the dispatcher and sweeper send to (local/delivery-queue.ts). */
+  deliveryQueue: LocalDeliveryQueue;
   /** CPU microseconds the HTTP adapter spent standing in for API Gateway (local/server.ts). */
   adapterCpuMicros(): number;
   close(): Promise<void>;
@@ -254,6 +256,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       region: config.region,
       receiptsTable: requireAllTables(config).receipts,
       deps: { ...delivery, queue },
+      redeliver: () => queue.redeliver(),
       logger: dispatcherLogger,
       intervalMs: options.dispatcherIntervalMs ?? DEFAULT_DISPATCHER_INTERVAL_MS,
       ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
@@ -279,6 +282,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       sandbox,
       cardTagKeys,
       dispatcher,
+      deliveryQueue: queue,
       adapterCpuMicros: () => http.adapterCpuMicros(),
       close: async () => {
         for (const stop of stops.reverse()) await stop();
