@@ -1,3 +1,4 @@
+import { readFile, writeFile } from 'node:fs/promises';
 import { deliveryQueue } from '../functions/webhooks/webhook-deliver/function.js';
 import {
   deduplicationIdOf,
@@ -40,14 +41,17 @@ export interface LocalQueueSettings {
  * injected clock (`redeliver`, which the local dispatcher calls as it polls, as SQS needs no one), at
  * most maxReceiveCount times, then goes to the dead-letter path the dead-letter queue's consumer runs
  * in AWS. The same attempt queued twice within five minutes is queued once. The settings are the
- * AWS queue's (functions/webhooks/webhook-deliver/function.ts). In memory: messages do not outlive
- * the process (SQS keeps them for days), which a local stack restarted mid-delivery may lose.
+ * AWS queue's (functions/webhooks/webhook-deliver/function.ts). With a `file` (the local stack's data
+ * directory) the messages held are written there at every change and `restore` reads them back, so a
+ * stack restarted mid-delivery loses none, as SQS keeps them; without, they live in memory.
  */
 export class LocalDeliveryQueue implements DeliveryQueue {
   private readonly groups = new Map<string, Group>();
   private readonly queuedAt = new Map<string, number>();
   /** Messages the dead-letter path could not record yet: tried again at each redeliver. */
   private readonly deadLetters: DeliveryMessage[] = [];
+  /** The last write of the held messages to `file`, each after the one before. */
+  private saved: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: DeliveryDeps,
@@ -55,7 +59,30 @@ export class LocalDeliveryQueue implements DeliveryQueue {
       visibilityTimeoutMs: deliveryQueue.visibilityTimeoutSeconds * 1_000,
       maxReceiveCount: deliveryQueue.maxReceiveCount,
     },
+    private readonly file?: string,
   ) {}
+
+  /**
+   * The messages a previous process held (`file`), queued again with their receive counts: visible at
+   * once, their consumer having gone with that process.
+   */
+  async restore(): Promise<void> {
+    if (!this.file) return;
+    let stored: { messages: Held[]; deadLetters: DeliveryMessage[] };
+    try {
+      stored = JSON.parse(await readFile(this.file, 'utf8')) as typeof stored;
+    } catch {
+      return;
+    }
+    const now = this.now();
+    this.deadLetters.push(...stored.deadLetters);
+    for (const held of stored.messages) {
+      const group = this.groups.get(held.message.webhookId) ?? { messages: [] };
+      this.groups.set(held.message.webhookId, group);
+      group.messages.push({ ...held, visibleAt: now });
+    }
+    for (const [webhookId, group] of this.groups) this.handOut(webhookId, group);
+  }
 
   async enqueue(messages: readonly DeliveryMessage[]): Promise<void> {
     const now = this.now();
@@ -69,6 +96,7 @@ export class LocalDeliveryQueue implements DeliveryQueue {
       group.messages.push({ message, receives: 0, visibleAt: now });
       this.handOut(message.webhookId, group);
     }
+    await this.save();
   }
 
   /**
@@ -78,6 +106,7 @@ export class LocalDeliveryQueue implements DeliveryQueue {
   async redeliver(): Promise<void> {
     for (const [webhookId, group] of this.groups) this.handOut(webhookId, group);
     for (const message of this.deadLetters.splice(0)) await this.deadLetter(message);
+    await this.save();
   }
 
   /** Messages held, handed out or not (what SQS calls visible and in flight), and dead letters unrecorded. */
@@ -91,7 +120,7 @@ export class LocalDeliveryQueue implements DeliveryQueue {
   async drain(): Promise<void> {
     for (;;) {
       const running = [...this.groups.values()].flatMap((group) => (group.inFlight ? [group.inFlight] : []));
-      if (running.length === 0) return;
+      if (running.length === 0) return this.saved;
       await Promise.all(running);
     }
   }
@@ -117,6 +146,7 @@ export class LocalDeliveryQueue implements DeliveryQueue {
     try {
       await deliverQueued(this.deps, head.message);
       group.messages.shift();
+      await this.save();
     } catch (error) {
       this.deps.logger.warn('queued webhook attempt not recorded; the message comes back', {
         webhookId: head.message.webhookId,
@@ -128,7 +158,24 @@ export class LocalDeliveryQueue implements DeliveryQueue {
         group.messages.shift();
         await this.deadLetter(head.message);
       } else head.visibleAt = this.now() + this.settings.visibilityTimeoutMs;
+      await this.save();
     }
+  }
+
+  /** Writes what is held to `file`, after any write under way, so the last state is the one kept. */
+  private save(): Promise<void> {
+    const file = this.file;
+    if (!file) return Promise.resolve();
+    this.saved = this.saved.then(async () => {
+      const messages = [...this.groups.values()].flatMap((group) => group.messages);
+      await writeFile(file, JSON.stringify({ messages, deadLetters: this.deadLetters })).catch(
+        (error: unknown) =>
+          this.deps.logger.warn('local delivery queue not saved; the next change saves it', {
+            error: error instanceof Error ? error.name : 'unknown',
+          }),
+      );
+    });
+    return this.saved;
   }
 
   private async deadLetter(message: DeliveryMessage): Promise<void> {

@@ -249,7 +249,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const dispatcherLogger = createLogger({ level: options.logLevel ?? config.logLevel });
     // Its own logger: the shared one carries the context of whichever request the server handled last.
     const delivery = deliveryDeps({ ...deps, logger: dispatcherLogger });
-    const queue = new LocalDeliveryQueue(delivery);
+    const queue = new LocalDeliveryQueue(
+      delivery,
+      undefined,
+      options.inMemory ? undefined : join(dataDir, 'delivery-queue.json'),
+    );
+    // Messages queued before a restart, as SQS would still hold them.
+    await queue.restore();
     const dispatcher = await startDispatcher({
       dynamo: dynamo.client,
       endpoint,

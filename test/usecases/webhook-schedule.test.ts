@@ -15,6 +15,9 @@ import { CLAIM_LEASE_MS } from '../../lib/webhooks/send.js';
 import { sweepDueDeliveries } from '../../lib/webhooks/sweep.js';
 import { pollUntil } from '../support/processes.js';
 import type { SQSEvent } from 'aws-lambda';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createHandler as createDeliverHandler } from '../../functions/webhooks/webhook-deliver/handler.js';
 import { deliveryQueue } from '../../functions/webhooks/webhook-deliver/function.js';
 import {
@@ -409,6 +412,30 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
     expect(await listed(merchant, webhook.webhookId)).toMatchObject([
       { status: 'succeeded', attemptCount: 1 },
     ]);
+  });
+
+  it("keeps the local queue's messages across a restart of its process, as SQS keeps them: a first attempt not recorded is made by the next process", async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const file = join(await mkdtemp(join(tmpdir(), 'delivery-queue-')), 'delivery-queue.json');
+    const before = new LocalDeliveryQueue(unrecordable(1), undefined, file);
+    await before.enqueue(await queuedFirstAttempts());
+    await before.drain();
+    expect(receiver.received).toHaveLength(1);
+    expect(await listed(merchant, webhook.webhookId)).toEqual([]);
+
+    // The process is gone with the message unacknowledged: the next one reads it back.
+    const after = new LocalDeliveryQueue(deps, undefined, file);
+    await after.restore();
+    await after.drain();
+    expect(receiver.received).toHaveLength(2);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'succeeded', attemptCount: 1 },
+    ]);
+    const again = new LocalDeliveryQueue(deps, undefined, file);
+    await again.restore();
+    expect(again.size).toBe(0);
   });
 
   it("sends nothing for a copy of a first attempt's message handled after its outcome, past the queue's deduplication window", async () => {
