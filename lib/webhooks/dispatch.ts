@@ -2,14 +2,22 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
-import type { DeliveryMessage, DispatchDeps } from './queue.js';
+import type { DeliveryMessage, DeliveryQueue } from './queue.js';
 import type { DeliveryDeps } from './send.js';
+
+/**
+ * What the stream's dispatcher needs: the clock, who a receipt's event goes to, and the queue. Not the
+ * deliveries table: a delivery's record is written with its first attempt's outcome, by the deliverer.
+ */
+export type StreamDispatchDeps = Pick<DeliveryDeps, 'clock' | 'users' | 'webhooks'> & {
+  queue: DeliveryQueue;
+};
 
 /**
  * The look-ups of one batch, each made once: a batch is usually one issuer's or one merchant's
  * receipts, and without this every record would read the same user and webhooks again.
  */
-function batchLookups(deps: DeliveryDeps) {
+function batchLookups(deps: StreamDispatchDeps) {
   const owners = new Map<string, Promise<string | null>>();
   const webhooks = new Map<string, Promise<WebhookRecord[]>>();
   const once = <T>(cache: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> => {
@@ -44,7 +52,7 @@ type BatchLookups = ReturnType<typeof batchLookups>;
  * its first attempt's outcome (lib/webhooks/queue.ts, deliverQueued).
  */
 async function deliveriesOf(
-  deps: DeliveryDeps,
+  deps: StreamDispatchDeps,
   lookups: BatchLookups,
   event: ReceiptEvent,
 ): Promise<DeliveryMessage[]> {
@@ -77,7 +85,7 @@ async function deliveriesOf(
  */
 export async function dispatchReceiptStream(
   event: DynamoDBStreamEvent,
-  deps: DispatchDeps,
+  deps: StreamDispatchDeps,
 ): Promise<DynamoDBBatchResponse> {
   const lookups = batchLookups(deps);
   return processPartialResponse(
