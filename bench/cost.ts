@@ -373,6 +373,7 @@ async function measureAndPrice(
   // The dispatcher (the receipts stream's Lambda in AWS) is metered on its own (measureDispatch):
   // stopped here, so none of its polling or delivery is counted in another operation.
   await stack.dispatcher.stop();
+  await stack.deliveryQueue.drain();
   await idleCheck(meter);
   const publicKeys = new Map(users.map((user) => [user.userId, parsePublicKey(user.publicKey)]));
   const privateKeys = new Map(users.map((user) => [user.userId, parsePrivateKey(user.privateKey)]));
@@ -907,6 +908,8 @@ async function measureDispatch(
     // Each of the n receipts delivered, by its id: nothing left over from before counts.
     await waitFor(() => fresh.every((id) => receiver.receiptIds.has(id)), 120_000);
     await stack.dispatcher.stop();
+    // Each attempt's outcome is written after its POST arrives: counted too.
+    await stack.deliveryQueue.drain();
     used = process.cpuUsage(cpu);
     const elapsed = performance.now() - started;
     const share = elapsed / idle.ms;

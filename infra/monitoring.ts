@@ -397,7 +397,8 @@ export class Monitoring extends Construct {
       this.alarm('WebhookDeliveryDeadLetters', {
         alarmName: `${prefix}-webhook-delivery-dlq`,
         alarmDescription:
-          'Queued webhook attempts the deliverer could not record, five receives over (the deliveries stay due)',
+          'Queued webhook attempts the deliverer could not record, five receives over, waiting to be recorded due ' +
+          '(the deliverer consumes this queue: a message that stays visible means DynamoDB is still unreachable)',
         metric: deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
           period: FIVE_MINUTES,
           statistic: 'Maximum',

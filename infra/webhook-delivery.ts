@@ -102,18 +102,20 @@ export class WebhookDelivery extends Construct {
     // FIFO, for its message groups: one webhook's messages are handed out one at a time, and the
     // groups apart. High-throughput mode: the 300 messages a second of a FIFO queue apply per group.
     this.deliveryDeadLetterQueue = new Queue(this, 'DeliveryDeadLetterQueue', {
-      queueName: `${props.prefix}-webhook-deliveries-dlq.fifo`,
+      queueName: `${props.prefix}-${deliveryQueue.deadLetterQueueName}`,
       fifo: true,
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
+      // Consumed by the deliverer too: no message is handed out again while its consumer may live.
+      visibilityTimeout: Duration.seconds(deliveryQueue.visibilityTimeoutSeconds),
     });
     Validations.of(this.deliveryDeadLetterQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
         'This queue is itself the dead-letter queue of the webhook delivery queue: its messages name deliveries ' +
-        'whose attempt could not be recorded (the delivery stays due, and the sweeper queues it again); an alarm ' +
-        'fires on its first message.',
+        'whose attempt could not be recorded, and the deliverer consumes it, recording each delivery due for the ' +
+        'sweeper (a message it cannot record stays here for 14 days); an alarm fires on its first message.',
     });
     this.deliveryQueue = new Queue(this, 'DeliveryQueue', {
       queueName: `${props.prefix}-webhook-deliveries.fifo`,
@@ -124,6 +126,8 @@ export class WebhookDelivery extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       visibilityTimeout: Duration.seconds(deliveryQueue.visibilityTimeoutSeconds),
+      // A first attempt's message is its delivery until the outcome is recorded: kept as long as SQS can.
+      retentionPeriod: Duration.days(14),
       deadLetterQueue: {
         queue: this.deliveryDeadLetterQueue,
         maxReceiveCount: deliveryQueue.maxReceiveCount,
@@ -131,6 +135,14 @@ export class WebhookDelivery extends Construct {
     });
     props.deliverer.function.addEventSource(
       new SqsEventSource(this.deliveryQueue, {
+        batchSize: deliveryQueue.batchSize,
+        reportBatchItemFailures: true,
+      }),
+    );
+    // A first attempt's delivery lives only in its message until its outcome is written: one given up
+    // on is recorded due from here, for the sweeper (lib/webhooks/queue.ts, recordDeadLettered).
+    props.deliverer.function.addEventSource(
+      new SqsEventSource(this.deliveryDeadLetterQueue, {
         batchSize: deliveryQueue.batchSize,
         reportBatchItemFailures: true,
       }),

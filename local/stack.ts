@@ -91,6 +91,8 @@ export interface LocalStack {
   cardTagKeys: CardTagKeyStore;
   /** The webhook dispatcher (local/stream-poller.ts): tests stop it and start it again. */
   dispatcher: Dispatcher;
+  /** The local delivery queue the dispatcher and sweeper send to (local/delivery-queue.ts). */
+  deliveryQueue: LocalDeliveryQueue;
   /** CPU microseconds the HTTP adapter spent standing in for API Gateway (local/server.ts). */
   adapterCpuMicros(): number;
   close(): Promise<void>;
@@ -249,13 +251,20 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const dispatcherLogger = createLogger({ level: options.logLevel ?? config.logLevel });
     // Its own logger: the shared one carries the context of whichever request the server handled last.
     const delivery = deliveryDeps({ ...deps, logger: dispatcherLogger });
-    const queue = new LocalDeliveryQueue(delivery);
+    const queue = new LocalDeliveryQueue(
+      delivery,
+      undefined,
+      options.inMemory ? undefined : join(dataDir, 'delivery-queue.json'),
+    );
+    // Messages queued before a restart, as SQS would still hold them.
+    await queue.restore();
     const dispatcher = await startDispatcher({
       dynamo: dynamo.client,
       endpoint,
       region: config.region,
       receiptsTable: requireAllTables(config).receipts,
       deps: { ...delivery, queue },
+      redeliver: () => queue.redeliver(),
       logger: dispatcherLogger,
       intervalMs: options.dispatcherIntervalMs ?? DEFAULT_DISPATCHER_INTERVAL_MS,
       ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
@@ -281,6 +290,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       sandbox,
       cardTagKeys,
       dispatcher,
+      deliveryQueue: queue,
       adapterCpuMicros: () => http.adapterCpuMicros(),
       close: async () => {
         for (const stop of stops.reverse()) await stop();

@@ -71,6 +71,11 @@ export interface DispatcherOptions {
   schedule?: (poll: () => void, ms: number) => () => void;
   /** Where the last processed sequence number of each shard is kept across restarts; memory otherwise. */
   checkpointFile?: string;
+  /**
+   * The local delivery queue's messages whose visibility timeout has passed handed out again, on
+   * every poll (SQS does it by itself; local/delivery-queue.ts).
+   */
+  redeliver?: () => Promise<void>;
 }
 
 type Checkpoints = Record<string, string>;
@@ -195,6 +200,7 @@ export async function startDispatcher(
       );
     }
     for (const shardId of openShards) found += await readShard(shardId);
+    await options.redeliver?.();
     // A shard read to its end is closed: the next poll lists the shards again to find its children.
     openShards = openShards.filter((shardId) => !closedShards.has(shardId));
     if (sweepAsked || monotonicMs() - sweptAt >= sweepIntervalMs) {

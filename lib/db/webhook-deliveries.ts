@@ -75,10 +75,9 @@ export const dueBucketOf = (deliveryId: string): string =>
 const DELIVERY_RETENTION_SECONDS = 30 * 24 * 3_600;
 
 /**
- * A new delivery, pending: due at once for the sweeper to queue, or, when its first attempt is queued
- * as it is written, due at `queuedUntil` (as the sweeper's markQueued would set it), so a sweep in
- * between neither queues it twice nor moves its by-due key; should that message be lost, the sweeper
- * queues it then.
+ * A new delivery, pending: due at once for the sweeper to queue (an announcement, or a first attempt
+ * the delivery queue gave up on), or at `queuedUntil`. A stored receipt's delivery is written only
+ * with its first attempt's outcome (lib/webhooks/queue.ts).
  */
 export const newDelivery = (
   input: Pick<DeliveryRecord, 'webhookId' | 'deliveryId' | 'clientId' | 'eventType' | 'payload'>,

@@ -1,16 +1,23 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { newDelivery } from '../db/webhook-deliveries.js';
 import type { WebhookRecord } from '../db/webhooks.js';
 import { deliveryIdOf, eventsOf, payloadOf, type ReceiptEvent, type ReceiptStreamRecord } from './events.js';
-import { messageOf, QUEUE_LEASE_MS, type DeliveryMessage, type DispatchDeps } from './queue.js';
+import type { DeliveryMessage, DeliveryQueue } from './queue.js';
 import type { DeliveryDeps } from './send.js';
+
+/**
+ * What the stream's dispatcher needs: the clock, who a receipt's event goes to, and the queue. Not the
+ * deliveries table: a delivery's record is written with its first attempt's outcome, by the deliverer.
+ */
+export type StreamDispatchDeps = Pick<DeliveryDeps, 'clock' | 'users' | 'webhooks'> & {
+  queue: DeliveryQueue;
+};
 
 /**
  * The look-ups of one batch, each made once: a batch is usually one issuer's or one merchant's
  * receipts, and without this every record would read the same user and webhooks again.
  */
-function batchLookups(deps: DeliveryDeps) {
+function batchLookups(deps: StreamDispatchDeps) {
   const owners = new Map<string, Promise<string | null>>();
   const webhooks = new Map<string, Promise<WebhookRecord[]>>();
   const once = <T>(cache: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> => {
@@ -39,12 +46,13 @@ function batchLookups(deps: DeliveryDeps) {
 type BatchLookups = ReturnType<typeof batchLookups>;
 
 /**
- * Writes one delivery per subscribed webhook (idempotent by its deterministic id, so a record read
- * again adds nothing) and answers the first-attempt message of each, new or already there: a record
- * whose messages were not queued is read again, and a message for an attempt already made is dropped.
+ * The first-attempt message of one delivery per subscribed webhook, carrying the delivery (its id is
+ * deterministic, so a record read again queues the same messages, which the queue's deduplication and
+ * the consumer's look-up send once). Nothing is written here: the delivery's record is written with
+ * its first attempt's outcome (lib/webhooks/queue.ts, deliverQueued).
  */
 async function deliveriesOf(
-  deps: DeliveryDeps,
+  deps: StreamDispatchDeps,
   lookups: BatchLookups,
   event: ReceiptEvent,
 ): Promise<DeliveryMessage[]> {
@@ -54,24 +62,17 @@ async function deliveriesOf(
     (webhook.events as readonly string[]).includes(event.type),
   );
   const now = deps.clock.now();
-  const messages: DeliveryMessage[] = [];
-  for (const webhook of webhooks) {
-    const deliveryId = deliveryIdOf(webhook.webhookId, event);
-    const delivery = newDelivery(
-      {
-        webhookId: webhook.webhookId,
-        deliveryId,
-        clientId,
-        eventType: event.type,
-        payload: payloadOf(event, now),
-      },
-      now,
-      new Date(now.getTime() + QUEUE_LEASE_MS),
-    );
-    await deps.deliveries.create(delivery);
-    messages.push(messageOf(delivery));
-  }
-  return messages;
+  return webhooks.map((webhook) => ({
+    webhookId: webhook.webhookId,
+    deliveryId: deliveryIdOf(webhook.webhookId, event),
+    attemptCount: 0,
+    first: {
+      clientId,
+      eventType: event.type,
+      payload: payloadOf(event, now),
+      createdAt: now.toISOString(),
+    },
+  }));
 }
 
 /**
@@ -79,11 +80,12 @@ async function deliveriesOf(
  * them, and as the local poller hands them over): each raises its events, each event a delivery per
  * subscribed webhook, and each delivery's first attempt is queued (lib/webhooks/queue.ts), never
  * made here: a receiver that hangs delays nobody else's deliveries. A record whose deliveries could
- * not be written or queued is reported, and read again (Lambda retries from the first reported).
+ * not be queued is reported, and read again (Lambda retries from the first reported): until its
+ * messages are in the queue the stream holds the event, and after, the queue does.
  */
 export async function dispatchReceiptStream(
   event: DynamoDBStreamEvent,
-  deps: DispatchDeps,
+  deps: StreamDispatchDeps,
 ): Promise<DynamoDBBatchResponse> {
   const lookups = batchLookups(deps);
   return processPartialResponse(

@@ -2,11 +2,12 @@ import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
 import { epochSeconds, type Clock } from '../kernel/clock.js';
 import type { UserRepository } from '../db/users.js';
-import type {
-  DeliveryAttempt,
-  DeliveryKey,
-  DeliveryRecord,
-  WebhookDeliveryRepository,
+import {
+  dueBucketOf,
+  type DeliveryAttempt,
+  type DeliveryKey,
+  type DeliveryRecord,
+  type WebhookDeliveryRepository,
 } from '../db/webhook-deliveries.js';
 import { signingSecrets, type WebhookRecord, type WebhookRepository } from '../db/webhooks.js';
 import type { Logger } from '../kernel/log.js';
@@ -109,27 +110,42 @@ export async function attemptDelivery(
 /** Until when an attempt that starts at `at` holds its claim. */
 export const leaseFrom = (at: Date): Date => new Date(at.getTime() + CLAIM_LEASE_MS);
 
-/** Makes and records the attempt a claim (or a manual retry's restart) has taken, made at `at`. */
-export async function attemptClaimed(
-  deps: DeliveryDeps,
-  claimed: DeliveryRecord,
-  at: Date,
-): Promise<DeliveryRecord | null> {
+/** What one attempt came to: the attempt as listed, and the delivery's state after it. */
+type Attempted = {
+  attempt: DeliveryAttempt;
+  outcome: { status: 'pending'; nextAttemptAt: Date } | { status: 'succeeded' | 'failed' };
+};
+
+/**
+ * Makes attempt number `attemptCount` of a delivery at `at` (the URL checked again, the body signed)
+ * and answers it with what follows by the schedule: succeeded, due again, or failed.
+ */
+async function attemptOnce(deps: DeliveryDeps, delivery: DeliveryRecord, at: Date): Promise<Attempted> {
   const started = performance.now();
-  const { result, final } = await post(deps, claimed, at);
+  const { result, final } = await post(deps, delivery, at);
   const attempt: DeliveryAttempt = {
     at: at.toISOString(),
     durationMs: Math.round(performance.now() - started),
     ...('status' in result ? { httpStatus: result.status } : { error: result.error }),
   };
   const succeeded = 'status' in result && result.status >= 200 && result.status < 300;
-  const step = claimed.attemptCount - claimed.scheduledFrom;
+  const step = delivery.attemptCount - delivery.scheduledFrom;
   const delay = retryDelaysMs[step - 1];
   const outcome = succeeded
     ? ({ status: 'succeeded' } as const)
     : final || delay === undefined
       ? ({ status: 'failed' } as const)
       : ({ status: 'pending', nextAttemptAt: new Date(at.getTime() + delay) } as const);
+  return { attempt, outcome };
+}
+
+/** Makes and records the attempt a claim (or a manual retry's restart) has taken, made at `at`. */
+export async function attemptClaimed(
+  deps: DeliveryDeps,
+  claimed: DeliveryRecord,
+  at: Date,
+): Promise<DeliveryRecord | null> {
+  const { attempt, outcome } = await attemptOnce(deps, claimed, at);
   const recorded = await deps.deliveries.recordAttempt(
     claimed,
     claimed.attemptCount,
@@ -137,6 +153,50 @@ export async function attemptClaimed(
     outcome,
     epochSeconds(at) + RETENTION_SECONDS,
   );
+  reportFailed(deps, recorded, attempt);
+  return recorded;
+}
+
+/**
+ * The first attempt of a delivery that has no record yet (lib/webhooks/queue.ts: its queued message
+ * carries it), made by the one consumer its message group has, then its record written once, with
+ * the outcome: succeeded, due for its retry, or failed. Null when the record exists by then (a
+ * message for it handled before): nothing is sent.
+ */
+export async function attemptFirst(
+  deps: DeliveryDeps,
+  delivery: DeliveryRecord,
+): Promise<DeliveryRecord | null> {
+  const at = deps.clock.now();
+  const made = { ...delivery, attemptCount: 1, scheduledFrom: 0 };
+  const { attempt, outcome } = await attemptOnce(deps, made, at);
+  const recorded = withOutcome(made, attempt, outcome, epochSeconds(at) + RETENTION_SECONDS);
+  const created = await deps.deliveries.create(recorded);
+  if (!created) return null;
+  reportFailed(deps, recorded, attempt);
+  return recorded;
+}
+
+/** A delivery's record after one more attempt: in `by-due` only while pending. */
+function withOutcome(
+  delivery: DeliveryRecord,
+  attempt: DeliveryAttempt,
+  outcome: Attempted['outcome'],
+  ttl: number,
+): DeliveryRecord {
+  const { nextAttemptAt: _due, dueBucket: _bucket, leaseUntil: _lease, ...rest } = delivery;
+  return {
+    ...rest,
+    status: outcome.status,
+    attempts: [...delivery.attempts, attempt],
+    ttl,
+    ...(outcome.status === 'pending'
+      ? { nextAttemptAt: outcome.nextAttemptAt.toISOString(), dueBucket: dueBucketOf(delivery.deliveryId) }
+      : {}),
+  };
+}
+
+function reportFailed(deps: DeliveryDeps, recorded: DeliveryRecord | null, attempt: DeliveryAttempt): void {
   if (recorded?.status === 'failed') {
     deps.telemetry.count('WebhookDeliveriesFailed');
     deps.logger.warn('webhook delivery failed', {
@@ -146,5 +206,4 @@ export async function attemptClaimed(
       lastError: attempt.error ?? `http ${attempt.httpStatus}`,
     });
   }
-  return recorded;
 }

@@ -22,6 +22,7 @@ let deliveryQueueId: string;
 let deliveryDlqId: string;
 let mapping: Resource;
 let queueMapping: Resource;
+let deadLetterMapping: Resource;
 
 const tableIdNamed = (name: string): string => {
   const entry = Object.entries(resourcesOf(template, 'AWS::DynamoDB::Table')).find(
@@ -55,7 +56,13 @@ beforeAll(() => {
   deliveryDlqId = queueNamed('webhook-deliveries-dlq.fifo');
   const mappings = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'));
   mapping = mappings.find((each) => JSON.stringify(each.Properties.EventSourceArn).includes('StreamArn'))!;
-  queueMapping = mappings.find((each) => each !== mapping)!;
+  const fromQueue = (id: string) =>
+    mappings.find(
+      (each) =>
+        JSON.stringify(each.Properties.EventSourceArn) === JSON.stringify({ 'Fn::GetAtt': [id, 'Arn'] }),
+    )!;
+  queueMapping = fromQueue(deliveryQueueId);
+  deadLetterMapping = fromQueue(deliveryDlqId);
 });
 
 describe('the receipts stream', () => {
@@ -68,8 +75,8 @@ describe('the receipts stream', () => {
   });
 
   it('drives the dispatcher: bisected, retried, partial batch failures, then the dead-letter queue', () => {
-    // This one and the delivery queue's.
-    expect(Object.keys(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))).toHaveLength(2);
+    // This one, the delivery queue's and its dead-letter queue's.
+    expect(Object.keys(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'))).toHaveLength(3);
     expect(referencedId(mapping.Properties.FunctionName)).toBe(fnId('webhook-dispatch'));
     expect(mapping.Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [receiptsTableId, 'StreamArn'] });
     expect(mapping.Properties).toMatchObject({
@@ -106,7 +113,32 @@ describe('the delivery queue (issue 20: deliveries isolated per destination)', (
     expect(queues()[deliveryDlqId]?.Properties).toMatchObject({
       FifoQueue: true,
       SqsManagedSseEnabled: true,
+      VisibilityTimeout: deliveryQueue.visibilityTimeoutSeconds,
     });
+  });
+
+  it("keeps a message, which is a first attempt's only record until its outcome, 14 days; and hands it out again only after the deliverer's timeout", () => {
+    expect(queues()[deliveryQueueId]?.Properties.MessageRetentionPeriod).toBe(14 * 24 * 3_600);
+    const deliverer = resourcesOf(template, 'AWS::Lambda::Function')[fnId('webhook-deliver')!];
+    expect(deliverer?.Properties.Timeout).toBeLessThan(deliveryQueue.visibilityTimeoutSeconds);
+  });
+
+  it('consumes the dead-letter queue too, by the deliverer, which tells its messages apart by the queue name', () => {
+    expect(referencedId(deadLetterMapping.Properties.FunctionName)).toBe(fnId('webhook-deliver'));
+    expect(deadLetterMapping.Properties).toMatchObject({
+      BatchSize: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    expect(queues()[deliveryDlqId]?.Properties.QueueName).toBe(
+      `receipt-service-test-${deliveryQueue.deadLetterQueueName}`,
+    );
+    expect(actionsOf(on(roleStatements('webhook-deliver'), deliveryDlqId))).toEqual([
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:ReceiveMessage',
+    ]);
   });
 
   it('is consumed by the deliverer alone, one message per invocation, reporting partial failures', () => {
@@ -238,14 +270,11 @@ describe('least privilege', () => {
     }
   });
 
-  it('grants the deliveries table by need: the sweeper and dispatcher write, the listing only reads', () => {
+  it('grants the deliveries table by need: the sweeper and deliverer write, the listing only reads, the dispatcher nothing', () => {
     const deliveries = deliveriesId();
     const tableOnly = (text: string) => !text.includes('/index/');
-    expect(actionsOf(on(roleStatements('webhook-dispatch'), deliveries, tableOnly))).toEqual([
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
-    ]);
+    // It only queues first attempts, each message carrying its delivery.
+    expect(on(roleStatements('webhook-dispatch'), deliveries)).toEqual([]);
     for (const name of ['webhook-sweep', 'webhook-deliver'])
       expect(actionsOf(on(roleStatements(name), deliveries, tableOnly))).toEqual([
         'dynamodb:GetItem',

@@ -86,13 +86,14 @@ const addedSinceTheSplit: Record<string, number> = {
   // seal failures (cardholder trust, round 3); refund events in another currency (round 4).
   'AWS::CloudWatch::Alarm': 4 + 2 + 1 + 2 + 1,
   // webhook-deliver: its role, policy, log group, the two metric filters every function's log has,
-  // and its queue's event source mapping; the delivery queue (SQS FIFO, one message group per
-  // webhook) and its dead-letter queue, each with its TLS-only policy.
+  // and the event source mappings of its queue and of that queue's dead-letter queue (which records
+  // a first attempt given up on due); the delivery queue (SQS FIFO, one message group per webhook)
+  // and its dead-letter queue, each with its TLS-only policy.
   'AWS::IAM::Role': 1,
   'AWS::IAM::Policy': 1,
   'AWS::Logs::LogGroup': 1,
   'AWS::Logs::MetricFilter': 2,
-  'AWS::Lambda::EventSourceMapping': 1,
+  'AWS::Lambda::EventSourceMapping': 2,
   'AWS::Lambda::Function': 1,
   'AWS::SQS::Queue': 2,
   'AWS::SQS::QueuePolicy': 2,

@@ -14,6 +14,17 @@ import type { DeliveryDeps } from '../../lib/webhooks/send.js';
 import { CLAIM_LEASE_MS } from '../../lib/webhooks/send.js';
 import { sweepDueDeliveries } from '../../lib/webhooks/sweep.js';
 import { pollUntil } from '../support/processes.js';
+import type { SQSEvent } from 'aws-lambda';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHandler as createDeliverHandler } from '../../functions/webhooks/webhook-deliver/handler.js';
+import { deliveryQueue } from '../../functions/webhooks/webhook-deliver/function.js';
+import {
+  newDelivery,
+  type DeliveryRecord,
+  type WebhookDeliveryRepository,
+} from '../../lib/db/webhook-deliveries.js';
 import { receiptStream, request, startUseCases, storeReceipt, type UseCases } from './support.js';
 
 /**
@@ -235,31 +246,236 @@ describe('webhook scheduling: when deliveries are attempted, and how often', () 
     expect(receiver.received).toHaveLength(2);
   });
 
-  it("leaves a stored receipt's queued first attempt to its message: no sweep queues it again until the queue lease runs out, then one does (its message lost)", async () => {
+  /** The first-attempt messages the dispatcher queues for the stream's next records, held here. */
+  async function queuedFirstAttempts(): Promise<DeliveryMessage[]> {
+    const held: DeliveryMessage[] = [];
+    const { batchItemFailures } = await dispatchReceiptStream(
+      { Records: (await stream.next()) as Parameters<typeof dispatchReceiptStream>[0]['Records'] },
+      { ...deps, queue: { enqueue: async (messages) => void held.push(...messages) } },
+    );
+    expect(batchItemFailures).toEqual([]);
+    return held;
+  }
+
+  /**
+   * Delivery's deps whose deliveries table refuses the first `times` record writes, as an unreachable
+   * DynamoDB would (the sender's outcome, or the dead-letter path's record); only `webhookId`'s if given.
+   */
+  function unrecordable(times: number, webhookId?: string): DeliveryDeps {
+    const table = deps.deliveries;
+    let left = times;
+    const deliveries = Object.assign(Object.create(table) as WebhookDeliveryRepository, {
+      create: async (record: DeliveryRecord) => {
+        if ((webhookId === undefined || record.webhookId === webhookId) && left-- > 0)
+          throw Object.assign(new Error('DynamoDB unreachable'), { name: 'ServiceUnavailable' });
+        return table.create(record);
+      },
+    });
+    return { ...deps, deliveries };
+  }
+
+  /** The webhook's deliveries as GET /webhooks/{webhookId}/deliveries lists them. */
+  async function listed(merchant: Caller, webhookId: string) {
+    const { repos } = useCases.deps;
+    return (
+      await listDeliveries(
+        { ...useCases.deps, webhooks: repos.webhooks, deliveries: repos.webhookDeliveries },
+        { webhookId, clientId: merchant.clientId, limit: 10 },
+      )
+    ).deliveries;
+  }
+
+  it("writes nothing for a stored receipt's delivery until its first attempt is made: the queued message carries it, and one record is written with the outcome", async () => {
     const receiver = await startReceiver(200);
     const { merchant, webhook } = await merchantWithWebhook(receiver.url);
     await storeReceipt(useCases.deps, merchant, undefined);
-    // SQS loses the first attempt's message: it is queued, never handed to a consumer.
-    const lost: DeliveryMessage[] = [];
-    const { batchItemFailures } = await dispatchReceiptStream(
-      { Records: (await stream.next()) as Parameters<typeof dispatchReceiptStream>[0]['Records'] },
-      { ...deps, queue: { enqueue: async (messages) => void lost.push(...messages) } },
-    );
-    expect(batchItemFailures).toEqual([]);
-    expect(lost).toHaveLength(1);
+    const messages = await queuedFirstAttempts();
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({ attemptCount: 0, first: { eventType: 'receipt.escrowed' } });
 
+    // Queued, not attempted: not listed, and nothing is due for a sweep.
+    expect(await listed(merchant, webhook.webhookId)).toEqual([]);
+    advance(QUEUE_LEASE_MS);
     expect(await sweep()).toEqual({ due: 0, queued: 0 });
-    advance(QUEUE_LEASE_MS - SECOND);
-    expect(await sweep()).toEqual({ due: 0, queued: 0 });
-    expect(receiver.received).toHaveLength(0);
+
+    const queue = new LocalDeliveryQueue(deps);
+    await queue.enqueue(messages);
+    await queue.drain();
+    expect(receiver.received).toHaveLength(1);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'succeeded', attemptCount: 1, nextAttemptAt: null, attempts: [{ httpStatus: 200 }] },
+    ]);
+  });
+
+  it('makes a first attempt again when its message comes back, its sender having died before recording it: not before the visibility timeout, then once, and records it', async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const queue = new LocalDeliveryQueue(unrecordable(1));
+    await queue.enqueue(await queuedFirstAttempts());
+    await queue.drain();
+    expect(receiver.received).toHaveLength(1);
+    expect(await listed(merchant, webhook.webhookId)).toEqual([]);
+
+    advance(deliveryQueue.visibilityTimeoutSeconds * SECOND - SECOND);
+    await queue.redeliver();
+    await queue.drain();
+    expect(receiver.received).toHaveLength(1);
 
     advance(SECOND);
+    await queue.redeliver();
+    await queue.drain();
+    expect(receiver.received).toHaveLength(2);
+    expect(new Set(receiver.received.map((message) => message.headers['webhook-id'])).size).toBe(1);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'succeeded', attemptCount: 1 },
+    ]);
+    expect(queue.size).toBe(0);
+  });
+
+  it("holds a webhook's later messages behind a first attempt that comes back, and keeps other webhooks' going", async () => {
+    const blocked = await startReceiver(200);
+    const other = await startReceiver(200);
+    const held = await merchantWithWebhook(blocked.url);
+    const served = await merchantWithWebhook(other.url);
+    await storeReceipt(useCases.deps, held.merchant, undefined);
+    await storeReceipt(useCases.deps, held.merchant, undefined);
+    await storeReceipt(useCases.deps, served.merchant, undefined);
+    const queue = new LocalDeliveryQueue(unrecordable(1, held.webhook.webhookId));
+    await queue.enqueue(await queuedFirstAttempts());
+    await queue.drain();
+    // The first of `held`'s two failed to record and holds its group; `served`'s went through.
+    expect(blocked.received).toHaveLength(1);
+    expect(other.received).toHaveLength(1);
+
+    advance(deliveryQueue.visibilityTimeoutSeconds * SECOND);
+    await queue.redeliver();
+    await queue.drain();
+    expect(blocked.received).toHaveLength(3);
+    expect((await listed(held.merchant, held.webhook.webhookId)).map((d) => d.status)).toEqual([
+      'succeeded',
+      'succeeded',
+    ]);
+  });
+
+  it('records a first attempt the queue gave up on (its outcome never written, maxReceiveCount times) due, from the dead-letter queue, and the sweeper sends it', async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    // Every outcome write fails, and the dead-letter path's first try too: nothing is lost.
+    const queue = new LocalDeliveryQueue(unrecordable(deliveryQueue.maxReceiveCount + 1));
+    await queue.enqueue(await queuedFirstAttempts());
+    for (let receive = 0; receive < deliveryQueue.maxReceiveCount; receive += 1) {
+      await queue.redeliver();
+      await queue.drain();
+      advance(deliveryQueue.visibilityTimeoutSeconds * SECOND);
+    }
+    expect(receiver.received).toHaveLength(deliveryQueue.maxReceiveCount);
+    expect(await listed(merchant, webhook.webhookId)).toEqual([]);
+    expect(queue.size).toBe(1);
+
+    await queue.redeliver();
+    expect(queue.size).toBe(0);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'pending', attemptCount: 0, attempts: [] },
+    ]);
     expect(await sweep()).toEqual({ due: 1, queued: 1 });
+    expect(receiver.received).toHaveLength(deliveryQueue.maxReceiveCount + 1);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'succeeded', attemptCount: 1 },
+    ]);
+  });
+
+  it("the deliverer's handler records a dead-lettered first attempt due, sending nothing, and attempts one from the delivery queue, by the queue each came from", async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const [message] = await queuedFirstAttempts();
+    const handle = createDeliverHandler(deps);
+    const from = (queueName: string) =>
+      ({
+        Records: [
+          {
+            messageId: queueName,
+            body: JSON.stringify(message),
+            eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:receipt-service-test-${queueName}`,
+          },
+        ],
+      }) as unknown as SQSEvent;
+
+    expect(await handle(from(deliveryQueue.deadLetterQueueName))).toEqual({ batchItemFailures: [] });
+    expect(receiver.received).toHaveLength(0);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([{ status: 'pending', attemptCount: 0 }]);
+
+    expect(await handle(from('webhook-deliveries.fifo'))).toEqual({ batchItemFailures: [] });
     expect(receiver.received).toHaveLength(1);
-    expect(await deliveryOf(merchant, webhook.webhookId)).toMatchObject({
-      status: 'succeeded',
-      attemptCount: 1,
-    });
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'succeeded', attemptCount: 1 },
+    ]);
+  });
+
+  it("keeps the local queue's messages across a restart of its process, as SQS keeps them: a first attempt not recorded is made by the next process", async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const file = join(await mkdtemp(join(tmpdir(), 'delivery-queue-')), 'delivery-queue.json');
+    const before = new LocalDeliveryQueue(unrecordable(1), undefined, file);
+    await before.enqueue(await queuedFirstAttempts());
+    await before.drain();
+    expect(receiver.received).toHaveLength(1);
+    expect(await listed(merchant, webhook.webhookId)).toEqual([]);
+
+    // The process is gone with the message unacknowledged: the next one reads it back.
+    const after = new LocalDeliveryQueue(deps, undefined, file);
+    await after.restore();
+    await after.drain();
+    expect(receiver.received).toHaveLength(2);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'succeeded', attemptCount: 1 },
+    ]);
+    const again = new LocalDeliveryQueue(deps, undefined, file);
+    await again.restore();
+    expect(again.size).toBe(0);
+  });
+
+  it("sends nothing for a copy of a first attempt's message handled after its outcome, past the queue's deduplication window", async () => {
+    const receiver = await startReceiver(503);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const messages = await queuedFirstAttempts();
+    const queue = new LocalDeliveryQueue(deps);
+    await queue.enqueue(messages);
+    await queue.drain();
+    advance(6 * MINUTE);
+    await queue.enqueue(messages);
+    await queue.drain();
+
+    expect(receiver.received).toHaveLength(1);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([{ status: 'pending', attemptCount: 1 }]);
+  });
+
+  it('claims a first attempt whose delivery the previous release wrote pending before queueing it, and sends it once', async () => {
+    const receiver = await startReceiver(200);
+    const { merchant, webhook } = await merchantWithWebhook(receiver.url);
+    await storeReceipt(useCases.deps, merchant, undefined);
+    const [message] = await queuedFirstAttempts();
+    // As the dispatcher wrote it before this release: pending, due at the queue lease.
+    const now = useCases.clock.now();
+    await deps.deliveries.create(
+      newDelivery(
+        { webhookId: message!.webhookId, deliveryId: message!.deliveryId, ...message!.first! },
+        now,
+        new Date(now.getTime() + QUEUE_LEASE_MS),
+      ),
+    );
+    const queue = new LocalDeliveryQueue(deps);
+    await queue.enqueue([message!]);
+    await queue.drain();
+
+    expect(receiver.received).toHaveLength(1);
+    expect(await listed(merchant, webhook.webhookId)).toMatchObject([
+      { status: 'succeeded', attemptCount: 1 },
+    ]);
   });
 
   it('sends a due attempt once however many sweeps run at the same moment', async () => {

@@ -2,7 +2,7 @@ import type { FunctionDefinition } from '../../../lib/kernel/route.js';
 
 /**
  * The delivery queue's consumer (functions/webhooks/webhook-deliver): makes the attempt each message
- * names. One message a call, one webhook's messages one at a time (SQS FIFO groups): a receiver that
+ * names, and records due what the dead-letter queue receives. One message a call, one webhook's messages one at a time (SQS FIFO groups): a receiver that
  * hangs holds only its own deliveries, for at most an attempt's 10 s.
  */
 export const webhookDeliverFunction = {
@@ -17,8 +17,13 @@ export const webhookDeliverFunction = {
 export const deliveryQueue = {
   /** One message per invocation: a batch would make one webhook's attempt wait for another's. */
   batchSize: 1,
-  /** Receives of one message before it goes to the dead-letter queue (the delivery stays due). */
+  /**
+   * Receives of one message before it goes to the dead-letter queue, whose consumer (this function
+   * again) records a first attempt's delivery due for the sweeper; a retry's record is due already.
+   */
   maxReceiveCount: 5,
+  /** The dead-letter queue's name after the stage prefix: the handler tells its messages apart by it. */
+  deadLetterQueueName: 'webhook-deliveries-dlq.fifo',
   /** SQS's advice for a Lambda consumer: six times the function's timeout. */
   visibilityTimeoutSeconds: 180,
 } as const;

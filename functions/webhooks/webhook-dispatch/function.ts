@@ -2,14 +2,15 @@ import type { FunctionDefinition } from '../../../lib/kernel/route.js';
 
 /**
  * The receipts stream's consumer (functions/webhooks/webhook-dispatch): looks up the event's audience and
- * subscribed webhooks, writes deliveries, queues each first attempt (never makes it: a receiver, slow or
- * not, is never waited for here). Its stream read is granted apart.
+ * subscribed webhooks and queues each delivery's first attempt, the message carrying the delivery (it
+ * writes no table, and never makes an attempt: a receiver, slow or not, is never waited for here). Its
+ * stream read is granted apart.
  */
 export const webhookDispatchFunction = {
   name: 'webhook-dispatch',
   entry: 'functions/webhooks/webhook-dispatch/handler.ts',
-  tables: { users: 'read', webhooks: 'read', webhookDeliveries: 'readWrite' },
-  // A batch's DynamoDB writes and queue sends, retried by the SDK when throttled, with room to spare.
+  tables: { users: 'read', webhooks: 'read' },
+  // A batch's DynamoDB reads and queue sends, retried by the SDK when throttled, with room to spare.
   timeoutSeconds: 60,
 } as const satisfies FunctionDefinition;
 

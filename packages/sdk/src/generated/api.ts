@@ -582,7 +582,7 @@ export interface paths {
     };
     /**
      * List a webhook's deliveries
-     * @description The webhook's deliveries, newest first, with every attempt and its outcome. Only the client that registered the webhook sees them; anyone else gets the same 404 as for an unknown webhook. The payload and the signing secret are not shown.
+     * @description The webhook's deliveries, newest first, with every attempt and its outcome. A delivery is listed from its first attempt on (usually within seconds of its event; one whose first attempt could not be recorded, from when it is due again). Only the client that registered the webhook sees them; anyone else gets the same 404 as for an unknown webhook. The payload and the signing secret are not shown.
      *
      *     Requires an X-API-Key with the role `merchant` or `issuer`.
      */
