@@ -394,6 +394,8 @@ export async function startHttpServer(
       const resourcePath = match.route.path;
       const event = toEvent(request, url, body, resourcePath, pathParameters);
       const context = lambdaContext(match.route.name, match.route.timeoutSeconds ?? 10);
+      // The invocation's own logger stands in for Lambda's one-invocation-per-instance: the adapter's work.
+      const invocationLogger = options.invocationScope?.loggerFor();
       cpuSince(start);
       // A function imported on its first request: its cold start, the function's time, not the adapter's.
       let handler: HttpHandler;
@@ -416,7 +418,9 @@ export async function startHttpServer(
         return;
       }
       const invoke = () => handler(event, context);
-      const result = await (options.invocationScope ? options.invocationScope.run(invoke) : invoke());
+      const result = await (options.invocationScope && invocationLogger
+        ? options.invocationScope.run(invocationLogger, invoke)
+        : invoke());
       start = process.cpuUsage();
       send(response, result);
       cpuSince(start);

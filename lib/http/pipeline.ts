@@ -1,6 +1,5 @@
 import middy from '@middy/core';
 import httpHeaderNormalizer from '@middy/http-header-normalizer';
-import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpSecurityHeaders from '@middy/http-security-headers';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { Caller } from '../api-keys/authenticator.js';
@@ -17,6 +16,7 @@ import {
   type ServiceContext,
 } from './context.js';
 import { errorEnvelope } from './error-envelope-middleware.js';
+import { jsonBody } from './json-body.js';
 import { observability } from './observability-middleware.js';
 import { responseHeaders } from './response-headers.js';
 import { validateRequest } from './validate-request.js';
@@ -87,6 +87,6 @@ export function httpEndpoint<R extends RouteDeclaration>(
     .use(authorise(deps, route))
     .use(bodySizeLimit(deps.config.maxBodyBytes));
   // A raw body (a provider's signed event) reaches the endpoint as the exact string that arrived.
-  if (route.request.body && !route.request.body.raw) handler.use(httpJsonBodyParser());
+  if (route.request.body && !route.request.body.raw) handler.use(jsonBody());
   return handler.use(validateRequest(route)).use(correlateReceipt(deps)).use(errorEnvelope(deps));
 }

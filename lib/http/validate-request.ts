@@ -14,6 +14,10 @@ const rawBody = (event: { body: string | null; isBase64Encoded?: boolean }): str
 /** The declared request parts, parsed; every bad field of every part is named in one 400. */
 export function validateRequest(route: RouteDeclaration): Middleware {
   const { params, query, headers, body } = route.request;
+  // The declared header names and how they arrive (lower-cased by the normaliser), worked out once.
+  const headerNames = headers
+    ? Object.keys(headers.shape).map((name) => [name, name.toLowerCase()] as const)
+    : [];
   return {
     before: (request) => {
       const event = request.event;
@@ -25,8 +29,8 @@ export function validateRequest(route: RouteDeclaration): Middleware {
           parseInput(
             headers,
             Object.fromEntries(
-              Object.keys(headers.shape).flatMap((name) => {
-                const value = event.headers?.[name.toLowerCase()];
+              headerNames.flatMap(([name, arrives]) => {
+                const value = event.headers?.[arrives];
                 return value === undefined ? [] : [[name, value]];
               }),
             ),

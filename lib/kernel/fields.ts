@@ -44,6 +44,8 @@ export const hashedPan = z
 
 // Made on first use: building ICU's region names takes ~11 ms, a sixth of a bare handler's import.
 let regionNames: Intl.DisplayNames | undefined;
+/** ICU's verdict per code, asked once: at most 26 × 26 well-formed codes, so the map stays small. */
+const regionVerdicts = new Map<string, boolean>();
 /** ISO 3166-1 alpha-2, as the runtime's ICU knows the regions: `US`, not `USA` or `United States`. */
 export const countryCode = z
   .string()
@@ -51,9 +53,14 @@ export const countryCode = z
   .refine((code) => {
     // The pattern above reports a badly formed code; ICU throws on one.
     if (!/^[A-Z]{2}$/.test(code)) return true;
-    regionNames ??= new Intl.DisplayNames(['en'], { type: 'region' });
-    const name = regionNames.of(code);
-    return name !== undefined && name !== code && name !== 'Unknown Region';
+    let known = regionVerdicts.get(code);
+    if (known === undefined) {
+      regionNames ??= new Intl.DisplayNames(['en'], { type: 'region' });
+      const name = regionNames.of(code);
+      known = name !== undefined && name !== code && name !== 'Unknown Region';
+      regionVerdicts.set(code, known);
+    }
+    return known;
   }, 'is not an ISO 3166-1 country code')
   .meta({ description: 'ISO 3166-1 alpha-2 country code, upper case.', examples: ['US'] });
 
