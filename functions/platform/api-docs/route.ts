@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { API_OVERVIEW_ASSET } from '../../../lib/openapi/overview.js';
+import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/openapi/published.js';
 
 /** What the page loads besides itself, by the name it asks for; the route serves nothing else. */
 export const apiDocsAssets = ['redoc.standalone.js', 'init.js'] as const;
@@ -13,8 +13,8 @@ export const apiDocsRoute = defineRoute({
   apiKeyRequired: false,
   roles: [],
   tables: { rateLimits: 'write', apiKeys: 'read' },
-  // Redoc, and the document's overview, which the page shows first.
-  staticAssets: ['redoc/bundles/redoc.standalone.js', API_OVERVIEW_ASSET],
+  // Redoc, and the document `npm run openapi` generated, which the page embeds.
+  staticAssets: ['redoc/bundles/redoc.standalone.js', PUBLISHED_DOCUMENT_ASSET],
   docs: {
     tag: 'health',
     summary: 'API reference page',

@@ -1,5 +1,5 @@
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { API_OVERVIEW_ASSET } from '../../../lib/openapi/overview.js';
+import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/openapi/published.js';
 import * as z from 'zod';
 
 export const openApiDocumentResponse = z
@@ -21,8 +21,8 @@ export const openApiRoute = defineRoute({
   apiKeyRequired: false,
   roles: [],
   tables: { rateLimits: 'write', apiKeys: 'read' },
-  // The document's overview (info.description), read when the function builds the document.
-  staticAssets: [API_OVERVIEW_ASSET],
+  // The document `npm run openapi` generated, which the function serves as it is.
+  staticAssets: [PUBLISHED_DOCUMENT_ASSET],
   docs: {
     tag: 'health',
     summary: 'This OpenAPI document',
