@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/openapi/published.js';
 
@@ -34,16 +35,18 @@ export const apiDocsRoute = defineRoute({
       'worker, which the policy refuses.',
   },
   request: {
-    query: z.object({
-      asset: z
-        .enum(apiDocsAssets)
-        .optional()
-        .meta({ description: 'A script of the page; without it, the page itself.' }),
-    }),
+    query: lazySchema(() =>
+      z.object({
+        asset: z
+          .enum(apiDocsAssets)
+          .optional()
+          .meta({ description: 'A script of the page; without it, the page itself.' }),
+      }),
+    ),
   },
   response: {
     description: 'The page (text/html), or the script named by `asset` (text/javascript).',
-    schema: z.string(),
+    schema: lazySchema(() => z.string()),
     enveloped: false,
     mediaTypes: ['text/html', 'text/javascript'],
   },

@@ -1,17 +1,20 @@
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/openapi/published.js';
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 
-export const openApiDocumentResponse = z
-  .object({
-    openapi: z.string(),
-    info: z.record(z.string(), z.unknown()),
-    paths: z.record(z.string(), z.unknown()),
-  })
-  .meta({
-    id: 'OpenApiDocument',
-    description: 'This OpenAPI 3.1 document, sent as it is (not in the success envelope).',
-  });
+export const openApiDocumentResponse = lazySchema(() =>
+  z
+    .object({
+      openapi: z.string(),
+      info: z.record(z.string(), z.unknown()),
+      paths: z.record(z.string(), z.unknown()),
+    })
+    .meta({
+      id: 'OpenApiDocument',
+      description: 'This OpenAPI 3.1 document, sent as it is (not in the success envelope).',
+    }),
+);
 
 export const openApiRoute = defineRoute({
   name: 'openapi',
