@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from './lazy-schema.js';
 import { tableDefinitions, tableEnvVar, tableKeys, type TableKey, type TableNames } from './tables.js';
 
 /**
@@ -48,31 +49,34 @@ export function liveGatewayCredentialRefusal(
 const seconds = (min: number, max: number, fallback: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
-export const serviceEnvSchema = z.object({
-  STAGE: z.string().min(1).default('local'),
-  AWS_REGION: z.string().min(1).default('us-east-1'),
-  /** Only for DynamoDB Local; unset in AWS. */
-  DYNAMODB_ENDPOINT: z.url().optional(),
-  /** KMS key id or ARN of the escrow key (deployed); unset locally, where LOCAL_ESCROW_DIR is used. */
-  ESCROW_KMS_KEY_ID: z.string().min(1).optional(),
-  LOG_KMS_KEY_ID: z.string().min(1).optional(),
-  LOCAL_ESCROW_DIR: z.string().min(1).optional(),
-  TOKEN_TTL_SECONDS: seconds(120, 180, 180),
-  API_KEY_CACHE_TTL_SECONDS: seconds(0, 300, 30),
-  /** Set by the CDK stack from the stage (see deployedApiKeyEnvironment); unset on the local stack. */
-  API_KEY_ENVIRONMENT: z.enum(apiKeyEnvironments).default('local'),
-  ANON_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(60),
-  RECEIPT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(2557),
-  ESCROW_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
-  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(400),
-  LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
-  /** How long health waits for one dependency before calling it down. */
-  HEALTH_CHECK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3_000),
-  /** A claimed transaction matches receipts whose transaction time is within ± this many minutes. */
-  CLAIM_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
-  /** Transactions one user's claims may name per UTC day. */
-  CLAIM_DAILY_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
-});
+/** Built on first use (the function's init reads it once), not at import. */
+export const serviceEnvSchema = lazySchema(() =>
+  z.object({
+    STAGE: z.string().min(1).default('local'),
+    AWS_REGION: z.string().min(1).default('us-east-1'),
+    /** Only for DynamoDB Local; unset in AWS. */
+    DYNAMODB_ENDPOINT: z.url().optional(),
+    /** KMS key id or ARN of the escrow key (deployed); unset locally, where LOCAL_ESCROW_DIR is used. */
+    ESCROW_KMS_KEY_ID: z.string().min(1).optional(),
+    LOG_KMS_KEY_ID: z.string().min(1).optional(),
+    LOCAL_ESCROW_DIR: z.string().min(1).optional(),
+    TOKEN_TTL_SECONDS: seconds(120, 180, 180),
+    API_KEY_CACHE_TTL_SECONDS: seconds(0, 300, 30),
+    /** Set by the CDK stack from the stage (see deployedApiKeyEnvironment); unset on the local stack. */
+    API_KEY_ENVIRONMENT: z.enum(apiKeyEnvironments).default('local'),
+    ANON_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(60),
+    RECEIPT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(2557),
+    ESCROW_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
+    AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(400),
+    LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+    /** How long health waits for one dependency before calling it down. */
+    HEALTH_CHECK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3_000),
+    /** A claimed transaction matches receipts whose transaction time is within ± this many minutes. */
+    CLAIM_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+    /** Transactions one user's claims may name per UTC day. */
+    CLAIM_DAILY_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
+  }),
+);
 
 export type ServiceEnv = z.infer<typeof serviceEnvSchema>;
 

@@ -77,7 +77,7 @@ export interface RouteDefinition {
   /**
    * Files the function reads as they are, copied into the bundle's `assets/`: module paths of npm
    * packages, such as 'redoc/bundles/redoc.standalone.js' (the API reference page's renderer), or
-   * this project's files from its root, such as './docs/api-overview.md' (the OpenAPI overview).
+   * this project's files from its root, such as './docs/openapi.json' (the published OpenAPI document).
    */
   staticAssets?: readonly string[];
 }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rateGroupOf, type RouteDeclaration } from '../kernel/route.js';
@@ -11,16 +11,9 @@ import { rateGroups, type RateGroup, type TierTable } from '../kernel/tiers.js';
  */
 export const API_OVERVIEW_FILE = 'api-overview.md';
 
-/**
- * The routes whose function builds the document list this among their staticAssets, so a Lambda
- * reads it from `assets/` beside its bundle (infra/service-function.ts copies it there).
- */
-export const API_OVERVIEW_ASSET = `./docs/${API_OVERVIEW_FILE}`;
-
+/** Read from the source tree: the document is built by `npm run openapi`, CDK synthesis and tests, never in a function. */
 function readOverviewSource(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const besideBundle = join(here, 'assets', API_OVERVIEW_FILE);
-  if (existsSync(besideBundle)) return readFileSync(besideBundle, 'utf8');
   return readFileSync(join(here, '..', '..', 'docs', API_OVERVIEW_FILE), 'utf8');
 }
 

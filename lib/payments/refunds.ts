@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
+import { lazySchema } from '../kernel/lazy-schema.js';
 import type { Caller } from '../api-keys/authenticator.js';
 import type { AppDeps } from '../app/deps.js';
 import {
@@ -42,49 +43,51 @@ async function signedRefundReceipt(
 }
 
 /** POST /payments/{gateway}/{paymentId}/refunds: DECISIONS, Round 3, "Payment lifecycle". */
-export const createRefundBody = z
-  .strictObject({
-    refundId: uuid.meta({
+export const createRefundBody = lazySchema(() =>
+  z
+    .strictObject({
+      refundId: uuid.meta({
+        description:
+          'Your id for this refund, and its idempotency key: the same refundId again returns the first refund.',
+      }),
+      amount: money.min(1, 'must be at least 1').optional().meta({
+        description:
+          'Minor units to give back. Without it, the amount is derived from `items`; with both, they must agree.',
+      }),
+      reason: wellFormedText(1, 192).optional().meta({
+        description:
+          'Why, in words the cardholder reads on the refund receipt (at most 192 characters of well-formed Unicode: a lone surrogate is a 400).',
+      }),
+      items: z
+        .array(
+          z.strictObject({
+            lineItemId: uuid.meta({ description: 'A line of the sale receipt.' }),
+            quantity: z.number().positive().max(1_000_000),
+          }),
+        )
+        .min(1)
+        .max(500)
+        .optional()
+        .meta({ description: "The sale's lines given back, and how many of each." }),
+      refundDate: dateTime.optional().meta({
+        description:
+          "The refund receipt's time, required with Receipt-Signature: a signed refund receipt takes its times " +
+          'from it (the merchant signs them), and its receiptId from the sale and the refundId (docs/ENVELOPE.md). ' +
+          'Without a signature it is refused: the service times an unsigned refund receipt itself.',
+      }),
+    })
+    .superRefine((body, ctx) => {
+      if (body.amount === undefined && body.items === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['amount'], message: 'is required unless items are given' });
+      }
+    })
+    .meta({
+      id: 'CreateRefundRequest',
       description:
-        'Your id for this refund, and its idempotency key: the same refundId again returns the first refund.',
+        'A full, partial or itemised refund. The amount of an itemised refund is derived from the sale lines and ' +
+        'their share of tax (docs/API.md, "Refunds").',
     }),
-    amount: money.min(1, 'must be at least 1').optional().meta({
-      description:
-        'Minor units to give back. Without it, the amount is derived from `items`; with both, they must agree.',
-    }),
-    reason: wellFormedText(1, 192).optional().meta({
-      description:
-        'Why, in words the cardholder reads on the refund receipt (at most 192 characters of well-formed Unicode: a lone surrogate is a 400).',
-    }),
-    items: z
-      .array(
-        z.strictObject({
-          lineItemId: uuid.meta({ description: 'A line of the sale receipt.' }),
-          quantity: z.number().positive().max(1_000_000),
-        }),
-      )
-      .min(1)
-      .max(500)
-      .optional()
-      .meta({ description: "The sale's lines given back, and how many of each." }),
-    refundDate: dateTime.optional().meta({
-      description:
-        "The refund receipt's time, required with Receipt-Signature: a signed refund receipt takes its times " +
-        'from it (the merchant signs them), and its receiptId from the sale and the refundId (docs/ENVELOPE.md). ' +
-        'Without a signature it is refused: the service times an unsigned refund receipt itself.',
-    }),
-  })
-  .superRefine((body, ctx) => {
-    if (body.amount === undefined && body.items === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['amount'], message: 'is required unless items are given' });
-    }
-  })
-  .meta({
-    id: 'CreateRefundRequest',
-    description:
-      'A full, partial or itemised refund. The amount of an itemised refund is derived from the sale lines and ' +
-      'their share of tax (docs/API.md, "Refunds").',
-  });
+);
 export type CreateRefundBody = z.infer<typeof createRefundBody>;
 
 export const refundStates = ['pending', 'succeeded', 'failed', 'canceled'] as const;
@@ -101,30 +104,36 @@ export interface RefundResult {
   createdAt: string;
 }
 
-export const refundResponse = z
-  .strictObject({
-    refundId: uuid.meta({
-      description: "Yours, or for a refund made in the provider's dashboard one the service derived from it.",
-    }),
-    paymentId: z.string(),
-    gateway: z.enum(['gateway_a', 'gateway_b']),
-    amount: money.meta({ description: 'Minor units given back.' }),
-    currency: z.string(),
-    status: z.enum(refundStates).meta({
-      description: 'pending until the provider settles it; succeeded refunds count towards the sale status.',
-    }),
-    receiptId: uuid.nullable().meta({
-      description:
-        "The refund receipt, sealed for the sale's recipient (fetch it with GET /receipts/{receiptId}); null " +
-        'for a refund that moved no money or whose sale was erased.',
-    }),
-    createdAt: dateTime,
-  })
-  .meta({ id: 'Refund', description: 'A refund of a payment made through the service.' });
+export const refundResponse = lazySchema(() =>
+  z
+    .strictObject({
+      refundId: uuid.meta({
+        description:
+          "Yours, or for a refund made in the provider's dashboard one the service derived from it.",
+      }),
+      paymentId: z.string(),
+      gateway: z.enum(['gateway_a', 'gateway_b']),
+      amount: money.meta({ description: 'Minor units given back.' }),
+      currency: z.string(),
+      status: z.enum(refundStates).meta({
+        description:
+          'pending until the provider settles it; succeeded refunds count towards the sale status.',
+      }),
+      receiptId: uuid.nullable().meta({
+        description:
+          "The refund receipt, sealed for the sale's recipient (fetch it with GET /receipts/{receiptId}); null " +
+          'for a refund that moved no money or whose sale was erased.',
+      }),
+      createdAt: dateTime,
+    })
+    .meta({ id: 'Refund', description: 'A refund of a payment made through the service.' }),
+);
 
-export const refundListResponse = z
-  .strictObject({ refunds: z.array(refundResponse) })
-  .meta({ id: 'RefundList', description: "The payment's refunds, oldest first, however they were made." });
+export const refundListResponse = lazySchema(() =>
+  z
+    .strictObject({ refunds: z.array(refundResponse) })
+    .meta({ id: 'RefundList', description: "The payment's refunds, oldest first, however they were made." }),
+);
 
 export const refundTypeMatches: SameType<z.output<typeof refundResponse>, RefundResult> = true;
 

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../kernel/lazy-schema.js';
 
 /**
  * The merchant's presentable receipt (issue 39; docs/ENVELOPE.md, "The receipt credential"): an SD-JWT
@@ -8,23 +9,25 @@ import * as z from 'zod';
  */
 export const MAX_RECEIPT_CREDENTIAL = 262_144;
 
-export const receiptCredentialSchema = z
-  .string()
-  .min(1)
-  .max(MAX_RECEIPT_CREDENTIAL)
-  .regex(
-    /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+~(?:[A-Za-z0-9_-]+~)*$/,
-    'must be a compact SD-JWT (<jwt>~<disclosure>~…~)',
-  )
-  .meta({
-    id: 'ReceiptCredential',
-    description:
-      'The receipt as an SD-JWT VC (`typ: dc+sd-jwt`, ES256 by an active signing key of the merchant client, ' +
-      "`iss` its JWKS URL, `vct: VerifiablevReceiptSDJWT`) with every disclosure, as the SDK's " +
-      'issueReceiptCredential makes it. The service checks it and seals it in the receipt; the cardholder ' +
-      "presents parts of it (presentReceipt) and anyone checks a presentation with the merchant's JWKS " +
-      '(verifyReceiptPresentation). docs/ENVELOPE.md, "The receipt credential".',
-  });
+export const receiptCredentialSchema = lazySchema(() =>
+  z
+    .string()
+    .min(1)
+    .max(MAX_RECEIPT_CREDENTIAL)
+    .regex(
+      /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+~(?:[A-Za-z0-9_-]+~)*$/,
+      'must be a compact SD-JWT (<jwt>~<disclosure>~…~)',
+    )
+    .meta({
+      id: 'ReceiptCredential',
+      description:
+        'The receipt as an SD-JWT VC (`typ: dc+sd-jwt`, ES256 by an active signing key of the merchant client, ' +
+        "`iss` its JWKS URL, `vct: VerifiablevReceiptSDJWT`) with every disclosure, as the SDK's " +
+        'issueReceiptCredential makes it. The service checks it and seals it in the receipt; the cardholder ' +
+        "presents parts of it (presentReceipt) and anyone checks a presentation with the merchant's JWKS " +
+        '(verifyReceiptPresentation). docs/ENVELOPE.md, "The receipt credential".',
+    }),
+);
 
 /** The routes' prose for `receiptCredential` (encrypt and payment create declare it in their docs). */
 export const RECEIPT_CREDENTIAL_DETAILS =

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../kernel/lazy-schema.js';
 import {
   FLATTENED_DEFAULTS,
   mockItems as sdkMockItems,
@@ -34,32 +35,35 @@ import {
  */
 const text = (max = 256) => z.string().max(max);
 
-export const flattenedItemSchema = z
-  .strictObject({
-    lineItemId: uuid,
-    name: text().min(1),
-    quantity: z.number().positive().max(1_000_000),
-    unitPrice: money,
-    totalPrice: money,
-    category: text(128).optional(),
-    taxes: z
-      .array(
-        z.strictObject({
-          name: text().optional(),
-          rate: z.number().min(0).max(1).optional(),
-          amount: money.optional(),
-          ...lineTaxAdditions,
-        }),
-      )
-      .max(20)
-      .optional(),
-    ...lineAdditions,
-  })
-  .superRefine(checkLineTotal)
-  .meta({
-    id: 'FlattenedLineItem',
-    description: 'totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit.',
-  });
+export const flattenedItemSchema = lazySchema(() =>
+  z
+    .strictObject({
+      lineItemId: uuid,
+      name: text().min(1),
+      quantity: z.number().positive().max(1_000_000),
+      unitPrice: money,
+      totalPrice: money,
+      category: text(128).optional(),
+      taxes: z
+        .array(
+          z.strictObject({
+            name: text().optional(),
+            rate: z.number().min(0).max(1).optional(),
+            amount: money.optional(),
+            ...lineTaxAdditions,
+          }),
+        )
+        .max(20)
+        .optional(),
+      ...lineAdditions,
+    })
+    .superRefine(checkLineTotal)
+    .meta({
+      id: 'FlattenedLineItem',
+      description:
+        'totalPrice must equal quantity × unitPrice, rounded half away from zero to the minor unit.',
+    }),
+);
 
 export const flattenedReceiptFields = {
   // No zod default: the version follows from the fields given (toDigitalReceipt), as on a till.
@@ -102,7 +106,7 @@ export const flattenedReceiptFields = {
   receiptCredential: receiptCredentialSchema.optional(),
 };
 
-export const flattenedReceiptSchema = z.strictObject(flattenedReceiptFields);
+export const flattenedReceiptSchema = lazySchema(() => z.strictObject(flattenedReceiptFields));
 export type FlattenedReceipt = z.infer<typeof flattenedReceiptSchema>;
 
 /** Adds the amount rules (lib/receipts/amounts.ts) to any object schema built from the flattened fields. */

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../kernel/lazy-schema.js';
 import { TAX_CATEGORIES, taxBreakdownProblems, type BreakdownInput } from '@receipt-service/receipt-core';
 import { money } from '../kernel/fields.js';
 
@@ -8,14 +9,16 @@ import { money } from '../kernel/fields.js';
  * optional; a receipt that gives a tax breakdown must have one that agrees with its lines.
  */
 
-const rate = z.number().min(0).max(1);
+const rate = lazySchema(() => z.number().min(0).max(1));
 
-export const taxCategorySchema = z.enum(TAX_CATEGORIES).meta({
-  id: 'TaxCategory',
-  description:
-    'UNCL 5305 VAT category, as EN 16931 uses it: S standard rate, Z zero rated, E exempt, AE reverse charge, ' +
-    'K intra-community supply, G export, O outside the scope of VAT, L Canary Islands IGIC, M Ceuta and Melilla IPSI.',
-});
+export const taxCategorySchema = lazySchema(() =>
+  z.enum(TAX_CATEGORIES).meta({
+    id: 'TaxCategory',
+    description:
+      'UNCL 5305 VAT category, as EN 16931 uses it: S standard rate, Z zero rated, E exempt, AE reverse charge, ' +
+      'K intra-community supply, G export, O outside the scope of VAT, L Canary Islands IGIC, M Ceuta and Melilla IPSI.',
+  }),
+);
 
 /** The GS1 check digit: the digits weighted 3 and 1 from the right add up to a multiple of ten. */
 export function gs1CheckDigitValid(digits: string): boolean {
@@ -25,119 +28,137 @@ export function gs1CheckDigitValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-export const gtinSchema = z
-  .string()
-  .regex(/^(\d{8}|\d{12,14})$/, 'must be a GTIN of 8, 12, 13 or 14 digits')
-  .refine((gtin) => !/^\d+$/.test(gtin) || gs1CheckDigitValid(gtin), 'has a wrong GS1 check digit')
-  .meta({
-    description: 'GS1 GTIN (8, 12, 13 or 14 digits, check digit included).',
-    examples: ['4006381333931'],
-  });
+export const gtinSchema = lazySchema(() =>
+  z
+    .string()
+    .regex(/^(\d{8}|\d{12,14})$/, 'must be a GTIN of 8, 12, 13 or 14 digits')
+    .refine((gtin) => !/^\d+$/.test(gtin) || gs1CheckDigitValid(gtin), 'has a wrong GS1 check digit')
+    .meta({
+      description: 'GS1 GTIN (8, 12, 13 or 14 digits, check digit included).',
+      examples: ['4006381333931'],
+    }),
+);
 
-export const unitCodeSchema = z
-  .string()
-  .regex(/^[A-Z0-9]{2,3}$/, 'must be a UN/ECE Recommendation 20 unit code such as C62, KGM or LTR')
-  .meta({ description: 'UN/ECE Recommendation 20 unit code; C62 (one) when absent.', examples: ['KGM'] });
+export const unitCodeSchema = lazySchema(() =>
+  z
+    .string()
+    .regex(/^[A-Z0-9]{2,3}$/, 'must be a UN/ECE Recommendation 20 unit code such as C62, KGM or LTR')
+    .meta({ description: 'UN/ECE Recommendation 20 unit code; C62 (one) when absent.', examples: ['KGM'] }),
+);
 
-export const vatIdSchema = z
-  .string()
-  .regex(
-    /^[A-Z]{2}[0-9A-Za-z+*.]{2,13}$/,
-    'must be a VAT identifier with its country prefix, such as FI12345671',
-  )
-  .meta({
-    description: "The seller's VAT identifier with its country prefix (EN 16931 BT-31).",
-    examples: ['FI12345671'],
-  });
+export const vatIdSchema = lazySchema(() =>
+  z
+    .string()
+    .regex(
+      /^[A-Z]{2}[0-9A-Za-z+*.]{2,13}$/,
+      'must be a VAT identifier with its country prefix, such as FI12345671',
+    )
+    .meta({
+      description: "The seller's VAT identifier with its country prefix (EN 16931 BT-31).",
+      examples: ['FI12345671'],
+    }),
+);
 
-export const electronicAddressSchema = z
-  .strictObject({
-    scheme: z
-      .string()
-      .regex(/^[0-9A-Z]{2,4}$/, 'must be a Peppol EAS code such as 0088 or 0216')
-      .meta({ description: 'Electronic address scheme (Peppol EAS code list).' }),
-    id: z.string().min(1).max(256),
-  })
-  .meta({ id: 'ElectronicAddress', description: 'An electronic address, e.g. a Peppol participant id.' });
+export const electronicAddressSchema = lazySchema(() =>
+  z
+    .strictObject({
+      scheme: z
+        .string()
+        .regex(/^[0-9A-Z]{2,4}$/, 'must be a Peppol EAS code such as 0088 or 0216')
+        .meta({ description: 'Electronic address scheme (Peppol EAS code list).' }),
+      id: z.string().min(1).max(256),
+    })
+    .meta({ id: 'ElectronicAddress', description: 'An electronic address, e.g. a Peppol participant id.' }),
+);
 
-export const allowanceChargeSchema = z
-  .strictObject({
-    amount: money.min(0, 'must not be negative'),
-    reason: z.string().min(1).max(256),
-    category: taxCategorySchema,
-    rate: rate.meta({ description: 'Decimal fraction: 0.24 means 24 %.' }),
-  })
-  .meta({
-    id: 'AllowanceCharge',
-    description:
-      'A document-level allowance or charge, net of tax, in minor units, with the VAT it falls under.',
-  });
+export const allowanceChargeSchema = lazySchema(() =>
+  z
+    .strictObject({
+      amount: money.min(0, 'must not be negative'),
+      reason: z.string().min(1).max(256),
+      category: taxCategorySchema,
+      rate: rate.meta({ description: 'Decimal fraction: 0.24 means 24 %.' }),
+    })
+    .meta({
+      id: 'AllowanceCharge',
+      description:
+        'A document-level allowance or charge, net of tax, in minor units, with the VAT it falls under.',
+    }),
+);
 
-export const taxBreakdownEntrySchema = z
-  .strictObject({
-    category: taxCategorySchema,
-    rate: rate.meta({ description: 'Decimal fraction: 0.24 means 24 %.' }),
-    taxableAmount: money,
-    taxAmount: money,
-  })
-  .meta({
-    id: 'TaxBreakdownEntry',
-    description:
-      "Per VAT category and rate: taxableAmount = the lines' totalPrice less allowances plus charges of that " +
-      'category and rate; taxAmount = taxableAmount × rate rounded half up, within one minor unit.',
-  });
+export const taxBreakdownEntrySchema = lazySchema(() =>
+  z
+    .strictObject({
+      category: taxCategorySchema,
+      rate: rate.meta({ description: 'Decimal fraction: 0.24 means 24 %.' }),
+      taxableAmount: money,
+      taxAmount: money,
+    })
+    .meta({
+      id: 'TaxBreakdownEntry',
+      description:
+        "Per VAT category and rate: taxableAmount = the lines' totalPrice less allowances plus charges of that " +
+        'category and rate; taxAmount = taxableAmount × rate rounded half up, within one minor unit.',
+    }),
+);
 
 export const TAX_BREAKDOWN_MAX = 20;
-export const taxBreakdownSchema = z.array(taxBreakdownEntrySchema).min(1).max(TAX_BREAKDOWN_MAX);
+export const taxBreakdownSchema = lazySchema(() =>
+  z.array(taxBreakdownEntrySchema).min(1).max(TAX_BREAKDOWN_MAX),
+);
 
 const ean13 = /^\d{13}$/;
-export const receiptCodeSchema = z
-  .strictObject({
-    value: z.string().min(1).max(512),
-    symbology: z.enum(['code128', 'ean13', 'qr']),
-  })
-  .superRefine((code, ctx) => {
-    const problem =
-      code.symbology === 'ean13'
-        ? !ean13.test(code.value)
-          ? 'must be 13 digits for ean13'
-          : gs1CheckDigitValid(code.value)
-            ? undefined
-            : 'has a wrong EAN-13 check digit'
-        : code.symbology === 'code128' && !/^[\x20-\x7e]{1,80}$/.test(code.value)
-          ? 'must be 1 to 80 printable ASCII characters for code128'
-          : undefined;
-    if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: problem });
-  })
-  .meta({
-    id: 'ReceiptCode',
-    description:
-      'The code printed on the receipt for returns: code128 (printable ASCII, up to 80), ean13 (13 digits with ' +
-      'its check digit) or qr (up to 512 characters).',
-  });
+export const receiptCodeSchema = lazySchema(() =>
+  z
+    .strictObject({
+      value: z.string().min(1).max(512),
+      symbology: z.enum(['code128', 'ean13', 'qr']),
+    })
+    .superRefine((code, ctx) => {
+      const problem =
+        code.symbology === 'ean13'
+          ? !ean13.test(code.value)
+            ? 'must be 13 digits for ean13'
+            : gs1CheckDigitValid(code.value)
+              ? undefined
+              : 'has a wrong EAN-13 check digit'
+          : code.symbology === 'code128' && !/^[\x20-\x7e]{1,80}$/.test(code.value)
+            ? 'must be 1 to 80 printable ASCII characters for code128'
+            : undefined;
+      if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: problem });
+    })
+    .meta({
+      id: 'ReceiptCode',
+      description:
+        'The code printed on the receipt for returns: code128 (printable ASCII, up to 80), ean13 (13 digits with ' +
+        'its check digit) or qr (up to 512 characters).',
+    }),
+);
 
 export const FISCAL_DATA_MAX_BYTES = 4096;
-export const fiscalSchema = z
-  .strictObject({
-    scheme: z
-      .string()
-      .min(1)
-      .max(64)
-      .meta({ description: "The fiscal system: 'AT-RKSV', 'DE-TSE', …", examples: ['DE-TSE'] }),
-    data: z
-      .string()
-      .min(1)
-      .refine(
-        (data) => new TextEncoder().encode(data).length <= FISCAL_DATA_MAX_BYTES,
-        `must be at most ${FISCAL_DATA_MAX_BYTES} bytes (UTF-8)`,
-      )
-      .meta({ maxLength: FISCAL_DATA_MAX_BYTES }),
-  })
-  .meta({
-    id: 'FiscalData',
-    description:
-      'Fiscal signature data (Austrian RKSV, German TSE), up to 4 KB, opaque: carried unchanged, never read.',
-  });
+export const fiscalSchema = lazySchema(() =>
+  z
+    .strictObject({
+      scheme: z
+        .string()
+        .min(1)
+        .max(64)
+        .meta({ description: "The fiscal system: 'AT-RKSV', 'DE-TSE', …", examples: ['DE-TSE'] }),
+      data: z
+        .string()
+        .min(1)
+        .refine(
+          (data) => new TextEncoder().encode(data).length <= FISCAL_DATA_MAX_BYTES,
+          `must be at most ${FISCAL_DATA_MAX_BYTES} bytes (UTF-8)`,
+        )
+        .meta({ maxLength: FISCAL_DATA_MAX_BYTES }),
+    })
+    .meta({
+      id: 'FiscalData',
+      description:
+        'Fiscal signature data (Austrian RKSV, German TSE), up to 4 KB, opaque: carried unchanged, never read.',
+    }),
+);
 
 /** The 1.2 additions to a line's tax entry, a line, and the merchant. */
 export const lineTaxAdditions = { category: taxCategorySchema.optional() };

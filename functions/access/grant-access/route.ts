@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { uuid } from '../../../lib/kernel/fields.js';
 import { noStore, platformTables } from '../../../lib/kernel/route-tables.js';
@@ -7,22 +8,24 @@ import { dateTime } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
 import { grantAccessBody } from '../../../lib/access/schemas.js';
 
-export const accessTokenResponse = z
-  .strictObject({
-    tokenId: uuid.meta({
-      description: 'Send as `accessTokenId` in decrypt calls. Shown once; stored only as a hash.',
+export const accessTokenResponse = lazySchema(() =>
+  z
+    .strictObject({
+      tokenId: uuid.meta({
+        description: 'Send as `accessTokenId` in decrypt calls. Shown once; stored only as a hash.',
+      }),
+      userId: uuid,
+      keyId: uuid,
+      purpose: z.literal('decrypt'),
+      grantedAt: dateTime,
+      expiresAt: dateTime.meta({ description: '120 to 180 seconds after grantedAt (180 by default).' }),
+      sourceIp: z.string().meta({ description: 'IP address of the caller, recorded in the audit log.' }),
+    })
+    .meta({
+      id: 'AccessToken',
+      description: 'A short-lived decrypt token for one user and its registered key.',
     }),
-    userId: uuid,
-    keyId: uuid,
-    purpose: z.literal('decrypt'),
-    grantedAt: dateTime,
-    expiresAt: dateTime.meta({ description: '120 to 180 seconds after grantedAt (180 by default).' }),
-    sourceIp: z.string().meta({ description: 'IP address of the caller, recorded in the audit log.' }),
-  })
-  .meta({
-    id: 'AccessToken',
-    description: 'A short-lived decrypt token for one user and its registered key.',
-  });
+);
 
 export const responseTypeMatches: SameType<z.output<typeof accessTokenResponse>, AccessToken> = true;
 

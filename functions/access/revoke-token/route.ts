@@ -1,13 +1,16 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime, uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 
-export const revokeTokenParams = z.object({ tokenId: uuid });
+export const revokeTokenParams = lazySchema(() => z.object({ tokenId: uuid }));
 
-export const tokenRevocationResponse = z
-  .strictObject({ userId: uuid, keyId: uuid, revokedAt: dateTime })
-  .meta({ id: 'TokenRevocation', description: 'The user and key the revoked token was for.' });
+export const tokenRevocationResponse = lazySchema(() =>
+  z
+    .strictObject({ userId: uuid, keyId: uuid, revokedAt: dateTime })
+    .meta({ id: 'TokenRevocation', description: 'The user and key the revoked token was for.' }),
+);
 
 export const revokeTokenRoute = defineRoute({
   name: 'revoke-token',

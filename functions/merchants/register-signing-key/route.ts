@@ -1,3 +1,4 @@
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import * as z from 'zod';
@@ -52,7 +53,7 @@ export const registerSigningKeyRoute = defineRoute({
       'kid) is needed too, else `403 KEY_CHANGE_PROOF_REQUIRED` and nothing changes.',
   },
   request: {
-    headers: z.object({ 'Key-Change-Proof': keyChangeProofHeader.optional() }),
+    headers: lazySchema(() => z.object({ 'Key-Change-Proof': keyChangeProofHeader.optional() })),
     body: { description: 'The public key and its proof of possession.', schema: registerSigningKeyBody },
   },
   response: { description: 'The key.', schema: signingKeySchema, enveloped: true, status: 201 },

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { keyChangeProofHeader, kidSchema, signingKeySchema } from '../../../lib/merchants/schemas.js';
@@ -36,8 +37,8 @@ export const revokeSigningKeyRoute = defineRoute({
       'else `403 KEY_CHANGE_PROOF_REQUIRED`.',
   },
   request: {
-    params: z.object({ kid: kidSchema }),
-    headers: z.object({ 'Key-Change-Proof': keyChangeProofHeader.optional() }),
+    params: lazySchema(() => z.object({ kid: kidSchema })),
+    headers: lazySchema(() => z.object({ 'Key-Change-Proof': keyChangeProofHeader.optional() })),
   },
   response: { description: 'The revoked key.', schema: signingKeySchema, enveloped: true },
   errors: {

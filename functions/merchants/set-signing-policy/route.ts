@@ -1,3 +1,4 @@
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import * as z from 'zod';
@@ -38,7 +39,7 @@ export const setSigningPolicyRoute = defineRoute({
       'require-signatures --client CLIENT_ID [--off]`.',
   },
   request: {
-    headers: z.object({ 'Key-Change-Proof': keyChangeProofHeader.optional() }),
+    headers: lazySchema(() => z.object({ 'Key-Change-Proof': keyChangeProofHeader.optional() })),
     body: { description: 'The policy.', schema: signingPolicyBody },
   },
   response: { description: 'The policy now in force.', schema: signingPolicySchema, enveloped: true },

@@ -1,22 +1,25 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import type { GeneratedKeyPair } from '../../../lib/onboarding/onboarding.js';
 import { base64Text, uuid } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
 
-export const keyPairResponse = z
-  .strictObject({
-    keyId: uuid.meta({
-      description: 'Identifier of the pair; sent back as `keyId` to register and grant-access.',
-    }),
-    publicKey: base64Text('Base64 DER SubjectPublicKeyInfo of the RSA-2048 public key.'),
-    privateKey: base64Text(
-      'Base64 DER PKCS#8 private key. Returned only in this response and never stored by the service.',
-    ),
-    algorithm: z.literal('RSA-OAEP-256'),
-  })
-  .meta({ id: 'KeyPair', description: 'A freshly generated RSA-2048 key pair.' });
+export const keyPairResponse = lazySchema(() =>
+  z
+    .strictObject({
+      keyId: uuid.meta({
+        description: 'Identifier of the pair; sent back as `keyId` to register and grant-access.',
+      }),
+      publicKey: base64Text('Base64 DER SubjectPublicKeyInfo of the RSA-2048 public key.'),
+      privateKey: base64Text(
+        'Base64 DER PKCS#8 private key. Returned only in this response and never stored by the service.',
+      ),
+      algorithm: z.literal('RSA-OAEP-256'),
+    })
+    .meta({ id: 'KeyPair', description: 'A freshly generated RSA-2048 key pair.' }),
+);
 
 export const responseTypeMatches: SameType<z.output<typeof keyPairResponse>, GeneratedKeyPair> = true;
 

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import type { ImportedKey } from '../../../lib/onboarding/onboarding.js';
@@ -6,20 +7,25 @@ import { base64Text, uuid } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
 import { importKeyBody } from '../../../lib/onboarding/schemas.js';
 
-export const importedKeyResponse = z
-  .strictObject({
-    keyId: uuid.meta({
-      description: 'Send as `keyId` to register or rotate-user-key, like a generated one.',
+export const importedKeyResponse = lazySchema(() =>
+  z
+    .strictObject({
+      keyId: uuid.meta({
+        description: 'Send as `keyId` to register or rotate-user-key, like a generated one.',
+      }),
+      publicKey: base64Text(
+        'The key as canonical base64 DER SubjectPublicKeyInfo, whatever form it was sent in.',
+      ),
+      algorithm: z.enum(['RSA-OAEP-256', 'ECDH-ES+A256KW']).meta({
+        description:
+          'How receipts are wrapped for this key, from its type: RSA keys RSA-OAEP-256, P-256 keys ECDH-ES+A256KW.',
+      }),
+    })
+    .meta({
+      id: 'ImportedKey',
+      description: 'A public key imported from a device. There is no private key.',
     }),
-    publicKey: base64Text(
-      'The key as canonical base64 DER SubjectPublicKeyInfo, whatever form it was sent in.',
-    ),
-    algorithm: z.enum(['RSA-OAEP-256', 'ECDH-ES+A256KW']).meta({
-      description:
-        'How receipts are wrapped for this key, from its type: RSA keys RSA-OAEP-256, P-256 keys ECDH-ES+A256KW.',
-    }),
-  })
-  .meta({ id: 'ImportedKey', description: 'A public key imported from a device. There is no private key.' });
+);
 
 export const responseTypeMatches: SameType<z.output<typeof importedKeyResponse>, ImportedKey> = true;
 

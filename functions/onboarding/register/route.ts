@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
@@ -8,13 +9,15 @@ import { registerBody } from '../../../lib/onboarding/schemas.js';
 
 export type RegisterBody = z.infer<typeof registerBody>;
 
-export const userResponse = z
-  .strictObject({
-    userId: uuid,
-    status: z.literal('active'),
-    registeredAt: dateTime,
-  })
-  .meta({ id: 'User', description: 'A registered user. The hashed PAN is never echoed back.' });
+export const userResponse = lazySchema(() =>
+  z
+    .strictObject({
+      userId: uuid,
+      status: z.literal('active'),
+      registeredAt: dateTime,
+    })
+    .meta({ id: 'User', description: 'A registered user. The hashed PAN is never echoed back.' }),
+);
 
 /** What the handler answers of the stored user: never its card tag or key. */
 type RegisteredUser = { userId: string; status: 'active'; registeredAt: string };

@@ -3,6 +3,7 @@ import {
   RECEIPT_CREDENTIAL_DETAILS,
   RECEIPT_CREDENTIAL_ERROR,
 } from '../../../lib/receipts/credential-field.js';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { createPaymentBody, idempotencyKeyHeader } from '../../../lib/payments/schemas.js';
 import { receiptSignatureHeader } from '../../../lib/merchants/schemas.js';
@@ -12,33 +13,36 @@ import type { PaymentResult } from '../../../lib/payments/create.js';
 import { uuid } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
 
-export const paymentResultResponse = z
-  .strictObject({
-    paymentId: z
-      .string()
-      .meta({ description: "The gateway's payment identifier; send it to payments/decrypt." }),
-    clientSecret: z.string().nullable().meta({
-      description: 'gateway_a payment-intent client secret for confirming on the client; null for gateway_b.',
-    }),
-    orderId: z.string().nullable().meta({ description: 'gateway_b order id; null for gateway_a.' }),
-    gateway: z
-      .enum(['gateway_a', 'gateway_b'])
-      .meta({ description: 'The gateway kind; send it to payments/decrypt.' }),
-    receiptMetadata: z
-      .strictObject({ receiptId: uuid, transactionId: uuid, merchantId: uuid, isEscrowed: z.boolean() })
-      .meta({
-        description: 'The pointers attached to the payment; the receipt itself stays with the service.',
+export const paymentResultResponse = lazySchema(() =>
+  z
+    .strictObject({
+      paymentId: z
+        .string()
+        .meta({ description: "The gateway's payment identifier; send it to payments/decrypt." }),
+      clientSecret: z.string().nullable().meta({
+        description:
+          'gateway_a payment-intent client secret for confirming on the client; null for gateway_b.',
       }),
-    livemode: z.boolean().meta({
-      description:
-        "True when real money moved: the gateway's own answer (gateway_a), or the mode of the service's credentials (gateway_b). " +
-        'Always false outside production, which refuses live credentials.',
+      orderId: z.string().nullable().meta({ description: 'gateway_b order id; null for gateway_a.' }),
+      gateway: z
+        .enum(['gateway_a', 'gateway_b'])
+        .meta({ description: 'The gateway kind; send it to payments/decrypt.' }),
+      receiptMetadata: z
+        .strictObject({ receiptId: uuid, transactionId: uuid, merchantId: uuid, isEscrowed: z.boolean() })
+        .meta({
+          description: 'The pointers attached to the payment; the receipt itself stays with the service.',
+        }),
+      livemode: z.boolean().meta({
+        description:
+          "True when real money moved: the gateway's own answer (gateway_a), or the mode of the service's credentials (gateway_b). " +
+          'Always false outside production, which refuses live credentials.',
+      }),
+    })
+    .meta({
+      id: 'PaymentResult',
+      description: 'A payment created on the gateway with its encrypted receipt attached.',
     }),
-  })
-  .meta({
-    id: 'PaymentResult',
-    description: 'A payment created on the gateway with its encrypted receipt attached.',
-  });
+);
 
 export const responseTypeMatches: SameType<z.output<typeof paymentResultResponse>, PaymentResult> = true;
 
@@ -115,15 +119,19 @@ export const createPaymentRoute = defineRoute({
       RECEIPT_CREDENTIAL_DETAILS,
   },
   request: {
-    params: z.object({
-      gateway: paymentGatewayKind.meta({
-        description: 'gateway_a or gateway_b; the aliases stripe and square are accepted for them.',
+    params: lazySchema(() =>
+      z.object({
+        gateway: paymentGatewayKind.meta({
+          description: 'gateway_a or gateway_b; the aliases stripe and square are accepted for them.',
+        }),
       }),
-    }),
-    headers: z.object({
-      'Idempotency-Key': idempotencyKeyHeader.optional(),
-      'Receipt-Signature': receiptSignatureHeader.optional(),
-    }),
+    ),
+    headers: lazySchema(() =>
+      z.object({
+        'Idempotency-Key': idempotencyKeyHeader.optional(),
+        'Receipt-Signature': receiptSignatureHeader.optional(),
+      }),
+    ),
     body: { description: 'The flattened receipt fields and the payment fields.', schema: createPaymentBody },
   },
   response: { description: 'The payment.', schema: paymentResultResponse, enveloped: true },

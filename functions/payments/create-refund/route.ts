@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { paymentGatewayKind } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
@@ -62,8 +63,10 @@ export const createRefundRoute = defineRoute({
       'is the same `404 not_found`; an issuer key is `403`. Spends the `payments` rate budget.',
   },
   request: {
-    params: z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),
-    headers: z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() }),
+    params: lazySchema(() =>
+      z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),
+    ),
+    headers: lazySchema(() => z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() })),
     body: { description: 'How much to give back: an amount, sale lines, or both.', schema: createRefundBody },
   },
   response: { description: 'The refund.', schema: refundResponse, enveloped: true, status: 201 },

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { paymentGatewayKind } from '../../../lib/kernel/fields.js';
 import {
@@ -86,15 +87,17 @@ export const gatewayEventsRoute = defineRoute({
       'shared addresses); throttled at 100 a second (burst 200) at the edge when deployed.',
   },
   request: {
-    params: z.object({ gateway: paymentGatewayKind }),
-    headers: z.object({
-      'Stripe-Signature': z.string().max(8192).optional().meta({ description: 'gateway_a: t=…,v1=…' }),
-      'X-Square-HmacSha256-Signature': z
-        .string()
-        .max(512)
-        .optional()
-        .meta({ description: 'gateway_b: base64 HMAC-SHA256 of notification URL + body.' }),
-    }),
+    params: lazySchema(() => z.object({ gateway: paymentGatewayKind })),
+    headers: lazySchema(() =>
+      z.object({
+        'Stripe-Signature': z.string().max(8192).optional().meta({ description: 'gateway_a: t=…,v1=…' }),
+        'X-Square-HmacSha256-Signature': z
+          .string()
+          .max(512)
+          .optional()
+          .meta({ description: 'gateway_b: base64 HMAC-SHA256 of notification URL + body.' }),
+      }),
+    ),
     body: {
       description: "The provider's event, exactly as it signed it.",
       schema: gatewayEventBody,

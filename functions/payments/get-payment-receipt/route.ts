@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { paymentGatewayKind } from '../../../lib/kernel/fields.js';
 import { fetchedReceiptSchema } from '../../../lib/receipts/envelope-schema.js';
@@ -31,7 +32,9 @@ export const getPaymentReceiptRoute = defineRoute({
       '`gateway` takes the aliases too.',
   },
   request: {
-    params: z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),
+    params: lazySchema(() =>
+      z.object({ gateway: paymentGatewayKind, paymentId: z.string().min(1).max(255) }),
+    ),
   },
   response: { description: 'The envelope and its mapping.', schema: fetchedReceiptSchema, enveloped: true },
   errors: {

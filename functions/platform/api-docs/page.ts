@@ -52,14 +52,14 @@ const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => 
  * The page. The document is embedded as a JSON data block (never executed), with `<` escaped so no
  * text in it can close the block; scripts are relative URLs, so the page works under a stage prefix.
  */
-export function renderPage(document: { info: { title: string } }, nonce: string): string {
-  const json = JSON.stringify(document).replace(/</g, '\\u003c');
+export function renderPage(document: { json: string; title: string }, nonce: string): string {
+  const json = document.json.replace(/</g, '\\u003c');
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(document.info.title)} — API reference</title>
+<title>${escapeHtml(document.title)} — API reference</title>
 <style nonce="${nonce}">body { margin: 0; }</style>
 </head>
 <body>

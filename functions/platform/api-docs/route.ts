@@ -1,6 +1,7 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { API_OVERVIEW_ASSET } from '../../../lib/openapi/overview.js';
+import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/openapi/published.js';
 
 /** What the page loads besides itself, by the name it asks for; the route serves nothing else. */
 export const apiDocsAssets = ['redoc.standalone.js', 'init.js'] as const;
@@ -13,8 +14,8 @@ export const apiDocsRoute = defineRoute({
   apiKeyRequired: false,
   roles: [],
   tables: { rateLimits: 'write', apiKeys: 'read' },
-  // Redoc, and the document's overview, which the page shows first.
-  staticAssets: ['redoc/bundles/redoc.standalone.js', API_OVERVIEW_ASSET],
+  // Redoc, and the document `npm run openapi` generated, which the page embeds.
+  staticAssets: ['redoc/bundles/redoc.standalone.js', PUBLISHED_DOCUMENT_ASSET],
   docs: {
     tag: 'health',
     summary: 'API reference page',
@@ -34,16 +35,18 @@ export const apiDocsRoute = defineRoute({
       'worker, which the policy refuses.',
   },
   request: {
-    query: z.object({
-      asset: z
-        .enum(apiDocsAssets)
-        .optional()
-        .meta({ description: 'A script of the page; without it, the page itself.' }),
-    }),
+    query: lazySchema(() =>
+      z.object({
+        asset: z
+          .enum(apiDocsAssets)
+          .optional()
+          .meta({ description: 'A script of the page; without it, the page itself.' }),
+      }),
+    ),
   },
   response: {
     description: 'The page (text/html), or the script named by `asset` (text/javascript).',
-    schema: z.string(),
+    schema: lazySchema(() => z.string()),
     enveloped: false,
     mediaTypes: ['text/html', 'text/javascript'],
   },

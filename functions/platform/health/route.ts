@@ -3,28 +3,33 @@ import type { HealthReport } from '../../../lib/platform/health.js';
 import { dateTime } from '../../../lib/kernel/fields.js';
 import type { SameType } from '../../../lib/kernel/route.js';
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 
-const dependencyStatus = z
-  .strictObject({
-    status: z.enum(['up', 'down']),
-    latencyMs: z.number().int().min(0),
-    detail: z
-      .string()
-      .optional()
-      .meta({ description: 'Why it is down: an error name or "timed out", never a message.' }),
-  })
-  .meta({ id: 'DependencyStatus' });
+const dependencyStatus = lazySchema(() =>
+  z
+    .strictObject({
+      status: z.enum(['up', 'down']),
+      latencyMs: z.number().int().min(0),
+      detail: z
+        .string()
+        .optional()
+        .meta({ description: 'Why it is down: an error name or "timed out", never a message.' }),
+    })
+    .meta({ id: 'DependencyStatus' }),
+);
 
-export const healthReportResponse = z
-  .strictObject({
-    status: z.enum(['ok', 'degraded']),
-    stage: z.string(),
-    time: dateTime,
-    dependencies: z.record(z.string(), dependencyStatus).meta({
-      description: 'dynamodb, escrowKey and each configured gateway (gateway_a, gateway_b).',
-    }),
-  })
-  .meta({ id: 'HealthReport', description: 'Every dependency checked in parallel, 3 s timeout each.' });
+export const healthReportResponse = lazySchema(() =>
+  z
+    .strictObject({
+      status: z.enum(['ok', 'degraded']),
+      stage: z.string(),
+      time: dateTime,
+      dependencies: z.record(z.string(), dependencyStatus).meta({
+        description: 'dynamodb, escrowKey and each configured gateway (gateway_a, gateway_b).',
+      }),
+    })
+    .meta({ id: 'HealthReport', description: 'Every dependency checked in parallel, 3 s timeout each.' }),
+);
 
 export const responseTypeMatches: SameType<z.output<typeof healthReportResponse>, HealthReport> = true;
 

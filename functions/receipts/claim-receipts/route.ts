@@ -1,26 +1,29 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { claimReceiptsBody } from '../../../lib/receipts/requests.js';
 
-export const claimReceiptsResponse = z
-  .strictObject({
-    userId: uuid,
-    results: z.array(
-      z.strictObject({
-        transactionIndex: z.number().int().min(0),
-        receiptIds: z.array(z.string()),
-      }),
-    ),
-    released: z.number().int().min(0),
-  })
-  .meta({
-    id: 'ClaimReceiptsResult',
-    description:
-      'For each transaction, by its index in the request, the receipts it released (often none). `released` is ' +
-      'their total.',
-  });
+export const claimReceiptsResponse = lazySchema(() =>
+  z
+    .strictObject({
+      userId: uuid,
+      results: z.array(
+        z.strictObject({
+          transactionIndex: z.number().int().min(0),
+          receiptIds: z.array(z.string()),
+        }),
+      ),
+      released: z.number().int().min(0),
+    })
+    .meta({
+      id: 'ClaimReceiptsResult',
+      description:
+        'For each transaction, by its index in the request, the receipts it released (often none). `released` is ' +
+        'their total.',
+    }),
+);
 
 export const claimReceiptsRoute = defineRoute({
   name: 'claim-receipts',

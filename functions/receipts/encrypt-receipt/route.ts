@@ -3,6 +3,7 @@ import {
   RECEIPT_CREDENTIAL_DETAILS,
   RECEIPT_CREDENTIAL_ERROR,
 } from '../../../lib/receipts/credential-field.js';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import {
   encryptedEnvelopeResponse,
@@ -66,18 +67,18 @@ export const encryptReceiptRoute = defineRoute({
       RECEIPT_CREDENTIAL_DETAILS,
   },
   request: {
-    headers: z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() }),
+    headers: lazySchema(() => z.object({ 'Receipt-Signature': receiptSignatureHeader.optional() })),
     body: {
       description: 'The nested form or the flattened form.',
       schema: encryptBody,
-      documented: z.union([nestedEncryptBody, flattenedEncryptBody]),
+      documented: lazySchema(() => z.union([nestedEncryptBody, flattenedEncryptBody])),
     },
   },
   response: {
     description:
       'The envelope. The nested form answers EncryptedReceiptEnvelope; the flattened form answers it without ' +
       'expiresAt and escrowKeyId, as the spec shows.',
-    schema: z.union([encryptedEnvelopeResponse, flattenedEnvelopeResponse]),
+    schema: lazySchema(() => z.union([encryptedEnvelopeResponse, flattenedEnvelopeResponse])),
     enveloped: true,
   },
   errors: {

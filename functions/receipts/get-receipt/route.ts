@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { fetchedReceiptSchema } from '../../../lib/receipts/envelope-schema.js';
 import { uuid } from '../../../lib/kernel/fields.js';
@@ -42,12 +43,14 @@ export const getReceiptRoute = defineRoute({
       'an index DynamoDB updates a moment after the write.',
   },
   request: {
-    params: z.object({ receiptId: uuid }),
-    query: z.object({
-      merchantId: uuid
-        .optional()
-        .meta({ description: "The receipt's merchantId, as the inbox entry or webhook event gave it." }),
-    }),
+    params: lazySchema(() => z.object({ receiptId: uuid })),
+    query: lazySchema(() =>
+      z.object({
+        merchantId: uuid
+          .optional()
+          .meta({ description: "The receipt's merchantId, as the inbox entry or webhook event gave it." }),
+      }),
+    ),
   },
   response: { description: 'The envelope and its mapping.', schema: fetchedReceiptSchema, enveloped: true },
   errors: {

@@ -1,43 +1,48 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime, pagingCursor, uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { paymentStatusSchema } from '../../../lib/transactions/schemas.js';
 
-export const receiptSummarySchema = z
-  .strictObject({
-    receiptId: uuid,
-    merchantId: uuid,
-    transactionId: uuid,
-    createdAt: dateTime,
-    keyId: z.string().meta({ description: "The user's keyId the receipt is wrapped for." }),
-    paymentGateway: z
-      .enum(['gateway_a', 'gateway_b', 'other'])
-      .nullable()
-      .meta({ description: 'The gateway of the transaction mapping, or null when the receipt has none.' }),
-    paymentId: z.string().nullable().meta({
-      description: "The gateway's payment id when the payment was made through this service, else null.",
+export const receiptSummarySchema = lazySchema(() =>
+  z
+    .strictObject({
+      receiptId: uuid,
+      merchantId: uuid,
+      transactionId: uuid,
+      createdAt: dateTime,
+      keyId: z.string().meta({ description: "The user's keyId the receipt is wrapped for." }),
+      paymentGateway: z
+        .enum(['gateway_a', 'gateway_b', 'other'])
+        .nullable()
+        .meta({ description: 'The gateway of the transaction mapping, or null when the receipt has none.' }),
+      paymentId: z.string().nullable().meta({
+        description: "The gateway's payment id when the payment was made through this service, else null.",
+      }),
+      paymentStatus: paymentStatusSchema,
+      relatedReceiptId: uuid.nullable().meta({
+        description: 'A refund receipt: the receiptId of the sale it refunds. null for any other receipt.',
+      }),
+    })
+    .meta({
+      id: 'InboxReceipt',
+      description:
+        'One receipt of a user: identifiers only, never its content. Fetch it with GET /receipts/{receiptId}.',
     }),
-    paymentStatus: paymentStatusSchema,
-    relatedReceiptId: uuid.nullable().meta({
-      description: 'A refund receipt: the receiptId of the sale it refunds. null for any other receipt.',
-    }),
-  })
-  .meta({
-    id: 'InboxReceipt',
-    description:
-      'One receipt of a user: identifiers only, never its content. Fetch it with GET /receipts/{receiptId}.',
-  });
+);
 
-export const receiptInboxPageSchema = z
-  .strictObject({
-    receipts: z.array(receiptSummarySchema),
-    nextCursor: z.string().nullable(),
-  })
-  .meta({
-    id: 'InboxPage',
-    description: 'Newest first; pass `nextCursor` as `cursor` for the next page (null on the last one).',
-  });
+export const receiptInboxPageSchema = lazySchema(() =>
+  z
+    .strictObject({
+      receipts: z.array(receiptSummarySchema),
+      nextCursor: z.string().nullable(),
+    })
+    .meta({
+      id: 'InboxPage',
+      description: 'Newest first; pass `nextCursor` as `cursor` for the next page (null on the last one).',
+    }),
+);
 
 const limitMessage = 'must be a number from 1 to 100';
 
@@ -77,16 +82,18 @@ export const listUserReceiptsRoute = defineRoute({
       "Another issuer's user is the same `404` as an unknown one.",
   },
   request: {
-    params: z.object({ userId: uuid }),
-    query: z.object({
-      limit: z.coerce
-        .number({ message: limitMessage })
-        .int(limitMessage)
-        .min(1, limitMessage)
-        .max(100, limitMessage)
-        .default(25),
-      cursor: pagingCursor('user'),
-    }),
+    params: lazySchema(() => z.object({ userId: uuid })),
+    query: lazySchema(() =>
+      z.object({
+        limit: z.coerce
+          .number({ message: limitMessage })
+          .int(limitMessage)
+          .min(1, limitMessage)
+          .max(100, limitMessage)
+          .default(25),
+        cursor: pagingCursor('user'),
+      }),
+    ),
   },
   response: { description: 'A page of receipt summaries.', schema: receiptInboxPageSchema, enveloped: true },
   errors: {

@@ -1,27 +1,30 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute, type SameType } from '../../../lib/kernel/route.js';
 import { uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import type { MatchOutcome } from '../../../lib/receipts/match.js';
 import { ledgerReference, matchReceiptsBody } from '../../../lib/receipts/requests.js';
 
-export const matchReceiptsResponse = z
-  .strictObject({
-    matches: z.array(
-      z.strictObject({
-        reference: ledgerReference,
-        receiptIds: z.array(uuid).meta({
-          description:
-            "The user's receipts this transaction matches (often none, now and then more than one), in no " +
-            'particular order. Fetch each with GET /receipts/{receiptId}.',
+export const matchReceiptsResponse = lazySchema(() =>
+  z
+    .strictObject({
+      matches: z.array(
+        z.strictObject({
+          reference: ledgerReference,
+          receiptIds: z.array(uuid).meta({
+            description:
+              "The user's receipts this transaction matches (often none, now and then more than one), in no " +
+              'particular order. Fetch each with GET /receipts/{receiptId}.',
+          }),
         }),
-      }),
-    ),
-  })
-  .meta({
-    id: 'MatchReceiptsResult',
-    description: 'One entry per transaction of the request, in its order, each with its `reference`.',
-  });
+      ),
+    })
+    .meta({
+      id: 'MatchReceiptsResult',
+      description: 'One entry per transaction of the request, in its order, each with its `reference`.',
+    }),
+);
 
 export const responseTypeMatches: SameType<z.output<typeof matchReceiptsResponse>, MatchOutcome> = true;
 
@@ -89,7 +92,7 @@ export const matchReceiptsRoute = defineRoute({
       'reference, amount or time).',
   },
   request: {
-    params: z.object({ userId: uuid }),
+    params: lazySchema(() => z.object({ userId: uuid })),
     body: { description: "The user's card transactions to match.", schema: matchReceiptsBody },
   },
   response: {

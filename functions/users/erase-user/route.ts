@@ -1,25 +1,28 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime, uuid } from '../../../lib/kernel/fields.js';
 import { ERASE_RECEIPTS_PER_CALL } from '../../../lib/users/lifecycle.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 
-export const eraseUserParams = z.object({ userId: uuid });
+export const eraseUserParams = lazySchema(() => z.object({ userId: uuid }));
 
-export const userErasureResponse = z
-  .strictObject({
-    userId: uuid,
-    status: z.literal('erased'),
-    erasedAt: dateTime,
-    receiptsDeleted: z
-      .int()
-      .min(0)
-      .meta({ description: 'Receipts wrapped for the user that this call deleted.' }),
-    complete: z.boolean().meta({
-      description: `False when this call stopped at its cap of ${ERASE_RECEIPTS_PER_CALL} receipts or its time budget: send the same DELETE again to carry on.`,
-    }),
-  })
-  .meta({ id: 'UserErasure', description: 'What the erasure deleted.' });
+export const userErasureResponse = lazySchema(() =>
+  z
+    .strictObject({
+      userId: uuid,
+      status: z.literal('erased'),
+      erasedAt: dateTime,
+      receiptsDeleted: z
+        .int()
+        .min(0)
+        .meta({ description: 'Receipts wrapped for the user that this call deleted.' }),
+      complete: z.boolean().meta({
+        description: `False when this call stopped at its cap of ${ERASE_RECEIPTS_PER_CALL} receipts or its time budget: send the same DELETE again to carry on.`,
+      }),
+    })
+    .meta({ id: 'UserErasure', description: 'What the erasure deleted.' }),
+);
 
 export const eraseUserRoute = defineRoute({
   name: 'erase-user',

@@ -1,23 +1,26 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime, uuid } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { rotateUserKeyBody } from '../../../lib/users/schemas.js';
 
-export const rotateUserKeyParams = z.object({ userId: uuid });
+export const rotateUserKeyParams = lazySchema(() => z.object({ userId: uuid }));
 
-export const keyRotationResponse = z
-  .strictObject({
-    userId: uuid,
-    keyId: uuid.meta({ description: 'The key later receipts are wrapped for.' }),
-    status: z.literal('active'),
-    keyBoundAt: dateTime,
-    tokensRevoked: z
-      .int()
-      .min(0)
-      .meta({ description: 'Live tokens of the previous key, revoked and their slots freed.' }),
-  })
-  .meta({ id: 'KeyRotation', description: 'The user, now bound to its new key.' });
+export const keyRotationResponse = lazySchema(() =>
+  z
+    .strictObject({
+      userId: uuid,
+      keyId: uuid.meta({ description: 'The key later receipts are wrapped for.' }),
+      status: z.literal('active'),
+      keyBoundAt: dateTime,
+      tokensRevoked: z
+        .int()
+        .min(0)
+        .meta({ description: 'Live tokens of the previous key, revoked and their slots freed.' }),
+    })
+    .meta({ id: 'KeyRotation', description: 'The user, now bound to its new key.' }),
+);
 
 export const rotateUserKeyRoute = defineRoute({
   name: 'rotate-user-key',

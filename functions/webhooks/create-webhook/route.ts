@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 
 import { dateTime } from '../../../lib/kernel/fields.js';
@@ -8,23 +9,27 @@ import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { webhookEventSchema, webhookIdSchema } from '../../../lib/webhooks/schemas.js';
 import { createWebhookBody } from '../../../lib/webhooks/schemas.js';
 
-const webhookSecret = z
-  .string()
-  .regex(/^whsec_/)
-  .meta({
-    description:
-      'The Standard Webhooks signing secret (whsec_ + base64 of 32 bytes). Shown only when it is made: store it.',
-  });
+const webhookSecret = lazySchema(() =>
+  z
+    .string()
+    .regex(/^whsec_/)
+    .meta({
+      description:
+        'The Standard Webhooks signing secret (whsec_ + base64 of 32 bytes). Shown only when it is made: store it.',
+    }),
+);
 
-export const createdWebhookSchema = z
-  .strictObject({
-    webhookId: webhookIdSchema,
-    url: z.string(),
-    events: z.array(webhookEventSchema),
-    secret: webhookSecret,
-    createdAt: dateTime,
-  })
-  .meta({ id: 'CreatedWebhook', description: 'The new webhook and its signing secret.' });
+export const createdWebhookSchema = lazySchema(() =>
+  z
+    .strictObject({
+      webhookId: webhookIdSchema,
+      url: z.string(),
+      events: z.array(webhookEventSchema),
+      secret: webhookSecret,
+      createdAt: dateTime,
+    })
+    .meta({ id: 'CreatedWebhook', description: 'The new webhook and its signing secret.' }),
+);
 
 export const createWebhookRoute = defineRoute({
   name: 'create-webhook',

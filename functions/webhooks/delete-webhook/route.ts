@@ -1,11 +1,14 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { webhookIdSchema } from '../../../lib/webhooks/schemas.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 
-export const deletedWebhookSchema = z
-  .strictObject({ webhookId: webhookIdSchema, deleted: z.literal(true) })
-  .meta({ id: 'DeletedWebhook', description: 'The webhook is gone: no event is sent to it from now on.' });
+export const deletedWebhookSchema = lazySchema(() =>
+  z
+    .strictObject({ webhookId: webhookIdSchema, deleted: z.literal(true) })
+    .meta({ id: 'DeletedWebhook', description: 'The webhook is gone: no event is sent to it from now on.' }),
+);
 
 export const deleteWebhookRoute = defineRoute({
   name: 'delete-webhook',

@@ -1,18 +1,21 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { pagingCursor } from '../../../lib/kernel/fields.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 import { webhookDeliverySchema, webhookIdParam } from '../../../lib/webhooks/schemas.js';
 
-export const webhookDeliveryPageSchema = z
-  .strictObject({
-    deliveries: z.array(webhookDeliverySchema),
-    nextCursor: z.string().nullable(),
-  })
-  .meta({
-    id: 'WebhookDeliveryPage',
-    description: 'Newest first; pass `nextCursor` as `cursor` for the next page (null on the last one).',
-  });
+export const webhookDeliveryPageSchema = lazySchema(() =>
+  z
+    .strictObject({
+      deliveries: z.array(webhookDeliverySchema),
+      nextCursor: z.string().nullable(),
+    })
+    .meta({
+      id: 'WebhookDeliveryPage',
+      description: 'Newest first; pass `nextCursor` as `cursor` for the next page (null on the last one).',
+    }),
+);
 
 export const listWebhookDeliveriesRoute = defineRoute({
   name: 'list-webhook-deliveries',
@@ -34,16 +37,18 @@ export const listWebhookDeliveriesRoute = defineRoute({
       'signing secret are not shown.',
   },
   request: {
-    params: z.object({ webhookId: webhookIdParam }),
-    query: z.object({
-      limit: z.coerce
-        .number({ message: 'must be a number from 1 to 100' })
-        .int('must be a number from 1 to 100')
-        .min(1, 'must be a number from 1 to 100')
-        .max(100, 'must be a number from 1 to 100')
-        .default(25),
-      cursor: pagingCursor('webhook'),
-    }),
+    params: lazySchema(() => z.object({ webhookId: webhookIdParam })),
+    query: lazySchema(() =>
+      z.object({
+        limit: z.coerce
+          .number({ message: 'must be a number from 1 to 100' })
+          .int('must be a number from 1 to 100')
+          .min(1, 'must be a number from 1 to 100')
+          .max(100, 'must be a number from 1 to 100')
+          .default(25),
+        cursor: pagingCursor('webhook'),
+      }),
+    ),
   },
   response: { description: 'A page of deliveries.', schema: webhookDeliveryPageSchema, enveloped: true },
   errors: {

@@ -1,24 +1,29 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime } from '../../../lib/kernel/fields.js';
 import { webhookEventSchema, webhookIdSchema } from '../../../lib/webhooks/schemas.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 
-export const webhookSummarySchema = z
-  .strictObject({
-    webhookId: webhookIdSchema,
-    url: z.string(),
-    events: z.array(webhookEventSchema),
-    createdAt: dateTime,
-    previousSecretExpiresAt: dateTime
-      .nullable()
-      .meta({ description: 'During a rotation overlap: when the previous secret stops signing. Else null.' }),
-  })
-  .meta({ id: 'Webhook', description: 'A registered webhook, without its secret.' });
+export const webhookSummarySchema = lazySchema(() =>
+  z
+    .strictObject({
+      webhookId: webhookIdSchema,
+      url: z.string(),
+      events: z.array(webhookEventSchema),
+      createdAt: dateTime,
+      previousSecretExpiresAt: dateTime.nullable().meta({
+        description: 'During a rotation overlap: when the previous secret stops signing. Else null.',
+      }),
+    })
+    .meta({ id: 'Webhook', description: 'A registered webhook, without its secret.' }),
+);
 
-export const webhookListSchema = z
-  .strictObject({ webhooks: z.array(webhookSummarySchema) })
-  .meta({ id: 'WebhookList', description: "The client's webhooks, oldest first." });
+export const webhookListSchema = lazySchema(() =>
+  z
+    .strictObject({ webhooks: z.array(webhookSummarySchema) })
+    .meta({ id: 'WebhookList', description: "The client's webhooks, oldest first." }),
+);
 
 export const listWebhooksRoute = defineRoute({
   name: 'list-webhooks',

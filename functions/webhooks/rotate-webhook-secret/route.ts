@@ -1,22 +1,25 @@
 import * as z from 'zod';
+import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
 import { dateTime } from '../../../lib/kernel/fields.js';
 import { webhookIdSchema } from '../../../lib/webhooks/schemas.js';
 import { platformTables } from '../../../lib/kernel/route-tables.js';
 
-export const rotatedWebhookSecretSchema = z
-  .strictObject({
-    webhookId: webhookIdSchema,
-    secret: z
-      .string()
-      .regex(/^whsec_/)
-      .meta({ description: 'The new signing secret, shown only now.' }),
-    previousSecretExpiresAt: dateTime.meta({
-      description:
-        'Until then every event is signed with both secrets (two signatures in webhook-signature).',
-    }),
-  })
-  .meta({ id: 'RotatedWebhookSecret', description: 'The new secret and the end of the overlap.' });
+export const rotatedWebhookSecretSchema = lazySchema(() =>
+  z
+    .strictObject({
+      webhookId: webhookIdSchema,
+      secret: z
+        .string()
+        .regex(/^whsec_/)
+        .meta({ description: 'The new signing secret, shown only now.' }),
+      previousSecretExpiresAt: dateTime.meta({
+        description:
+          'Until then every event is signed with both secrets (two signatures in webhook-signature).',
+      }),
+    })
+    .meta({ id: 'RotatedWebhookSecret', description: 'The new secret and the end of the overlap.' }),
+);
 
 export const rotateWebhookSecretRoute = defineRoute({
   name: 'rotate-webhook-secret',
