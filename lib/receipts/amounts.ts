@@ -3,6 +3,8 @@
  * plus tax is the total. Encrypt (both forms), payment creation and the Square adapter's order all
  * check it here, each naming the fields in its own vocabulary.
  */
+import { lineGross } from '@receipt-service/receipt-core';
+
 export interface Amounts {
   /** Line totals in minor units; an empty list skips the subtotal check (mock items come later). */
   lines: readonly { totalPrice: number }[];
@@ -51,7 +53,8 @@ export interface LineAmounts {
 export function expectedLineTotal(line: LineAmounts): number | undefined {
   const discounts = line.discounts ?? [];
   if (discounts.some((discount) => discount.amount === undefined)) return undefined;
-  const gross = line.quantity * line.unitPrice;
-  const rounded = Math.sign(gross) * Math.round(Math.abs(gross));
-  return rounded - discounts.reduce((sum, discount) => sum + (discount.amount ?? 0), 0);
+  return (
+    lineGross(line.quantity, line.unitPrice) -
+    discounts.reduce((sum, discount) => sum + (discount.amount ?? 0), 0)
+  );
 }

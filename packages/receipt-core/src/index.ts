@@ -8,6 +8,7 @@ export * from './base64.js';
 export * from './digital-receipt.js';
 export * from './key-log.js';
 export * from './merkle.js';
+export * from './line-gross.js';
 export * from './refund-receipt.js';
 export * from './signing.js';
 export * from './tax-breakdown.js';

@@ -8,6 +8,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { RECEIPT_VERSION, RECEIPT_VERSION_12, type DigitalReceipt } from './digital-receipt.js';
 import { rateKey, taxableAmounts } from './tax-breakdown.js';
+import { lineGross } from './line-gross.js';
 
 type LineItem = DigitalReceipt['items'][number];
 
@@ -362,10 +363,9 @@ export interface RefundReceiptInput {
 function refundedItem(basis: RefundBasis, line: RefundedLine): LineItem {
   const sold = basis.lines.find((candidate) => candidate.lineItemId === line.lineItemId);
   if (!sold) throw new Error('a refunded line is not a line of the sale');
-  const gross = line.quantity * sold.unitPrice;
   // The receipt schema checks totalPrice against quantity × unitPrice less discounts: the part of the
   // line's discounts (or rounding) this refund carries is said as one.
-  const difference = Math.sign(gross) * Math.round(Math.abs(gross)) - line.amount;
+  const difference = lineGross(line.quantity, sold.unitPrice) - line.amount;
   return {
     lineItemId: sold.lineItemId,
     name: sold.name,
