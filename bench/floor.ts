@@ -389,7 +389,8 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       expiresAt: expiresAtIso,
       sourceIp: '127.0.0.1',
     };
-    // The service's slot scheme (lib/db/access-tokens.ts): a random first slot, then the next ones.
+    // The service's slot scheme (lib/db/access-tokens.ts): a random first slot, then the next ones;
+    // the slot claimed with one conditional put, then the token written with another.
     const { maxActive } = options.tokens;
     const start = Math.floor(Math.random() * maxActive);
     let granted = false;
@@ -397,30 +398,25 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       const slot = (start + offset) % maxActive;
       try {
         await doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: tables.accessTokens,
-                  Item: { pk: `SLOT#${user.userId}#${slot}`, tokenHash, expiresAt, ttl: expiresAt },
-                  ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
-                  ExpressionAttributeValues: { ':now': nowSeconds },
-                },
-              },
-              {
-                Put: {
-                  TableName: tables.accessTokens,
-                  Item: { pk: `TOKEN#${tokenHash}`, ...record, slot, ttl: expiresAt },
-                  ConditionExpression: 'attribute_not_exists(pk)',
-                },
-              },
-            ],
+          new PutCommand({
+            TableName: tables.accessTokens,
+            Item: { pk: `SLOT#${user.userId}#${slot}`, tokenHash, expiresAt, ttl: expiresAt },
+            ConditionExpression: 'attribute_not_exists(pk) OR expiresAt <= :now',
+            ExpressionAttributeValues: { ':now': nowSeconds },
           }),
         );
-        granted = true;
       } catch (error) {
-        if (!(error instanceof Error && error.name === 'TransactionCanceledException')) throw error;
+        if (error instanceof Error && error.name === 'ConditionalCheckFailedException') continue;
+        throw error;
       }
+      await doc.send(
+        new PutCommand({
+          TableName: tables.accessTokens,
+          Item: { pk: `TOKEN#${tokenHash}`, ...record, slot, ttl: expiresAt },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      granted = true;
     }
     if (!granted) throw new FloorRefusal(429, 'no free slot');
     await audit({
@@ -560,8 +556,9 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
         },
       }),
     );
-    // lib/payments/lifecycle.ts's recordCreatedPayment: the payment with its sealed refund basis, and
-    // the sale's status, in one transaction.
+    // lib/payments/lifecycle.ts's recordCreatedPayment: the payment with its sealed refund basis, alone
+    // (one conditional put) when the sale was stored with this status, else with the sale's status in
+    // one transaction.
     const recorded = clock.now();
     // The adapter's intentState (lib/gateways/stripe.ts): only succeeded and canceled are final.
     const state: PaymentState =
@@ -584,28 +581,30 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       updatedAt: recorded.toISOString(),
       ttl: Math.floor(recorded.getTime() / 1000) + options.retention.receiptDays * 86_400,
     };
-    await doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: tables.payments,
-              Item: payment,
-              ConditionExpression: 'attribute_not_exists(pk)',
+    const paymentPut = {
+      TableName: tables.payments,
+      Item: payment,
+      ConditionExpression: 'attribute_not_exists(pk)',
+    };
+    // The receipt was stored 'pending' above.
+    if (state === 'pending') await doc.send(new PutCommand(paymentPut));
+    else
+      await doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: paymentPut },
+            {
+              Update: {
+                TableName: tables.receipts,
+                Key: receiptTableKey({ merchantClientId: clientId, receiptId }),
+                UpdateExpression: 'SET paymentStatus = :status',
+                ConditionExpression: 'attribute_exists(receiptId)',
+                ExpressionAttributeValues: { ':status': state },
+              },
             },
-          },
-          {
-            Update: {
-              TableName: tables.receipts,
-              Key: receiptTableKey({ merchantClientId: clientId, receiptId }),
-              UpdateExpression: 'SET paymentStatus = :status',
-              ConditionExpression: 'attribute_exists(receiptId)',
-              ExpressionAttributeValues: { ':status': state },
-            },
-          },
-        ],
-      }),
-    );
+          ],
+        }),
+      );
     await audit({
       action: 'payment.create',
       outcome: 'success',
