@@ -8,12 +8,18 @@ export const STATIC_ASSETS_DIR = 'assets';
 
 /**
  * Reads one of a route's `staticAssets`: in a Lambda, from `assets/` beside the bundle (the CDK
- * build copies it there, since node_modules does not ship); locally, from the package in node_modules.
+ * build copies it there, since node_modules does not ship); locally, from the package in node_modules,
+ * or for the project's own files (`./docs/…`) from the project's root, as infra/service-function.ts
+ * resolves them.
  */
 export function readStaticAsset(modulePath: string, importMetaUrl: string): string {
   const besideBundle = join(dirname(fileURLToPath(importMetaUrl)), STATIC_ASSETS_DIR, basename(modulePath));
   if (existsSync(besideBundle)) return readFileSync(besideBundle, 'utf8');
-  return readFileSync(createRequire(importMetaUrl).resolve(modulePath), 'utf8');
+  // Unbundled, this module is lib/http/static-assets.ts: the project's root is two folders up.
+  const fromSource = modulePath.startsWith('./')
+    ? fileURLToPath(new URL(`../../${modulePath.slice(2)}`, import.meta.url))
+    : createRequire(importMetaUrl).resolve(modulePath);
+  return readFileSync(fromSource, 'utf8');
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { buildOpenApiDocument } from '../../lib/openapi/document.js';
-import { publishedDocument, readPublishedDocumentText } from '../../lib/openapi/published.js';
+import { publishedDocument, readPublishedDocumentText } from '../../lib/http/published-document.js';
 import { routes } from '../../functions/routes.js';
 
 /*

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { httpEndpoint, type PlatformDeps } from '../../../lib/http/pipeline.js';
-import { publishedDocument } from '../../../lib/openapi/published.js';
+import { publishedDocument } from '../../../lib/http/published-document.js';
 import { apiDocsRoute as route } from './route.js';
 import { awsHandler } from '../../../lib/wiring/aws.js';
 import { initScript, loadRedoc, pagePolicy, renderPage } from './page.js';
@@ -10,7 +10,7 @@ const javascript = 'text/javascript; charset=utf-8';
 /**
  * GET /api/v1/docs — the API reference page and, with `?asset=`, its two scripts: one function
  * serves all of it, so the page needs no other origin. No API key (per-IP budget, like openapi.json).
- * The page embeds the document `npm run openapi` generated (lib/openapi/published.ts).
+ * The page embeds the document `npm run openapi` generated (lib/http/published-document.ts).
  */
 export const createHandler = (deps: PlatformDeps) => {
   // Read on first use: the local server loads every handler at start, and most never serve this.

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/openapi/published.js';
+import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/http/published-document.js';
 
 /** What the page loads besides itself, by the name it asks for; the route serves nothing else. */
 export const apiDocsAssets = ['redoc.standalone.js', 'init.js'] as const;

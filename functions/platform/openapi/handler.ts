@@ -1,5 +1,5 @@
 import { httpEndpoint, type PlatformDeps } from '../../../lib/http/pipeline.js';
-import { publishedDocument } from '../../../lib/openapi/published.js';
+import { publishedDocument } from '../../../lib/http/published-document.js';
 import { openApiRoute as route } from './route.js';
 import { awsHandler } from '../../../lib/wiring/aws.js';
 

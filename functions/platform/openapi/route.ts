@@ -1,5 +1,5 @@
 import { defineRoute } from '../../../lib/kernel/route.js';
-import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/openapi/published.js';
+import { PUBLISHED_DOCUMENT_ASSET } from '../../../lib/http/published-document.js';
 import * as z from 'zod';
 import { lazySchema } from '../../../lib/kernel/lazy-schema.js';
 

@@ -20,6 +20,11 @@ describe('readStaticAsset', () => {
     const source = readStaticAsset('redoc/bundles/redoc.standalone.js', import.meta.url);
     expect(source).toContain('Redoc');
   });
+
+  it("reads one of the project's own files from the project's root when no copy is there", () => {
+    const source = readStaticAsset('./docs/openapi.json', import.meta.url);
+    expect(JSON.parse(source)).toMatchObject({ openapi: expect.any(String) });
+  });
 });
 
 describe('patchScript', () => {

@@ -1,6 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readStaticAsset } from './static-assets.js';
 
 /**
  * The OpenAPI document as `npm run openapi` wrote it (docs/openapi.json), for the two routes that
@@ -14,12 +12,8 @@ export const PUBLISHED_DOCUMENT_FILE = 'openapi.json';
 export const PUBLISHED_DOCUMENT_ASSET = `./docs/${PUBLISHED_DOCUMENT_FILE}`;
 
 /** In a Lambda from `assets/` beside the bundle; from the source tree, docs/. */
-export function readPublishedDocumentText(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const besideBundle = join(here, 'assets', PUBLISHED_DOCUMENT_FILE);
-  if (existsSync(besideBundle)) return readFileSync(besideBundle, 'utf8');
-  return readFileSync(join(here, '..', '..', 'docs', PUBLISHED_DOCUMENT_FILE), 'utf8');
-}
+export const readPublishedDocumentText = (): string =>
+  readStaticAsset(PUBLISHED_DOCUMENT_ASSET, import.meta.url);
 
 export interface PublishedDocument {
   /** The document as compact JSON, the body the openapi route sends. */
