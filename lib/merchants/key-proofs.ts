@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { p256 } from '@noble/curves/nist.js';
 import { compactVerify, decodeProtectedHeader, importJWK } from 'jose';
-import { canonicalJson } from '@receipt-service/receipt-core';
+import { canonicalJson, hasHighS } from '@receipt-service/receipt-core';
 import type { CoreDeps } from '../app/deps.js';
 import type { SigningAlgorithm, SigningJwk } from '../db/merchant-keys.js';
 import { epochSeconds } from '../kernel/clock.js';
@@ -40,9 +39,7 @@ export async function issueKeyChallenge(
 
 /** ES256's s at most n/2 (one spelling per signature); high-S twins of valid signatures are refused. */
 export function isHighS(alg: SigningAlgorithm, signature: Uint8Array): boolean {
-  if (alg !== 'ES256') return false;
-  if (signature.length !== 64) return true;
-  return p256.Signature.fromBytes(signature, 'compact').hasHighS();
+  return alg === 'ES256' && hasHighS(signature);
 }
 
 interface ProofCheck {

@@ -416,6 +416,33 @@ describe('ES256 signatures are low-S only', () => {
     }
   });
 
+  it('a signature whose r or s lies outside 1..n−1 is a 400 like any bad signature, not a server error', async () => {
+    const client = await stack.apiKey(['merchant']);
+    const key = await generateSigningKey({ algorithm: 'ES256' });
+    expect((await register(client.apiKey, key, await possession(client.apiKey, key))).status).toBe(201);
+    const body = flattenedReceipt({ transactionDate: '2026-11-21T09:15:00Z' });
+    const jws = await signReceipt(toDigitalReceipt(body as FlattenedReceipt), key.privateKey, key.kid);
+    const [head, payload, signature] = jws.split('.');
+    const bytes = Buffer.from(signature!, 'base64url');
+    const scalar = (value: bigint) => Buffer.from(value.toString(16).padStart(64, '0'), 'hex');
+    const outOfRange = [
+      { twin: Buffer.concat([scalar(0n), bytes.subarray(32)]), reason: 'mismatch' },
+      { twin: Buffer.concat([bytes.subarray(0, 32), scalar(order)]), reason: 'high_s' },
+    ];
+    for (const { twin, reason } of outOfRange) {
+      const refused = await stack.request<ErrorBody>('POST', '/api/v1/receipts/encrypt', {
+        apiKey: client.apiKey,
+        body,
+        headers: { 'Receipt-Signature': `${head}.${payload}.${twin.toString('base64url')}` },
+      });
+      expect([refused.status, refused.json.error.code, refused.json.error.details?.reason]).toEqual([
+        400,
+        'invalid_signature',
+        reason,
+      ]);
+    }
+  });
+
   it('a high-S proof of possession is refused', async () => {
     const client = await stack.apiKey(['merchant']);
     const key = await generateSigningKey({ algorithm: 'ES256' });

@@ -184,11 +184,25 @@ export async function signReceipt(
 /** P-256's group order n: an ES256 signature's s is given as min(s, n − s), the one form the service takes. */
 const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
 
+function bigEndian(bytes: Uint8Array): bigint {
+  let value = 0n;
+  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+  return value;
+}
+
+/**
+ * Whether an ES256 signature (r ‖ s, 64 bytes) is in high-S form (s > n/2): the twin of a valid
+ * signature that verifiers refuse, so that each signature has one spelling. Any other length counts
+ * as high-S (refused); an s of n or more is left for the verification itself to refuse.
+ */
+export function hasHighS(signature: Uint8Array): boolean {
+  return signature.length !== 64 || bigEndian(signature.subarray(32)) > P256_N / 2n;
+}
+
 /** An ES256 signature (r ‖ s) in low-S form (s ≤ n/2); WebCrypto gives either form. */
 export function lowS(alg: SigningAlgorithm, signature: Uint8Array): Uint8Array {
   if (alg !== 'ES256' || signature.length !== 64) return signature;
-  let s = 0n;
-  for (const byte of signature.subarray(32)) s = (s << 8n) | BigInt(byte);
+  const s = bigEndian(signature.subarray(32));
   if (s <= P256_N / 2n) return signature;
   const out = new Uint8Array(signature);
   let low = P256_N - s;
