@@ -397,11 +397,25 @@ export class Monitoring extends Construct {
       this.alarm('WebhookDeliveryDeadLetters', {
         alarmName: `${prefix}-webhook-delivery-dlq`,
         alarmDescription:
-          'Queued webhook attempts the deliverer could not record, five receives over, waiting to be recorded due ' +
-          '(the deliverer consumes this queue: a message that stays visible means DynamoDB is still unreachable)',
-        metric: deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          'Queued webhook attempts the deliverer could not record, five receives over, still in the dead-letter queue ' +
+          '(the deliverer consumes it and records each delivery due within seconds: a message it cannot record ' +
+          'either, because DynamoDB is still unreachable, stays, and is lost after 14 days)',
+        // Visible and in flight together: the deliverer keeps receiving a message it cannot record, so
+        // such a message spends most of its time in flight (180 s each receive) and is rarely visible.
+        metric: new MathExpression({
+          expression: 'visible + inFlight',
+          label: 'Messages in the delivery dead-letter queue (visible or in flight)',
           period: FIVE_MINUTES,
-          statistic: 'Maximum',
+          usingMetrics: {
+            visible: deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+              period: FIVE_MINUTES,
+              statistic: 'Maximum',
+            }),
+            inFlight: deliveryDeadLetterQueue.metricApproximateNumberOfMessagesNotVisible({
+              period: FIVE_MINUTES,
+              statistic: 'Maximum',
+            }),
+          },
         }),
         threshold: 1,
         evaluationPeriods: 1,

@@ -340,12 +340,9 @@ describe('alarms', () => {
     });
   });
 
-  it.each([
-    ['webhook-dispatch-dlq', () => queueId],
-    ['webhook-delivery-dlq', () => deliveryDlqId],
-  ])('fires on the first message in a dead-letter queue (%s)', (name, queue) => {
+  it("fires on the first message in the dispatcher's dead-letter queue", () => {
     const alarm = alarms().find(
-      (candidate) => candidate.Properties.AlarmName === `receipt-service-test-${name}`,
+      (candidate) => candidate.Properties.AlarmName === 'receipt-service-test-webhook-dispatch-dlq',
     );
     expect(alarm?.Properties).toMatchObject({
       MetricName: 'ApproximateNumberOfMessagesVisible',
@@ -354,8 +351,41 @@ describe('alarms', () => {
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
     });
     expect(JSON.stringify((alarm?.Properties.Dimensions as { Value: unknown }[])[0]?.Value)).toContain(
-      `"${queue()}"`,
+      `"${queueId}"`,
     );
+  });
+
+  it("counts the delivery dead-letter queue's messages in flight too: the deliverer keeps receiving one it cannot record", () => {
+    const alarm = alarms().find(
+      (candidate) => candidate.Properties.AlarmName === 'receipt-service-test-webhook-delivery-dlq',
+    );
+    expect(alarm?.Properties).toMatchObject({
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    const metrics = alarm?.Properties.Metrics as {
+      Id: string;
+      Expression?: string;
+      MetricStat?: {
+        Metric: { MetricName: string; Namespace: string; Dimensions: { Value: unknown }[] };
+        Stat: string;
+      };
+    }[];
+    const expression = metrics.find((metric) => metric.Expression)!;
+    const inputs = metrics.filter((metric) => metric.MetricStat);
+    expect(
+      inputs.map((metric) => [metric.MetricStat!.Metric.MetricName, metric.MetricStat!.Stat]).sort(),
+    ).toEqual([
+      ['ApproximateNumberOfMessagesNotVisible', 'Maximum'],
+      ['ApproximateNumberOfMessagesVisible', 'Maximum'],
+    ]);
+    for (const input of inputs) {
+      expect(input.MetricStat!.Metric.Namespace).toBe('AWS/SQS');
+      expect(JSON.stringify(input.MetricStat!.Metric.Dimensions[0]?.Value)).toContain(`"${deliveryDlqId}"`);
+      expect(expression.Expression).toContain(input.Id);
+    }
+    expect(expression.Expression).toMatch(/^\w+ \+ \w+$/);
   });
 
   it('watches the dispatcher, the sweeper and the deliverer for errors like every function', () => {
