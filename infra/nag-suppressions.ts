@@ -17,7 +17,8 @@ export interface DataNagSubjects {
 /** What the service stack (infra/receipt-service-stack.ts) keeps that cdk-nag flags. */
 export interface ServiceNagSubjects {
   api: SpecRestApi;
-  tracingPolicy: Policy;
+  /** Absent where the stage does not trace (settings `tracing: off`). */
+  tracingPolicy?: Policy;
 }
 
 /**
@@ -76,10 +77,12 @@ export function applyServiceNagSuppressions(subjects: ServiceNagSubjects): void 
       reason: suppressionReasons.apiGatewayLoggingRole,
     });
   }
-  Validations.of(subjects.tracingPolicy).acknowledge({
-    id: 'AwsSolutions-IAM5[Resource::*]',
-    reason: suppressionReasons.xray,
-  });
+  if (subjects.tracingPolicy) {
+    Validations.of(subjects.tracingPolicy).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: suppressionReasons.xray,
+    });
+  }
 }
 
 export function applyDataNagSuppressions(subjects: DataNagSubjects): void {

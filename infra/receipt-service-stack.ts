@@ -99,15 +99,18 @@ export class ReceiptServiceStack extends Stack {
     this.logKey = data.logKey;
     this.cursorSecret = data.cursorSecret;
 
-    const tracingPolicy = new Policy(this, 'TracingPolicy', {
-      statements: [
-        new PolicyStatement({
-          effect: Effect.ALLOW,
-          actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
-          resources: ['*'],
-        }),
-      ],
-    });
+    const tracingPolicy =
+      settings.tracing === 'off'
+        ? undefined
+        : new Policy(this, 'TracingPolicy', {
+            statements: [
+              new PolicyStatement({
+                effect: Effect.ALLOW,
+                actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
+                resources: ['*'],
+              }),
+            ],
+          });
 
     const functions = new Map<string, ServiceFunction>();
     const reserved = new Map<string, number>(Object.entries(settings.paymentReservedConcurrency));
@@ -183,6 +186,7 @@ export class ReceiptServiceStack extends Stack {
     });
 
     this.api = new ServiceApi(this, 'Http', {
+      tracing: settings.tracing !== 'off',
       stage: settings.stage,
       resourcePrefix: settings.resourcePrefix,
       routes,
@@ -224,7 +228,7 @@ export class ReceiptServiceStack extends Stack {
 
     this.addOutputs(settings);
 
-    applyServiceNagSuppressions({ api: this.api.api, tracingPolicy });
+    applyServiceNagSuppressions({ api: this.api.api, ...(tracingPolicy ? { tracingPolicy } : {}) });
   }
 
   /** Only what this route's code reads: its own tables, escrow key and gateway settings. */
@@ -240,6 +244,8 @@ export class ReceiptServiceStack extends Stack {
       RECEIPT_RETENTION_DAYS: String(settings.receiptRetentionDays),
       ESCROW_RETENTION_DAYS: String(settings.escrowRetentionDays),
       AUDIT_RETENTION_DAYS: String(settings.auditRetentionDays),
+      // The Tracer stays unloaded where the stage traces at Lambda's level only (lib/wiring/aws-observability.ts).
+      ...(settings.tracing === 'lambda' ? { POWERTOOLS_TRACE_ENABLED: 'false' } : {}),
     };
     for (const key of Object.keys(route.tables) as TableKey[]) {
       environment[tableEnvVar(key)] = this.data.tables[key].tableName;

@@ -46,6 +46,8 @@ export interface ServiceApiProps {
   /** Create the account-wide role API Gateway logs through (needed once per account and region). */
   cloudWatchRole: boolean;
   publicRouteThrottle: { rateLimit: number; burstLimit: number };
+  /** X-Ray on the stage (settings `tracing` other than `off`). */
+  tracing: boolean;
 }
 
 /** Access log fields: one JSON object per request, no key values and no bodies. */
@@ -150,7 +152,7 @@ export class ServiceApi extends Construct {
       cloudWatchRoleRemovalPolicy: props.cloudWatchRole ? RemovalPolicy.RETAIN : undefined,
       deployOptions: {
         stageName: props.stage,
-        tracingEnabled: true,
+        tracingEnabled: props.tracing,
         // Execution logs for errors only, and never request or response bodies: those carry
         // private keys (decrypt) and plaintext receipts.
         loggingLevel: MethodLoggingLevel.ERROR,

@@ -19,8 +19,8 @@ export interface ServiceFunctionProps {
   functionName: string;
   environment: Record<string, string>;
   logRetention: RetentionDays;
-  /** Shared X-Ray write policy; see below for why it is not the function's own. */
-  tracingPolicy: Policy;
+  /** Shared X-Ray write policy (see below for why it is not the function's own); absent: no tracing. */
+  tracingPolicy?: Policy;
   /** For a function that serves no path of its own (the edge authorizer); otherwise method and path. */
   description?: string;
   /**
@@ -93,7 +93,7 @@ export class ServiceFunction extends Construct {
       ? Role.fromRoleName(this, 'Role', props.role.roleName, { mutable: true })
       : functionRole(this, 'Role', route);
     this.logGroup.grantWrite(this.role);
-    props.tracingPolicy.attachToRole(this.role);
+    props.tracingPolicy?.attachToRole(this.role);
 
     this.function = new NodejsFunction(this, 'Function', {
       functionName: props.functionName,
@@ -153,8 +153,10 @@ export class ServiceFunction extends Construct {
     // Tracing is switched on at the CloudFormation level instead of with `tracing: ACTIVE`, which
     // would add X-Ray's Resource "*" statement to this role's own policy, where a cdk-nag
     // suppression for it could also hide a real wildcard later. The shared policy carries it.
-    (this.function.node.defaultChild as CfnFunction).tracingConfig = { mode: Tracing.ACTIVE };
+    (this.function.node.defaultChild as CfnFunction).tracingConfig = {
+      mode: props.tracingPolicy ? Tracing.ACTIVE : Tracing.PASS_THROUGH,
+    };
     // Lambda checks the role may write traces when the function is created.
-    this.function.node.addDependency(props.tracingPolicy);
+    if (props.tracingPolicy) this.function.node.addDependency(props.tracingPolicy);
   }
 }

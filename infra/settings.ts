@@ -132,6 +132,13 @@ const settingsSchema = z.object({
   gatewayEventSourceCidrs: z.preprocess(fromText, z.array(z.cidrv4()).max(1_000)).default([]),
   dashboard: flag.default(true),
   /**
+   * X-Ray for the stage. `sdk`: Lambda's active tracing, API Gateway's, and the Powertools Tracer in
+   * every function (a subsegment per AWS call). `lambda`: the same without the Tracer in the functions
+   * (each invocation's init and duration only; no X-Ray SDK import, and none of its async hooks, which
+   * make every await dearer). `off`: no tracing (PassThrough; no X-Ray write policy).
+   */
+  tracing: z.enum(['sdk', 'lambda', 'off']).default('sdk'),
+  /**
    * Reserved concurrent executions per payment function (`-c paymentReservedConcurrency='{"create-payment":300}'`,
    * `'{}'` for none). Unset: a production stage reserves defaultPaymentReservedConcurrency, any other
    * stage nothing (a test account's concurrency quota is often too small to reserve from: Lambda keeps

@@ -60,6 +60,12 @@ describe('cdk-nag AwsSolutions', () => {
     expect(new AwsSolutionsChecks().validateScope(app).violations).toEqual([]);
   });
 
+  it.each(['lambda', 'off'])('also with tracing %s', (tracing) => {
+    const { app } = buildVariant({ monitoring: true, context: { tracing } });
+    app.synth();
+    expect(new AwsSolutionsChecks().validateScope(app).violations).toEqual([]);
+  });
+
   it('acknowledges exactly the known findings, each with a written reason', () => {
     const found = acknowledgements();
     expect([...found.keys()].sort()).toEqual([
