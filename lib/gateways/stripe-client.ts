@@ -52,7 +52,7 @@ export function createStripeClient(sdk: StripeSdk, options: StripeClientOptions)
  * `ms` of `timeouts`' time with the answer's body read under the same deadline, so a body that stalls
  * times out as a silent server does. The SDK sees a timed-out attempt as its own timeout (its
  * timeout error, retried under the same idempotency key). Not the SDK's fetch client: fetch (undici
- * and web streams) cost ~0.3 ms of CPU more per call than node:http (docs/PERFORMANCE.md, "CPU per
+ * and web streams) cost ~0.25 ms of CPU more per call than node:http (docs/PERFORMANCE.md, "CPU per
  * request, fifth round"), and the SDK's own Node client times out only an idle socket, on its own timer.
  */
 function timedNodeHttpClient(sdk: StripeSdk, timeouts: Timeouts, ms: number): Stripe.HttpClient {
@@ -117,12 +117,13 @@ function timedNodeHttpClient(sdk: StripeSdk, timeouts: Timeouts, ms: number): St
         else deadline.signal.addEventListener('abort', timedOut, { once: true });
         // The SDK's own timeout, a backstop (lib/gateways/registry.ts's sdkBackstopMs).
         request.setTimeout(timeout, timedOut);
-        request.once('error', reject);
+        // `on`, not `once`: an 'error' after the first (a destroy racing a reset) must not go unheard.
+        request.on('error', reject);
         request.once('response', (response) => {
           response.setEncoding('utf8');
           let body = '';
           response.on('data', (chunk: string) => (body += chunk));
-          response.once('error', fail);
+          response.on('error', fail);
           // A body cut short without an error (the connection closed before its end) fails too.
           response.once('close', () => {
             if (!response.complete) fail(new Error('the answer ended before its body did'));
