@@ -30,7 +30,7 @@ import {
   type RefundRecord,
   type RefundRequestRecord,
 } from '../lib/db/payments.js';
-import { providerIdempotencyKey } from '../lib/gateways/common.js';
+import { cardReferencesOf, providerIdempotencyKey } from '../lib/gateways/common.js';
 import type { PaymentState } from '../lib/gateways/port.js';
 import { refundedSoFar, saleStatus } from '../lib/payments/lifecycle.js';
 import { amountRefund } from '../lib/payments/refund-amounts.js';
@@ -810,18 +810,33 @@ export async function startFloorServer(options: FloorOptions): Promise<FloorServ
       updatedAt: now.toISOString(),
       ttl: payment.ttl,
     };
-    const receipt = refundReceiptOf({
-      receiptId: record.receiptId as string,
-      saleReceiptId: payment.receiptId,
-      basis,
-      refundId,
-      lines: record.lines,
-      subtotal: record.subtotal,
-      tax: record.tax,
-      amount: record.amount,
-      reason,
-      createdAt: now,
+    // The refund's network references, sealed in its receipt as lib/payments/lifecycle.ts seals them
+    // (lib/gateways/stripe.ts's toRefund reads them from the same answer).
+    const card = made.destination_details?.card;
+    const references = cardReferencesOf({
+      acquirerReferenceNumber:
+        card?.reference_type === 'acquirer_reference_number' ? card.reference : undefined,
+      providerIds: {
+        paymentIntentId: paymentId,
+        chargeId: typeof made.charge === 'string' ? made.charge : made.charge?.id,
+        refundId: made.id,
+      },
     });
+    const receipt: DigitalReceipt = {
+      ...refundReceiptOf({
+        receiptId: record.receiptId as string,
+        saleReceiptId: payment.receiptId,
+        basis,
+        refundId,
+        lines: record.lines,
+        subtotal: record.subtotal,
+        tax: record.tax,
+        amount: record.amount,
+        reason,
+        createdAt: now,
+      }),
+      cardTransaction: { gateway: 'gateway_a', ...references },
+    };
     // The seal with the receipt's bound fields, no more (lib/receipts/seal.ts's pure half).
     const sealed = sealReceiptEnvelope(receipt, recipient);
     const expiresAt = owner

@@ -470,9 +470,15 @@ async function runAgainst(
       refundReceipt.type !== 'refund' ||
       refundReceipt.relatedReceiptId !== paid.saleReceiptId ||
       !isRecord(summary) ||
-      summary.total !== REFUND_AMOUNT
+      summary.total !== REFUND_AMOUNT ||
+      !isRecord(refundReceipt.cardTransaction) ||
+      !isRecord(refundReceipt.cardTransaction.providerIds) ||
+      refundReceipt.cardTransaction.providerIds.paymentIntentId !== paid.paymentId ||
+      typeof refundReceipt.cardTransaction.providerIds.refundId !== 'string'
     )
-      throw new Error('the floor: its refund receipt does not open to the refund');
+      throw new Error(
+        'the floor: its refund receipt does not open to the refund with its network references',
+      );
 
     // Its claim: the receipt released for the claimant's key, and opened by the service's decrypt.
     const [claim] = await escrowedClaims(1);

@@ -158,9 +158,10 @@ export interface GatewayRegistryOptions {
 }
 
 /**
- * The SDKs' own timeout per attempt: a backstop a minute past ours (timedFetch), so that ours decides
- * when an attempt has taken too long. A minute is longer than a test waits (jest.config.js), so in a
- * test only a move of its clock times a call out, and a test that forgets to move it fails.
+ * The SDKs' own timeout per attempt: a backstop a minute past ours (stripe-client.ts's `attempts`,
+ * Square's timedFetch), so that ours decides when an attempt has taken too long. A minute is longer
+ * than a test waits (jest.config.js), so in a test only a move of its clock times a call out, and a
+ * test that forgets to move it fails.
  */
 export const sdkBackstopMs = (timeoutMs: number): number => timeoutMs + 60_000;
 
@@ -189,8 +190,8 @@ export function createGatewayRegistry(
   // The sandbox takes any credentials, but both SDKs refuse to start without one.
   async function buildStripe(target: StripeTarget): Promise<PaymentGateway> {
     const sdk = await loaders.stripe();
-    const fetch = timedFetch(timeouts, config.timeoutMs, 'rejection');
-    const common = { maxNetworkRetries: retries, timeoutMs, fetch };
+    const attempts = { timeouts, ms: config.timeoutMs };
+    const common = { maxNetworkRetries: retries, timeoutMs, attempts };
     const client =
       target.mode === 'sandbox'
         ? createStripeClient(sdk, { ...common, secretKey: 'sk_test_local_sandbox', baseUrl: target.baseUrl })

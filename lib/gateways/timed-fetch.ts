@@ -8,7 +8,8 @@ const WIRE_HEADERS = ['content-encoding', 'content-length'];
 /**
  * How a timed-out attempt reaches the SDK, which then treats it as its own timeout:
  * - 'rejection': fetch rejects with an AbortError (Stripe's fetch client: a timeout, retried under
- *   the same idempotency key; it clears its own timer either way);
+ *   the same idempotency key; it clears its own timer either way). The registry's Stripe client
+ *   no longer sends through fetch (lib/gateways/stripe-client.ts, the same deadline on node:http);
  * - 'failed-body': fetch answers, and reading the answer fails with an AbortError (Square's fetcher:
  *   a SquareTimeoutError). Square's SDK clears its own timer only when fetch answers
  *   (core/fetcher/makeRequest.js): after a rejection its timer, our backstop's length, would keep

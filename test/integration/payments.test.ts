@@ -29,9 +29,10 @@ describe('payments over HTTP with the real Stripe and Square SDKs against the ga
   let user: OnboardedUser;
 
   beforeAll(async () => {
-    // The stack's gateway calls time out on its clock (lib/gateways/timed-fetch.ts): only a move of
-    // the test's clock past this ends an attempt, so every attempt counted below is one the SDKs made
-    // for the fault the test armed, never one the machine's load made. The SDKs make up to 3 attempts.
+    // The stack's gateway calls time out on its clock (lib/gateways/stripe-client.ts, timed-fetch.ts):
+    // only a move of the test's clock past this ends an attempt, so every attempt counted below is one
+    // the SDKs made for the fault the test armed, never one the machine's load made. The SDKs make up
+    // to 3 attempts.
     stack = await startTestStack({ env: { GATEWAY_TIMEOUT_MS: String(GATEWAY_TIMEOUT_MS) } });
     merchant = await stack.apiKey(['merchant']);
     issuer = await stack.apiKey(['issuer']);

@@ -23,7 +23,7 @@ export const SERVICE_TIMEOUT_MS = gatewayConfigSchema.parse({}).GATEWAY_TIMEOUT_
 export const NEVER_MS = 600_000;
 
 /**
- * Gateways whose calls time out on `clock` (lib/gateways/timed-fetch.ts), for the tests of a response
+ * Gateways whose calls time out on `clock` (lib/gateways/stripe-client.ts, timed-fetch.ts), for the tests of a response
  * that never comes: `timeOut` waits until the sandbox holds a call, then moves the clock past the
  * timeout. Nothing else times out, however loaded the machine, so those tests count attempts exactly.
  */
