@@ -216,7 +216,7 @@ export function createGatewayRegistry(
         : undefined;
     if (refusal) throw new ConfigError(`Gateway credential refused: ${refusal}`);
     const sdk = await loaders.square();
-    const fetch = timedFetch(timeouts, config.timeoutMs, 'failed-body');
+    const fetch = timedFetch(timeouts, config.timeoutMs);
     const common = { maxRetries: retries, timeoutMs, fetch };
     const client =
       target.mode === 'sandbox'
