@@ -76,46 +76,55 @@ const BARE_HANDLER: { name: string; contents: string } = {
     '};',
 };
 
+/** The bare handler's request work, named so that a wrapper can call it. */
+const BARE_WORK = BARE_HANDLER.contents.replace('export const handler = async', 'const bare = async');
+if (BARE_WORK === BARE_HANDLER.contents)
+  throw new Error('the bare handler no longer exports `handler = async`');
+
 /**
  * The bare handler plus the libraries every service handler is built on (zod, the Powertools logger
  * and metrics, Middy with the service's three HTTP middlewares), each used once and nothing of the
  * project's: paired with the bare handler like a route, it says how much of the ratio allowance the
- * required libraries take before any route's own code is loaded.
+ * required libraries take before any route's own code is loaded. `zod` is the validator's module and
+ * `schema` the same strict object written in its API.
  */
+const librariesHandler = (zod: { module: string; schema: string }): string =>
+  BARE_WORK +
+  `\nimport * as z from '${zod.module}';\n` +
+  "import { Logger } from '@aws-lambda-powertools/logger';\n" +
+  "import { Metrics } from '@aws-lambda-powertools/metrics';\n" +
+  "import middy from '@middy/core';\n" +
+  "import normalizer from '@middy/http-header-normalizer';\n" +
+  "import parser from '@middy/http-json-body-parser';\n" +
+  "import security from '@middy/http-security-headers';\n" +
+  `const body = ${zod.schema};\n` +
+  "const logger = new Logger({ serviceName: 'bench' });\n" +
+  "const metrics = new Metrics({ namespace: 'bench', serviceName: 'bench' });\n" +
+  'export const handler = middy(async (event) => {\n' +
+  '  body.parse({ pk: event.body.pk, keyId: event.body.keyId });\n' +
+  "  logger.info('request');\n" +
+  "  metrics.addMetric('requests', 'Count', 1);\n" +
+  '  return bare({ ...event, body: JSON.stringify(event.body) });\n' +
+  '})\n' +
+  '  .use(normalizer())\n' +
+  '  .use(parser())\n' +
+  '  .use(security());';
+
 const LIBRARIES_ONLY: { name: string; contents: string } = {
   name: 'bare handler + zod + Powertools logger and metrics + Middy (no project code)',
-  contents:
-    BARE_HANDLER.contents.replace('export const handler = async', 'const bare = async') +
-    "\nimport * as z from 'zod';\n" +
-    "import { Logger } from '@aws-lambda-powertools/logger';\n" +
-    "import { Metrics } from '@aws-lambda-powertools/metrics';\n" +
-    "import middy from '@middy/core';\n" +
-    "import normalizer from '@middy/http-header-normalizer';\n" +
-    "import parser from '@middy/http-json-body-parser';\n" +
-    "import security from '@middy/http-security-headers';\n" +
-    'const body = z.object({ pk: z.string().min(1), keyId: z.string() }).strict();\n' +
-    "const logger = new Logger({ serviceName: 'bench' });\n" +
-    "const metrics = new Metrics({ namespace: 'bench', serviceName: 'bench' });\n" +
-    'export const handler = middy(async (event) => {\n' +
-    '  body.parse({ pk: event.body.pk, keyId: event.body.keyId });\n' +
-    "  logger.info('request');\n" +
-    "  metrics.addMetric('requests', 'Count', 1);\n" +
-    '  return bare({ ...event, body: JSON.stringify(event.body) });\n' +
-    '})\n' +
-    '  .use(normalizer())\n' +
-    '  .use(parser())\n' +
-    '  .use(security());',
+  contents: librariesHandler({
+    module: 'zod',
+    schema: 'z.object({ pk: z.string().min(1), keyId: z.string() }).strict()',
+  }),
 };
 
 /** The same with `zod/mini` in place of classic zod: what the libraries would take with a lighter validator. */
 const LIBRARIES_ZOD_MINI: { name: string; contents: string } = {
   name: 'the same with zod/mini instead of classic zod',
-  contents: LIBRARIES_ONLY.contents
-    .replace("import * as z from 'zod';", "import * as z from 'zod/mini';")
-    .replace(
-      'z.object({ pk: z.string().min(1), keyId: z.string() }).strict()',
-      'z.strictObject({ pk: z.string().check(z.minLength(1)), keyId: z.string() })',
-    ),
+  contents: librariesHandler({
+    module: 'zod/mini',
+    schema: 'z.strictObject({ pk: z.string().check(z.minLength(1)), keyId: z.string() })',
+  }),
 };
 
 // 1 MB read strictly (10^6 bytes), so the target holds whichever megabyte is meant.
